@@ -1,0 +1,121 @@
+# dome — build, test, bench.  `make` builds $(BUILD)/dome (and $(BUILD)/domed once supervisor/domed exists).
+#
+# Layout of the build: every folder with a module.mk is a static library
+# ($(BUILD)/lib/lib<folder-with-dashes>.a) made of the .c files in that folder.
+# A module.mk may add programs (PROGRAMS += name; name_SOURCES := ...), extra
+# flags, or test hooks; see docs/contributing.md.
+#
+# BUILD=dir puts everything in another tree (parallel work, sanitizer build).
+
+BUILD    ?= build
+VERSION  ?= 0.1.0
+SANITIZE ?= 0
+CC       ?= cc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+
+PACKAGES := jansson libzstd libsodium libseccomp libcap libmicrohttpd libpcre2-8 \
+            libnl-3.0 libnl-route-3.0 libbpf libcurl libhs
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PACKAGES) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PACKAGES) 2>/dev/null)
+
+CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -I. -I$(BUILD)/gen $(PKG_CFLAGS) \
+                 -fno-omit-frame-pointer -Wno-missing-field-initializers
+ifeq ($(SANITIZE),1)
+CFLAGS_COMMON += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDFLAGS_COMMON := -fsanitize=address,undefined
+else
+CFLAGS_COMMON += -O2
+LDFLAGS_COMMON :=
+endif
+CFLAGS  ?=
+LDFLAGS ?=
+ALL_CFLAGS  = $(CFLAGS_COMMON) -DDOME_VERSION_STRING=\"$(VERSION)\" $(CFLAGS)
+ALL_LDFLAGS = $(LDFLAGS_COMMON) $(LDFLAGS)
+LDLIBS_COMMON = $(PKG_LIBS) -lcmocka -lm -lpthread
+
+# ---- libraries: one per folder holding a module.mk ----
+MODULE_FILES := $(sort $(wildcard supervisor/*/module.mk policy/module.mk policy/*/module.mk bpf/module.mk tests/*/module.mk))
+LIBRARY_DIRS :=
+PROGRAMS     :=
+UNIT_TESTS   :=
+GENERATED    :=
+include $(MODULE_FILES)
+
+library_name = $(BUILD)/lib/lib$(subst /,-,$(1)).a
+library_sources = $(filter-out $($(subst /,_,$(1))_EXCLUDE),$(wildcard $(1)/*.c))
+LIBRARIES := $(foreach d,$(LIBRARY_DIRS),$(call library_name,$(d)))
+
+define library_rule
+$(call library_name,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call library_sources,$(1)))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach d,$(LIBRARY_DIRS),$(eval $(call library_rule,$(d))))
+
+LINK_LIBRARIES = -Wl,--start-group $(LIBRARIES) -Wl,--end-group
+
+$(BUILD)/obj/%.o: %.c | generated
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $($(subst /,_,$(patsubst %/,%,$(dir $<)))_CFLAGS) -MMD -MP -c $< -o $@
+
+# ---- programs ----
+PROGRAMS += dome
+dome_SOURCES := $(wildcard supervisor/cli/*.c)
+ifneq ($(wildcard supervisor/domed/*.c),)
+PROGRAMS += domed
+domed_SOURCES := $(wildcard supervisor/domed/*.c)
+endif
+
+define program_rule
+$(BUILD)/$(1): $(patsubst %.c,$(BUILD)/obj/%.o,$($(1)_SOURCES)) $(LIBRARIES)
+	@mkdir -p $$(@D)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $(patsubst %.c,$(BUILD)/obj/%.o,$($(1)_SOURCES)) $$(LINK_LIBRARIES) $$(LDLIBS_COMMON) $($(1)_LDLIBS)
+endef
+$(foreach p,$(PROGRAMS),$(eval $(call program_rule,$(p))))
+
+# ---- unit tests: tests/unit/<area>/test_*.c, one cmocka program each ----
+UNIT_TEST_SOURCES := $(wildcard tests/unit/*/test_*.c)
+UNIT_TESTS += $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_TEST_SOURCES))
+$(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBRARIES)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LINK_LIBRARIES) $(LDLIBS_COMMON)
+
+.PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install difftest vmtest
+all: $(addprefix $(BUILD)/,$(PROGRAMS))
+generated: $(GENERATED)
+unit-tests: $(UNIT_TESTS)
+
+asan:
+	$(MAKE) BUILD=$(BUILD)/asan SANITIZE=1 all unit-tests
+
+# `make test`: everything a fresh machine needs (scripts/install-deps first, as .ci/run does).
+test: all unit-tests asan
+	tests/run --build $(BUILD)
+
+test-quick: all unit-tests
+	tests/run --build $(BUILD) --no-asan
+
+bench: all
+	scripts/bench --build $(BUILD)
+
+demo:
+	scripts/demo
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+install: all
+	install -D -m 0755 $(BUILD)/dome $(DESTDIR)/usr/local/bin/dome
+	if [ -f $(BUILD)/domed ]; then install -D -m 0755 $(BUILD)/domed $(DESTDIR)/usr/local/sbin/domed; fi
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
