@@ -105,6 +105,9 @@ bench: all
 demo:
 	scripts/demo
 
+vmtest: all
+	scripts/vmtest --build $(BUILD)
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
