@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dome's in-kernel enforcement (CO-RE; see supervisor/kernel/kernel.h for the table semantics).
+ *
+ * Two groups of programs in one object:
+ *   - cgroup programs (connect4/6, sendmsg4/6, bind4/6, sock_create, cgroup_skb egress): attached by the
+ *     loader to each jail's cgroup2 leaf only, so they never see a process outside a jail. A process that
+ *     reaches them without a jail-map entry (e.g. a sub-cgroup of the leaf) is refused (fail closed).
+ *   - BPF-LSM programs: global by nature; each one starts with ONE jail-map lookup of the current task's
+ *     cgroup id and allows everything else untouched. The loader never loads them unless asked for the
+ *     full level (they are refused on hosts without `bpf` in lsm=).
+ * Every refusal is reported through the `events` ring buffer. */
+#include "vmlinux.h"
+
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "bpf/dome.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define EPERM 1
+#define AF_UNIX 1
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_RAW 3
+#define SOCK_PACKET 10
+#define FMODE_READ 0x1
+#define FMODE_WRITE 0x2
+#define FMODE_EXEC 0x20
+
+/* enum dome_hook of kernel.h */
+enum {
+  HOOK_CONNECT4 = 1,
+  HOOK_CONNECT6 = 2,
+  HOOK_SENDMSG4 = 3,
+  HOOK_SENDMSG6 = 4,
+  HOOK_BIND4 = 5,
+  HOOK_BIND6 = 6,
+  HOOK_SOCK_CREATE = 7,
+  HOOK_EGRESS = 8,
+  HOOK_FILE_OPEN = 9,
+  HOOK_FILE_RECEIVE = 10,
+  HOOK_BPRM_CHECK = 11,
+  HOOK_SOCKET_CONNECT = 12,
+  HOOK_PTRACE = 13,
+  HOOK_TASK_KILL = 14,
+  HOOK_BPF = 15,
+  HOOK_SOCKET_CREATE = 17,
+};
+
+enum { ACTION_CONNECT = 0, ACTION_BIND = 1, ACTION_SEND = 2 };
+enum { ACCESS_READ = 1, ACCESS_WRITE = 2, ACCESS_EXEC = 4 };
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, DOME_BPF_MAX_JAILS);
+  __type(key, __u64);
+  __type(value, struct dome_jail);
+} jails SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 256);
+  __type(key, __u32);
+  __type(value, __u32);
+} rulesets SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+  __uint(max_entries, 65536);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct dome_net_key);
+  __type(value, struct dome_net_value);
+} net_rules SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+  __uint(max_entries, 32768);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct dome_file_key);
+  __type(value, struct dome_file_value);
+} file_rules SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct dome_inode_key);
+  __type(value, struct dome_file_value);
+} inode_rules SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+/* Events lost because the ring buffer was full (index 0). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} lost_events SEC(".maps");
+
+/* Verdict cache (full level): per inode, the access bits found ALLOWED for one (jail, mount, table
+ * generation, path epoch). It lets repeated opens of the same file skip bpf_d_path and the lookups. Sound
+ * because (a) the storage dies with the inode (no reuse of a stale key), (b) only files with exactly one
+ * name (i_nlink == 1) and directories are cached, and the vfsmount is part of the key, so a hard link or a
+ * bind-mount alias never inherits another name's verdict, (c) every operation that can change the path of
+ * an existing (dentry, mount) — rename, mount, umount, move_mount, pivot_root, chroot — bumps the global
+ * path epoch, and (d) a rule change is a new generation. Denials are never cached (each one is reported). */
+struct dome_verdict_cache {
+  __u64 cgroup_id;
+  __u64 mount;
+  __u32 generation;
+  __u32 epoch;
+  __u32 allowed; /* ACCESS_* bits */
+  __u32 pad;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_INODE_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct dome_verdict_cache);
+} verdicts SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} path_epoch SEC(".maps");
+
+/* Scratch space for the file lookup key (too large for the 512-byte stack with the rest). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct dome_file_key);
+} file_scratch SEC(".maps");
+
+static __always_inline __u32 ruleset_generation(const struct dome_jail *jail) {
+  __u32 slot = jail->ruleset;
+  __u32 *generation = bpf_map_lookup_elem(&rulesets, &slot);
+  return generation ? *generation : 0;
+}
+
+static __always_inline struct dome_event *event_reserve(__u64 cgroup_id, __u32 hook, __u32 entry,
+                                                        __u32 generation, __u32 pid) {
+  struct dome_event *event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+  if (!event) {
+    __u32 zero = 0;
+    __u64 *lost = bpf_map_lookup_elem(&lost_events, &zero);
+    if (lost) *lost += 1;
+    return NULL;
+  }
+  event->time_ns = bpf_ktime_get_ns();
+  event->cgroup_id = cgroup_id;
+  event->pid = pid;
+  event->hook = hook;
+  event->entry = entry;
+  event->generation = generation;
+  event->action = 0;
+  event->family = 0;
+  event->port = 0;
+  event->extra = 0;
+  event->pad = 0;
+  __builtin_memset(event->address, 0, sizeof(event->address));
+  event->path[0] = 0;
+  return event;
+}
+
+/* An event of the current task (cgroup_skb programs have no current task: they use event_reserve). */
+#define event_begin(cgroup_id, hook, entry, generation) \
+  event_reserve(cgroup_id, hook, entry, generation, bpf_get_current_pid_tgid() >> 32)
+
+/* ---------------------------------------------------------------- network */
+
+struct net_request {
+  __u8 action;
+  __u8 protocol;
+  __u8 family; /* 4 or 6, after IPv4-mapped conversion */
+  __u16 port;  /* host order */
+  __u8 address[16];
+};
+
+/* Fill request->family/address from an IPv6 address given as four network-order words; IPv4-mapped
+ * addresses (::ffff:a.b.c.d) become the IPv4 request. */
+static __always_inline void request_from_ip6(struct net_request *request, __u32 w0, __u32 w1, __u32 w2,
+                                             __u32 w3) {
+  __builtin_memset(request->address, 0, sizeof(request->address));
+  if (w0 == 0 && w1 == 0 && w2 == bpf_htonl(0xffff)) {
+    request->family = 4;
+    __builtin_memcpy(request->address, &w3, 4);
+    return;
+  }
+  request->family = 6;
+  __builtin_memcpy(request->address, &w0, 4);
+  __builtin_memcpy(request->address + 4, &w1, 4);
+  __builtin_memcpy(request->address + 8, &w2, 4);
+  __builtin_memcpy(request->address + 12, &w3, 4);
+}
+
+/* Decide a request against generation's network table. Returns 1 allow, 0 deny; *entry the deciding entry. */
+static __always_inline int net_decide(const struct net_request *request, __u32 generation, __u32 *entry) {
+  struct dome_net_key key = {};
+  *entry = DOME_BPF_NO_ENTRY;
+  if (generation == 0) return 0;
+  key.prefixlen = 64 + (request->family == 4 ? 32 : 128);
+  key.generation = generation;
+  key.action = request->action;
+  key.protocol = request->protocol;
+  key.family = request->family;
+  __builtin_memcpy(key.address, request->address, 16);
+  struct dome_net_value *value = bpf_map_lookup_elem(&net_rules, &key);
+  if (!value) return 0;
+  for (int i = 0; i < DOME_BPF_PORT_RANGES; i++) {
+    if (i >= value->count) break;
+    struct dome_port_range *range = &value->ranges[i];
+    if (request->port >= range->first && request->port <= range->last) {
+      *entry = range->entry;
+      return range->decision == 1;
+    }
+  }
+  return 0;
+}
+
+static __always_inline void report_net(__u64 cgroup_id, __u32 hook, const struct net_request *request,
+                                       __u32 entry, __u32 generation) {
+  struct dome_event *event = event_begin(cgroup_id, hook, entry, generation);
+  if (!event) return;
+  event->action = request->action;
+  event->family = request->family;
+  event->port = request->port;
+  __builtin_memcpy(event->address, request->address, 16);
+  event->extra = request->protocol;
+  bpf_ringbuf_submit(event, 0);
+}
+
+/* Common body of the sock_addr programs. ip6 != 0 selects the IPv6 fields. */
+static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 action, __u32 hook, int ip6) {
+  __u64 cgroup_id = bpf_get_current_cgroup_id();
+  struct dome_jail *jail = bpf_map_lookup_elem(&jails, &cgroup_id);
+  struct net_request request = {};
+  request.action = action;
+  request.protocol = ctx->protocol;
+  request.port = bpf_ntohs((__u16)ctx->user_port);
+  if (ip6) {
+    request_from_ip6(&request, ctx->user_ip6[0], ctx->user_ip6[1], ctx->user_ip6[2], ctx->user_ip6[3]);
+  } else {
+    __u32 ip4 = ctx->user_ip4;
+    request.family = 4;
+    __builtin_memcpy(request.address, &ip4, 4);
+  }
+  __u32 generation = jail ? ruleset_generation(jail) : 0;
+  __u32 entry = DOME_BPF_NO_ENTRY;
+  if (jail && net_decide(&request, generation, &entry)) return 1;
+  report_net(cgroup_id, hook, &request, entry, generation);
+  return 0;
+}
+
+SEC("cgroup/connect4")
+int dome_connect4(struct bpf_sock_addr *ctx) {
+  return sock_addr_check(ctx, ACTION_CONNECT, HOOK_CONNECT4, 0);
+}
+
+SEC("cgroup/connect6")
+int dome_connect6(struct bpf_sock_addr *ctx) {
+  return sock_addr_check(ctx, ACTION_CONNECT, HOOK_CONNECT6, 1);
+}
+
+SEC("cgroup/sendmsg4")
+int dome_sendmsg4(struct bpf_sock_addr *ctx) {
+  return sock_addr_check(ctx, ACTION_SEND, HOOK_SENDMSG4, 0);
+}
+
+SEC("cgroup/sendmsg6")
+int dome_sendmsg6(struct bpf_sock_addr *ctx) {
+  return sock_addr_check(ctx, ACTION_SEND, HOOK_SENDMSG6, 1);
+}
+
+SEC("cgroup/bind4")
+int dome_bind4(struct bpf_sock_addr *ctx) {
+  return sock_addr_check(ctx, ACTION_BIND, HOOK_BIND4, 0);
+}
+
+SEC("cgroup/bind6")
+int dome_bind6(struct bpf_sock_addr *ctx) {
+  return sock_addr_check(ctx, ACTION_BIND, HOOK_BIND6, 1);
+}
+
+SEC("cgroup/sock_create")
+int dome_sock_create(struct bpf_sock *ctx) {
+  __u64 cgroup_id = bpf_get_current_cgroup_id();
+  struct dome_jail *jail = bpf_map_lookup_elem(&jails, &cgroup_id);
+  __u32 family = ctx->family;
+  __u32 type = ctx->type;
+  if (jail && family < 64 && (jail->families & (1ULL << family))) {
+    if ((type != SOCK_RAW && type != SOCK_PACKET) || (jail->flags & DOME_JAIL_ALLOW_RAW)) return 1;
+  }
+  struct dome_event *event = event_begin(cgroup_id, HOOK_SOCK_CREATE, DOME_BPF_NO_ENTRY, 0);
+  if (event) {
+    event->extra = family;
+    event->port = type;
+    bpf_ringbuf_submit(event, 0);
+  }
+  return 0;
+}
+
+/* Egress byte quota: count IP bytes leaving the jail's sockets; past the quota, drop (the sender sees
+ * EPERM for datagrams, TCP stalls). Reported once per jail. */
+SEC("cgroup_skb/egress")
+int dome_egress(struct __sk_buff *skb) {
+  __u64 cgroup_id = bpf_skb_cgroup_id(skb);
+  struct dome_jail *jail = bpf_map_lookup_elem(&jails, &cgroup_id);
+  if (!jail) return 1; /* not a socket of this jail (e.g. a kernel reply); quotas only count jail traffic */
+  __u64 used = __sync_fetch_and_add(&jail->egress_bytes, (__u64)skb->len) + skb->len;
+  if (jail->egress_quota == 0 || used <= jail->egress_quota) return 1;
+  if (!(jail->flags & DOME_JAIL_QUOTA_REPORTED)) {
+    jail->flags |= DOME_JAIL_QUOTA_REPORTED; /* a race only duplicates the report */
+    struct dome_event *event = event_reserve(cgroup_id, HOOK_EGRESS, DOME_BPF_NO_ENTRY, 0, 0);
+    if (event) {
+      event->extra = skb->len;
+      bpf_ringbuf_submit(event, 0);
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- BPF-LSM (full level only) */
+
+static __always_inline struct dome_jail *current_jail(__u64 *cgroup_id) {
+  *cgroup_id = bpf_get_current_cgroup_id();
+  return bpf_map_lookup_elem(&jails, cgroup_id);
+}
+
+/* Inode deny check: walk the real dentry chain (within the file's superblock, at most 32 levels) and
+ * return the first entry resolved to one of those inodes (exact entries only for the file itself).
+ * Catches hard links and bind-mount aliases of denied files and trees, whatever name was used. */
+static __always_inline struct dome_file_value *inode_decide(struct dentry *dentry, __u32 generation,
+                                                            __u8 access) {
+  struct dome_inode_key key = {};
+  key.generation = generation;
+  key.access = access;
+  key.device = BPF_CORE_READ(dentry, d_sb, s_dev);
+  key.inode = BPF_CORE_READ(dentry, d_inode, i_ino);
+  struct dome_file_value *value = bpf_map_lookup_elem(&inode_rules, &key); /* EXACT: the file itself */
+  if (value) return value;
+  key.subtree = 1;
+  for (int level = 0; level < 32; level++) {
+    key.inode = BPF_CORE_READ(dentry, d_inode, i_ino);
+    value = bpf_map_lookup_elem(&inode_rules, &key);
+    if (value) return value;
+    struct dentry *parent = BPF_CORE_READ(dentry, d_parent);
+    if (!parent || parent == dentry) break;
+    dentry = parent;
+  }
+  return NULL;
+}
+
+/* Decide one access to an open file. Returns 0 or -EPERM and reports the refusal. */
+#define S_IFMT 00170000
+#define S_IFDIR 0040000
+
+static __always_inline __u32 current_path_epoch(void) {
+  __u32 zero = 0;
+  __u32 *epoch = bpf_map_lookup_elem(&path_epoch, &zero);
+  return epoch ? *epoch : 0;
+}
+
+static __always_inline int file_check(struct file *file, __u8 access, __u32 hook, __u64 cgroup_id,
+                                      struct dome_jail *jail) {
+  __u32 generation = ruleset_generation(jail);
+  __u32 zero = 0;
+  __u32 epoch = current_path_epoch();
+  struct inode *inode = file->f_inode;
+  __u64 mount = (__u64)BPF_CORE_READ(file, f_path.mnt);
+  unsigned int nlink = BPF_CORE_READ(inode, i_nlink);
+  bool cacheable = inode && (nlink == 1 || (BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFDIR);
+  if (cacheable) {
+    struct dome_verdict_cache *cached = bpf_inode_storage_get(&verdicts, inode, 0, 0);
+    if (cached && cached->cgroup_id == cgroup_id && cached->mount == mount &&
+        cached->generation == generation && cached->epoch == epoch && (cached->allowed & access) &&
+        generation != 0)
+      return 0;
+  }
+  struct dome_file_key *key = bpf_map_lookup_elem(&file_scratch, &zero);
+  if (!key) return -EPERM;
+  key->generation = generation;
+  key->access = access;
+  key->pad[0] = key->pad[1] = key->pad[2] = 0;
+  long length = bpf_d_path((struct path *)&file->f_path, key->path, sizeof(key->path));
+  __u32 entry = DOME_BPF_NO_ENTRY;
+  int allowed = 0;
+  if (length > 0 && generation != 0) {
+    key->prefixlen = 64 + 8 * sizeof(key->path);
+    struct dome_file_value *value = bpf_map_lookup_elem(&file_rules, key);
+    if (value) {
+      entry = value->entry;
+      allowed = value->decision == 1;
+    }
+    if (allowed) {
+      struct dome_file_value *by_inode = inode_decide(BPF_CORE_READ(file, f_path.dentry), generation, access);
+      if (by_inode && by_inode->decision != 1) {
+        entry = by_inode->entry;
+        allowed = 0;
+      }
+    }
+  }
+  if (allowed) {
+    if (cacheable) {
+      struct dome_verdict_cache *cached =
+          bpf_inode_storage_get(&verdicts, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+      if (cached) {
+        if (cached->cgroup_id != cgroup_id || cached->mount != mount || cached->generation != generation ||
+            cached->epoch != epoch) {
+          cached->cgroup_id = cgroup_id;
+          cached->mount = mount;
+          cached->generation = generation;
+          cached->epoch = epoch;
+          cached->allowed = 0;
+        }
+        cached->allowed |= access;
+      }
+    }
+    return 0;
+  }
+  struct dome_event *event = event_begin(cgroup_id, hook, entry, generation);
+  if (event) {
+    event->action = access;
+    if (length > 0)
+      bpf_probe_read_kernel_str(event->path, sizeof(event->path), key->path);
+    else
+      bpf_d_path((struct path *)&file->f_path, event->path, sizeof(event->path));
+    bpf_ringbuf_submit(event, 0);
+  }
+  return -EPERM;
+}
+
+static __always_inline int file_mode_check(struct file *file, __u32 hook) {
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  unsigned int mode = BPF_CORE_READ(file, f_mode);
+  if (mode & FMODE_EXEC) return file_check(file, ACCESS_EXEC, hook, cgroup_id, jail);
+  if (mode & FMODE_READ) {
+    int verdict = file_check(file, ACCESS_READ, hook, cgroup_id, jail);
+    if (verdict) return verdict;
+  }
+  if (mode & FMODE_WRITE) return file_check(file, ACCESS_WRITE, hook, cgroup_id, jail);
+  return 0;
+}
+
+/* Path epoch: anything that may change the path of an existing (dentry, mount) invalidates every cached
+ * verdict. These run for every task (global hooks) and cost one array update. */
+static __always_inline int bump_path_epoch(void) {
+  __u32 zero = 0;
+  __u32 *epoch = bpf_map_lookup_elem(&path_epoch, &zero);
+  if (epoch) __sync_fetch_and_add(epoch, 1);
+  return 0;
+}
+
+SEC("lsm/inode_rename")
+int BPF_PROG(dome_inode_rename, struct inode *old_dir, struct dentry *old_dentry, struct inode *new_dir,
+             struct dentry *new_dentry) {
+  return bump_path_epoch();
+}
+
+SEC("lsm/sb_mount")
+int BPF_PROG(dome_sb_mount, const char *dev_name, const struct path *path, const char *type,
+             unsigned long flags, void *data) {
+  return bump_path_epoch();
+}
+
+SEC("lsm/sb_umount")
+int BPF_PROG(dome_sb_umount, struct vfsmount *mnt, int flags) {
+  return bump_path_epoch();
+}
+
+SEC("lsm/move_mount")
+int BPF_PROG(dome_move_mount, const struct path *from_path, const struct path *to_path) {
+  return bump_path_epoch();
+}
+
+SEC("lsm/sb_pivotroot")
+int BPF_PROG(dome_sb_pivotroot, const struct path *old_path, const struct path *new_path) {
+  return bump_path_epoch();
+}
+
+SEC("lsm/path_chroot")
+int BPF_PROG(dome_path_chroot, const struct path *path) {
+  return bump_path_epoch();
+}
+
+SEC("lsm/file_open")
+int BPF_PROG(dome_file_open, struct file *file) {
+  return file_mode_check(file, HOOK_FILE_OPEN);
+}
+
+/* A descriptor received over SCM_RIGHTS (or pidfd_getfd) is checked as if opened here. */
+SEC("lsm/file_receive")
+int BPF_PROG(dome_file_receive, struct file *file) {
+  return file_mode_check(file, HOOK_FILE_RECEIVE);
+}
+
+SEC("lsm/bprm_check_security")
+int BPF_PROG(dome_bprm_check, struct linux_binprm *bprm) {
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  return file_check(bprm->file, ACCESS_EXEC, HOOK_BPRM_CHECK, cgroup_id,
+                    jail); /* a BTF pointer: bpf_d_path needs it */
+}
+
+/* Second line for connect(2) of every family: IP by the net:connect table, AF_UNIX allowed, the rest
+ * refused (sock_create already limits families). */
+SEC("lsm/socket_connect")
+int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address, int addrlen) {
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  unsigned short family = BPF_CORE_READ(address, sa_family);
+  if (family == AF_UNIX) return 0;
+  struct net_request request = {};
+  request.action = ACTION_CONNECT;
+  request.protocol = BPF_CORE_READ(sock, sk, sk_protocol);
+  if (family == AF_INET && addrlen >= (int)sizeof(struct sockaddr_in)) {
+    struct sockaddr_in *in = (struct sockaddr_in *)address;
+    __u32 ip4 = BPF_CORE_READ(in, sin_addr.s_addr);
+    request.family = 4;
+    request.port = bpf_ntohs(BPF_CORE_READ(in, sin_port));
+    __builtin_memcpy(request.address, &ip4, 4);
+  } else if (family == AF_INET6 && addrlen >= (int)sizeof(struct sockaddr_in6)) {
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)address;
+    __u32 w[4];
+    bpf_probe_read_kernel(w, sizeof(w), &in6->sin6_addr);
+    request.port = bpf_ntohs(BPF_CORE_READ(in6, sin6_port));
+    request_from_ip6(&request, w[0], w[1], w[2], w[3]);
+  } else {
+    struct dome_event *event = event_begin(cgroup_id, HOOK_SOCKET_CONNECT, DOME_BPF_NO_ENTRY, 0);
+    if (event) {
+      event->extra = family;
+      bpf_ringbuf_submit(event, 0);
+    }
+    return -EPERM;
+  }
+  __u32 generation = ruleset_generation(jail);
+  __u32 entry;
+  if (net_decide(&request, generation, &entry)) return 0;
+  report_net(cgroup_id, HOOK_SOCKET_CONNECT, &request, entry, generation);
+  return -EPERM;
+}
+
+/* Families for every socket(2) of a jail (the cgroup sock_create hook only sees AF_INET/AF_INET6). */
+SEC("lsm/socket_create")
+int BPF_PROG(dome_socket_create, int family, int type, int protocol, int kern) {
+  if (kern) return 0;
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  int base_type = type & 0xf;
+  if (family >= 0 && family < 64 && (jail->families & (1ULL << family)) &&
+      ((base_type != SOCK_RAW && base_type != SOCK_PACKET) || (jail->flags & DOME_JAIL_ALLOW_RAW)))
+    return 0;
+  struct dome_event *event = event_begin(cgroup_id, HOOK_SOCKET_CREATE, DOME_BPF_NO_ENTRY, 0);
+  if (event) {
+    event->extra = family;
+    event->port = base_type;
+    bpf_ringbuf_submit(event, 0);
+  }
+  return -EPERM;
+}
+
+static __always_inline __u64 task_cgroup_id(struct task_struct *task) {
+  return BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+}
+
+static __always_inline int cross_jail(struct task_struct *target, __u32 hook) {
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  if (task_cgroup_id(target) == cgroup_id) return 0;
+  struct dome_event *event = event_begin(cgroup_id, hook, DOME_BPF_NO_ENTRY, 0);
+  if (event) {
+    event->extra = BPF_CORE_READ(target, tgid);
+    bpf_ringbuf_submit(event, 0);
+  }
+  return -EPERM;
+}
+
+SEC("lsm/ptrace_access_check")
+int BPF_PROG(dome_ptrace_access_check, struct task_struct *child, unsigned int mode) {
+  return cross_jail(child, HOOK_PTRACE);
+}
+
+SEC("lsm/task_kill")
+int BPF_PROG(dome_task_kill, struct task_struct *target, struct kernel_siginfo *info, int sig,
+             const struct cred *cred) {
+  return cross_jail(target, HOOK_TASK_KILL);
+}
+
+/* Nothing in a jail touches BPF: bpf(2) itself, and any map or program fd it might have received. */
+static __always_inline int refuse_bpf(__u32 command) {
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  struct dome_event *event = event_begin(cgroup_id, HOOK_BPF, DOME_BPF_NO_ENTRY, 0);
+  if (event) {
+    event->extra = command;
+    bpf_ringbuf_submit(event, 0);
+  }
+  return -EPERM;
+}
+
+SEC("lsm/bpf")
+int BPF_PROG(dome_bpf, int cmd, union bpf_attr *attr, unsigned int size) {
+  return refuse_bpf(cmd);
+}
+
+SEC("lsm/bpf_map")
+int BPF_PROG(dome_bpf_map, struct bpf_map *map, fmode_t fmode) {
+  return refuse_bpf(1000);
+}
+
+SEC("lsm/bpf_prog")
+int BPF_PROG(dome_bpf_prog, struct bpf_prog *prog) {
+  return refuse_bpf(1001);
+}

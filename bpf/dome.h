@@ -1,0 +1,100 @@
+/* Structures shared by the BPF programs (bpf/dome.bpf.c) and their loader (supervisor/kernel/).
+ * Plain fixed-size types only: the kernel side includes vmlinux.h first, user space <linux/types.h>.
+ *
+ * Maps (see dome.bpf.c):
+ *   jails      hash   cgroup id -> struct dome_jail           (which cgroups are jails, their state)
+ *   rulesets   array  ruleset -> __u32 generation              (0: not installed; switched atomically)
+ *   net_rules  LPM    struct dome_net_key -> struct dome_net_value
+ *   file_rules LPM    struct dome_file_key -> struct dome_file_value   (paths as the jail sees them)
+ *   inode_rules hash  struct dome_inode_key -> struct dome_file_value  (deny entries by device+inode)
+ *   events     ringbuf struct dome_event */
+#ifndef DOME_BPF_DOME_H
+#define DOME_BPF_DOME_H
+
+#define DOME_BPF_PORT_RANGES 16
+#define DOME_BPF_PATH_BYTES 248 /* file key path bytes (LPM data max is 256, minus the 8-byte header) */
+#define DOME_BPF_EVENT_PATH 256
+#define DOME_BPF_NO_ENTRY 0xffffffffu
+#define DOME_BPF_MAX_JAILS 4096
+
+/* Jail flags. */
+#define DOME_JAIL_ALLOW_RAW 1u      /* SOCK_RAW / SOCK_PACKET permitted */
+#define DOME_JAIL_QUOTA_REPORTED 2u /* the egress-quota denial was already reported */
+
+struct dome_jail {
+  __u32 ruleset;
+  __u32 flags;
+  __u64 families;     /* 1 << AF_* permitted by sock_create */
+  __u64 egress_quota; /* bytes; 0 = unlimited */
+  __u64 egress_bytes; /* counted by cgroup_skb/egress (atomic add) */
+};
+
+/* LPM key: prefixlen counts bits from `generation` on; the first 64 bits (generation, action, protocol,
+ * family, pad) are always part of the prefix, so prefixlen = 64 + address prefix length. */
+struct dome_net_key {
+  __u32 prefixlen;
+  __u32 generation;
+  __u8 action;
+  __u8 protocol;
+  __u8 family; /* 4 or 6 */
+  __u8 pad;
+  __u8 address[16];
+};
+
+struct dome_port_range {
+  __u16 first;
+  __u16 last;
+  __u32 entry; /* index in the network table, or DOME_BPF_NO_ENTRY */
+  __u8 decision;
+  __u8 pad[3];
+};
+
+struct dome_net_value {
+  __u32 count;
+  struct dome_port_range ranges[DOME_BPF_PORT_RANGES];
+};
+
+/* LPM key over path bytes: prefixlen = 64 + 8 * (bytes of path that form the prefix).
+ * SUBTREE "/x" is stored twice: "/x/" (prefix, everything beneath) and "/x\0" (the directory itself);
+ * EXACT "/x/y" as "/x/y\0". The lookup key is the path followed by NUL with the maximum prefixlen, so
+ * the longest match is the most specific entry; EXACT "/x" replaces SUBTREE's "/x\0" (exact wins). */
+struct dome_file_key {
+  __u32 prefixlen;
+  __u32 generation;
+  __u8 access; /* DOME_FILE_READ/WRITE/EXEC */
+  __u8 pad[3];
+  char path[DOME_BPF_PATH_BYTES];
+};
+
+struct dome_file_value {
+  __u32 entry;
+  __u8 decision;
+  __u8 pad[3];
+};
+
+struct dome_inode_key {
+  __u32 generation;
+  __u8 access;
+  __u8 subtree; /* 0: EXACT entry (the file itself), 1: SUBTREE entry (the inode and everything beneath) */
+  __u8 pad[2];
+  __u64 device; /* super_block s_dev (kernel encoding) */
+  __u64 inode;
+};
+
+struct dome_event {
+  __u64 time_ns;
+  __u64 cgroup_id;
+  __u32 pid;
+  __u32 hook; /* enum dome_hook */
+  __u32 entry;
+  __u32 generation;
+  __u8 action; /* net action or file access */
+  __u8 family; /* 4, 6, or 0 */
+  __u16 port;  /* host order */
+  __u8 address[16];
+  __u32 extra; /* family for sock_create, target pid for ptrace/kill, bpf cmd */
+  __u32 pad;
+  char path[DOME_BPF_EVENT_PATH];
+};
+
+#endif

@@ -1,0 +1,869 @@
+/* The typechecker of one policy condition in one request environment (cedar-policy validator
+ * typecheck.rs, strict mode): singleton Bool types drive short-circuiting of && || if, capabilities
+ * record which optional attributes and tags a `has`/hasTag guard made safe. */
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/eval/eval.h"
+#include "policy/validate/types.h"
+
+#define MAX_TYPECHECK_DEPTH 512
+
+typedef struct cap cap;
+struct cap {
+  const cedar_expr *on;
+  const char *attr;      /* attribute capability */
+  const cedar_expr *tag; /* tag capability (attr NULL) */
+  const cap *next;
+};
+
+typedef struct answer {
+  const vtype *type; /* NULL: no type */
+  bool ok;           /* typechecked without error */
+  const cap *caps;   /* capabilities when the expression is true */
+} answer;
+
+static answer typecheck(checker *c, const cap *prior, const cedar_expr *e);
+
+static answer success(const vtype *t) {
+  return (answer){t, true, NULL};
+}
+static answer failure(const vtype *t) {
+  return (answer){t, false, NULL};
+}
+
+/* ---------------- structural equality of expressions (source positions ignored) ---------------- */
+
+static bool expr_equal(const cedar_expr *a, const cedar_expr *b, int depth) {
+  if (a == b) return true;
+  if (!a || !b || a->kind != b->kind || depth > MAX_TYPECHECK_DEPTH) return false;
+  switch ((cedar_expr_kind)a->kind) {
+    case CX_BOOL:
+      return a->u.boolean == b->u.boolean;
+    case CX_LONG:
+      return a->u.number == b->u.number;
+    case CX_STRING:
+    case CX_UNKNOWN:
+      return cedar_str_eq(a->u.s, b->u.s);
+    case CX_ENTITY:
+      return cedar_euid_eq(&a->u.uid, &b->u.uid);
+    case CX_VAR:
+    case CX_SLOT:
+      return a->var == b->var;
+    case CX_VALUE:
+      return cedar_value_eq(a->u.value, b->u.value);
+    case CX_SET:
+    case CX_RECORD:
+    case CX_CALL:
+      if (a->u.list.count != b->u.list.count) return false;
+      if (a->kind == CX_CALL && !cedar_str_eq(a->u.list.name, b->u.list.name)) return false;
+      for (size_t i = 0; i < a->u.list.count; i++) {
+        if (a->kind == CX_RECORD && !cedar_str_eq(a->u.list.keys[i], b->u.list.keys[i])) return false;
+        if (!expr_equal(a->u.list.items[i], b->u.list.items[i], depth + 1)) return false;
+      }
+      return true;
+    case CX_LIKE:
+      if (a->u.op.pattern.length != b->u.op.pattern.length) return false;
+      if (a->u.op.pattern.length && memcmp(a->u.op.pattern.elements, b->u.op.pattern.elements,
+                                           a->u.op.pattern.length * sizeof(int16_t)))
+        return false;
+      break;
+    case CX_GET_ATTR:
+    case CX_HAS_ATTR:
+    case CX_IS:
+      if (!cedar_str_eq(a->u.op.name, b->u.op.name)) return false;
+      break;
+    default:
+      break;
+  }
+  return expr_equal(a->u.op.a, b->u.op.a, depth + 1) && expr_equal(a->u.op.b, b->u.op.b, depth + 1) &&
+         expr_equal(a->u.op.c, b->u.op.c, depth + 1);
+}
+
+/* ---------------- capabilities ---------------- */
+
+static const cap *cap_single(checker *c, const cedar_expr *on, const char *attr, const cedar_expr *tag) {
+  cap *k = schema_arena_alloc(c->arena, sizeof *k);
+  if (!k) {
+    c->failed_alloc = true;
+    return NULL;
+  }
+  k->on = on;
+  k->attr = attr;
+  k->tag = tag;
+  return k;
+}
+
+static bool cap_contains(const cap *caps, const cedar_expr *on, const char *attr, const cedar_expr *tag) {
+  for (const cap *k = caps; k; k = k->next) {
+    if (attr ? (!k->attr || strcmp(k->attr, attr) != 0) : (k->attr || !expr_equal(k->tag, tag, 0))) continue;
+    if (expr_equal(k->on, on, 0)) return true;
+  }
+  return false;
+}
+
+static const cap *cap_union(checker *c, const cap *a, const cap *b) {
+  if (!a) return b;
+  if (!b) return a;
+  const cap *out = b;
+  for (const cap *k = a; k; k = k->next) {
+    cap *copy = schema_arena_alloc(c->arena, sizeof *copy);
+    if (!copy) {
+      c->failed_alloc = true;
+      return out;
+    }
+    *copy = *k;
+    copy->next = out;
+    out = copy;
+  }
+  return out;
+}
+
+static const cap *cap_intersect(checker *c, const cap *a, const cap *b) {
+  const cap *out = NULL;
+  for (const cap *k = a; k; k = k->next) {
+    if (!cap_contains(b, k->on, k->attr, k->tag)) continue;
+    cap *copy = schema_arena_alloc(c->arena, sizeof *copy);
+    if (!copy) {
+      c->failed_alloc = true;
+      return out;
+    }
+    *copy = *k;
+    copy->next = out;
+    out = copy;
+  }
+  return out;
+}
+
+/* ---------------- helpers ---------------- */
+
+static void error_at(checker *c, const cedar_expr *e, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The leftmost source position within e (binary nodes carry their operator's position). */
+static void expr_start(const cedar_expr *e, unsigned *line, unsigned *column, int depth) {
+  if (!e || depth > 64) return;
+  if (e->line && (e->line < *line || (e->line == *line && e->column < *column)))
+    *line = e->line, *column = e->column;
+  switch ((cedar_expr_kind)e->kind) {
+    case CX_SET:
+    case CX_RECORD:
+    case CX_CALL:
+      if (e->u.list.count) expr_start(e->u.list.items[0], line, column, depth + 1);
+      return;
+    case CX_BOOL:
+    case CX_LONG:
+    case CX_STRING:
+    case CX_ENTITY:
+    case CX_VAR:
+    case CX_SLOT:
+    case CX_UNKNOWN:
+    case CX_VALUE:
+    case CX_IF:
+      return;
+    default:
+      expr_start(e->u.op.a, line, column, depth + 1);
+  }
+}
+
+static void error_at(checker *c, const cedar_expr *e, const char *format, ...) {
+  char message[480];
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(message, sizeof message, format, ap);
+  va_end(ap);
+  unsigned line = c->policy->line, column = c->policy->column;
+  if (e && e->line) {
+    line = e->line, column = e->column;
+    expr_start(e, &line, &column, 0);
+  }
+  add_finding(c->errors, line, column, "%s", message);
+}
+
+static const char *describe_expected(const vtype *const *expected, size_t count, schema_arena *arena) {
+  const char *text = "";
+  for (size_t i = 0; i < count; i++) {
+    const char *one;
+    switch (expected[i]->kind) {
+      case VT_ANY_ENTITY:
+        one = "an entity";
+        break;
+      case VT_RECORD:
+        one = expected[i]->open && !expected[i]->attribute_count ? "a record" : type_text(arena, expected[i]);
+        break;
+      case VT_SET:
+        one = expected[i]->element ? "a set of entities" : "a set";
+        break;
+      default:
+        one = type_text(arena, expected[i]);
+    }
+    text = schema_arena_printf(arena, "%s%s%s", text, i ? (i + 1 == count ? " or " : ", ") : "", one);
+  }
+  return text ? text : "?";
+}
+
+static answer expect_one_of(checker *c, const cap *prior, const cedar_expr *e, const vtype *const *expected,
+                            size_t count, const char *hint) {
+  answer a = typecheck(c, prior, e);
+  if (!a.type) return failure(NULL);
+  for (size_t i = 0; i < count; i++)
+    if (vt_is_subtype(a.type, expected[i], true)) return a;
+  error_at(c, e, "`%s` has type %s, but %s is expected here%s%s", expr_text(c->arena, e),
+           type_text(c->arena, a.type), describe_expected(expected, count, c->arena), hint ? "; " : "",
+           hint ? hint : "");
+  return failure(NULL);
+}
+
+static answer expect(checker *c, const cap *prior, const cedar_expr *e, const vtype *expected,
+                     const char *hint) {
+  return expect_one_of(c, prior, e, &expected, 1, hint);
+}
+
+static const vtype *entity_type(checker *c, const char *name) {
+  return vt_new(c->arena, VT_ENTITY, name, NULL);
+}
+
+static const char *euid_type(checker *c, const cedar_euid *uid) {
+  return encode_str(c->arena, uid->type);
+}
+
+/* The uid an expression denotes when it is an entity literal or the `action` variable. */
+static bool literal_uid(checker *c, const cedar_expr *e, const char **type, const char **id) {
+  if (e->kind == CX_ENTITY) {
+    *type = euid_type(c, &e->u.uid);
+    *id = encode_str(c->arena, e->u.uid.id);
+    return true;
+  }
+  if (e->kind == CX_VAR && e->var == CEDAR_VAR_ACTION && c->env->action) {
+    *type = c->env->action->uid.type;
+    *id = c->env->action->uid.id;
+    return true;
+  }
+  return false;
+}
+
+static bool is_literal(const cedar_expr *e) {
+  return e->kind == CX_BOOL || e->kind == CX_LONG || e->kind == CX_STRING || e->kind == CX_ENTITY;
+}
+
+/* Literal equality of two literal expressions (after replacing `action`). */
+static bool literals_equal(checker *c, const cedar_expr *a, const cedar_expr *b) {
+  const char *ta, *ia, *tb, *ib;
+  bool ua = literal_uid(c, a, &ta, &ia), ub = literal_uid(c, b, &tb, &ib);
+  if (ua || ub) return ua && ub && strcmp(ta, tb) == 0 && strcmp(ia, ib) == 0;
+  if (a->kind != b->kind) return false;
+  if (a->kind == CX_BOOL) return a->u.boolean == b->u.boolean;
+  if (a->kind == CX_LONG) return a->u.number == b->u.number;
+  return cedar_str_eq(a->u.s, b->u.s);
+}
+
+static bool is_literal_or_action(checker *c, const cedar_expr *e) {
+  return is_literal(e) || (e->kind == CX_VAR && e->var == CEDAR_VAR_ACTION && c->env->action);
+}
+
+/* Attribute of an entity or record type: *found and *required. */
+static const vtype *attribute_of(checker *c, const vtype *t, const char *attr, bool *found, bool *required) {
+  *found = false;
+  if (t->kind == VT_RECORD) {
+    const vattr *a = vt_record_attribute(t, attr);
+    if (!a) return NULL;
+    *found = true;
+    *required = a->required;
+    return a->type;
+  }
+  if (t->kind == VT_ENTITY) {
+    const cedar_schema_type *s = cedar_schema_entity_attribute(c->schema, t->name, attr, required);
+    if (!s) return NULL;
+    *found = true;
+    const vtype *v = vt_from_schema(c->arena, s, 0);
+    if (!v) c->failed_alloc = true;
+    return v;
+  }
+  return NULL;
+}
+
+static bool may_have_attribute(checker *c, const vtype *t, const char *attr) {
+  switch (t->kind) {
+    case VT_NEVER:
+    case VT_ANY_ENTITY:
+      return true;
+    case VT_RECORD:
+      return t->open || vt_record_attribute(t, attr) != NULL;
+    case VT_ENTITY: {
+      const cedar_schema_entity_type *e = cedar_schema_entity_type_find(c->schema, t->name);
+      return e && (e->shape->additional_attributes || cedar_schema_record_attribute(e->shape, attr));
+    }
+    default:
+      return false;
+  }
+}
+
+static const char *attribute_names(checker *c, const vtype *t) {
+  const char *text = "";
+  if (t->kind == VT_RECORD) {
+    for (size_t i = 0; i < t->attribute_count; i++)
+      text = schema_arena_printf(c->arena, "%s%s%s", text, i ? ", " : "", t->attributes[i].name);
+  } else if (t->kind == VT_ENTITY) {
+    const cedar_schema_entity_type *e = cedar_schema_entity_type_find(c->schema, t->name);
+    for (size_t i = 0; e && i < e->shape->attribute_count; i++)
+      text = schema_arena_printf(c->arena, "%s%s%s", text, i ? ", " : "", e->shape->attributes[i].name);
+  }
+  return text && text[0] ? text : "(none)";
+}
+
+static const char *suggest_attribute(checker *c, const vtype *t, const char *attr) {
+  const char *names[256];
+  size_t n = 0;
+  if (t->kind == VT_RECORD) {
+    for (size_t i = 0; i < t->attribute_count && n < 256; i++) names[n++] = t->attributes[i].name;
+  } else if (t->kind == VT_ENTITY) {
+    const cedar_schema_entity_type *e = cedar_schema_entity_type_find(c->schema, t->name);
+    for (size_t i = 0; e && i < e->shape->attribute_count && n < 256; i++)
+      names[n++] = e->shape->attributes[i].name;
+  }
+  return closest_name(attr, names, n);
+}
+
+/* May an entity of type `lhs` be `in` an entity of type `rhs` (entity or action hierarchy)? */
+static bool may_be_descendant(checker *c, const char *lhs, const char *rhs) {
+  if (cedar_schema_entity_type_may_be_in(c->schema, lhs, rhs)) return true;
+  size_t n = cedar_schema_action_count(c->schema);
+  for (size_t i = 0; i < n; i++) {
+    const cedar_schema_action *a = cedar_schema_action_at(c->schema, i);
+    if (strcmp(a->uid.type, lhs) != 0) continue;
+    for (size_t j = 0; j < n; j++) {
+      const cedar_schema_action *g = cedar_schema_action_at(c->schema, j);
+      if (strcmp(g->uid.type, rhs) == 0 && cedar_schema_action_is_in(c->schema, &a->uid, &g->uid))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* ---------------- operators ---------------- */
+
+static answer typecheck_in(checker *c, const cap *prior, const cedar_expr *e, const cedar_expr *lhs,
+                           const cedar_expr *rhs) {
+  static const vtype set_of_entities = {.kind = VT_SET, .element = &VT_ANY_ENTITY_TYPE};
+  (void)e;
+  const vtype *rhs_expected[2] = {&set_of_entities, &VT_ANY_ENTITY_TYPE};
+  answer l = expect(c, prior, lhs, &VT_ANY_ENTITY_TYPE, "to test membership in a set use `.contains()`");
+  answer r = expect_one_of(c, prior, rhs, rhs_expected, 2, NULL);
+  if (!l.ok || !r.ok) return failure(&VT_BOOL_TYPE);
+  const char *lt, *li;
+  if (literal_uid(c, lhs, &lt, &li) && is_action_type_name(lt)) {
+    /* action literal or variable `in` entity literal(s): decided by the action hierarchy */
+    const cedar_expr *const *items = &rhs;
+    size_t count = 1;
+    if (rhs->kind == CX_SET) items = (const cedar_expr *const *)rhs->u.list.items, count = rhs->u.list.count;
+    bool all_literals = true, any_action = false, known = true, in = false;
+    for (size_t i = 0; i < count; i++) {
+      const char *rt, *ri;
+      if (!literal_uid(c, items[i], &rt, &ri)) {
+        all_literals = false;
+        break;
+      }
+      if (!is_action_type_name(rt)) continue;
+      any_action = true;
+      const cedar_schema_action *group = cedar_schema_action_find(c->schema, rt, ri);
+      if (!group) {
+        known = false;
+        continue;
+      }
+      cedar_schema_action_ref me = {lt, li};
+      if (cedar_schema_action_is_in(c->schema, &me, &group->uid)) in = true;
+    }
+    if (all_literals) {
+      if (!any_action) return success(&VT_FALSE_TYPE);
+      if (!known) return failure(&VT_BOOL_TYPE);
+      return success(in ? &VT_TRUE_TYPE : &VT_FALSE_TYPE);
+    }
+  }
+  const char *lhs_type = l.type->kind == VT_ENTITY ? l.type->name : NULL;
+  const char *rhs_type = r.type->kind == VT_ENTITY ? r.type->name : NULL;
+  if (r.type->kind == VT_SET && r.type->element && r.type->element->kind == VT_ENTITY)
+    rhs_type = r.type->element->name;
+  if (lhs_type && rhs_type && !may_be_descendant(c, lhs_type, rhs_type)) return success(&VT_FALSE_TYPE);
+  return success(&VT_BOOL_TYPE);
+}
+
+/* `==` in strict mode. */
+static answer typecheck_equality(checker *c, const cap *prior, const cedar_expr *e, const cedar_expr *lhs,
+                                 const cedar_expr *rhs) {
+  answer l = typecheck(c, prior, lhs), r = typecheck(c, prior, rhs);
+  const vtype *result = &VT_BOOL_TYPE;
+  if (l.type && r.type && l.type->kind == VT_ENTITY && r.type->kind == VT_ENTITY &&
+      strcmp(l.type->name, r.type->name) != 0)
+    result = &VT_FALSE_TYPE;
+  else if (is_literal_or_action(c, lhs) && is_literal_or_action(c, rhs))
+    result = literals_equal(c, lhs, rhs) ? &VT_TRUE_TYPE : &VT_FALSE_TYPE;
+  bool ok = l.ok && r.ok;
+  if (result == &VT_BOOL_TYPE && l.type && r.type && !vt_lub(c->arena, l.type, r.type)) {
+    error_at(c, e, "`%s` compares %s with %s: both sides of `==` must have the same type",
+             expr_text(c->arena, e), type_text(c->arena, l.type), type_text(c->arena, r.type));
+    ok = false;
+  }
+  return (answer){result, ok, NULL};
+}
+
+static bool orderable(const vtype *t) {
+  return t->kind == VT_LONG ||
+         (t->kind == VT_EXTENSION && (strcmp(t->name, "datetime") == 0 || strcmp(t->name, "duration") == 0));
+}
+
+static answer typecheck_comparison(checker *c, const cap *prior, const cedar_expr *e, const cedar_expr *lhs,
+                                   const cedar_expr *rhs) {
+  answer l = typecheck(c, prior, lhs), r = typecheck(c, prior, rhs);
+  if (!l.type || !r.type) return failure(&VT_BOOL_TYPE);
+  bool ok = l.ok && r.ok;
+  bool same = vt_is_subtype(l.type, r.type, false) && vt_is_subtype(r.type, l.type, false);
+  if (!(same && orderable(l.type))) {
+    const cedar_expr *bad = orderable(l.type) ? rhs : lhs;
+    const vtype *bad_type = orderable(l.type) ? r.type : l.type;
+    error_at(c, bad,
+             "`%s` compares %s with %s: `<`, `<=`, `>`, `>=` need two Longs, two datetimes or two durations",
+             expr_text(c->arena, e), type_text(c->arena, l.type), type_text(c->arena, r.type));
+    (void)bad_type;
+    ok = false;
+  }
+  return (answer){&VT_BOOL_TYPE, ok, NULL};
+}
+
+static const vtype *extension_vtype(checker *c, cedar_extension_type t) {
+  switch (t) {
+    case CEDAR_EXT_TYPE_BOOL:
+      return &VT_BOOL_TYPE;
+    case CEDAR_EXT_TYPE_LONG:
+      return &VT_LONG_TYPE;
+    case CEDAR_EXT_TYPE_STRING:
+      return &VT_STRING_TYPE;
+    default:
+      return vt_new(c->arena, VT_EXTENSION, cedar_extension_type_name(t), NULL);
+  }
+}
+
+static bool constructor_argument_valid(const cedar_extension_function *f, cedar_str s) {
+  cedar_ipaddr ip;
+  int64_t v;
+  if (strcmp(f->name, "ip") == 0) return cedar_ipaddr_parse(s.ptr, s.len, &ip) == 0;
+  if (strcmp(f->name, "decimal") == 0) return cedar_decimal_parse(s.ptr, s.len, &v) == 0;
+  if (strcmp(f->name, "datetime") == 0) return cedar_datetime_parse(s.ptr, s.len, &v) == 0;
+  if (strcmp(f->name, "duration") == 0) return cedar_duration_parse(s.ptr, s.len, &v) == 0;
+  return true;
+}
+
+static answer typecheck_call(checker *c, const cap *prior, const cedar_expr *e) {
+  const cedar_extension_function *f = e->u.list.function;
+  size_t n = e->u.list.count;
+  if (!f) f = cedar_extension_function_find(encode_str(c->arena, e->u.list.name));
+  if (!f) {
+    error_at(c, e, "unknown extension function `%.*s`", (int)e->u.list.name.len, e->u.list.name.ptr);
+    for (size_t i = 0; i < n; i++) typecheck(c, prior, e->u.list.items[i]);
+    return failure(NULL);
+  }
+  const vtype *result = extension_vtype(c, f->result);
+  bool failed = false;
+  if (n != f->argument_count) {
+    error_at(c, e, "`%s` takes %u argument%s%s, but %zu %s given", f->name,
+             f->method_style ? f->argument_count - 1 : f->argument_count,
+             (f->method_style ? f->argument_count - 1 : f->argument_count) == 1 ? "" : "s",
+             f->method_style ? " besides its receiver" : "", f->method_style && n ? n - 1 : n,
+             (f->method_style && n ? n - 1 : n) == 1 ? "was" : "were");
+    failed = true;
+  }
+  if (f->is_constructor) {
+    for (size_t i = 0; i < n; i++) {
+      const cedar_expr *arg = e->u.list.items[i];
+      if (!is_literal(arg)) {
+        error_at(c, e, "`%s(...)` must be applied to a string literal in strict validation, not to `%s`",
+                 f->name, expr_text(c->arena, arg));
+        failed = true;
+      } else if (arg->kind == CX_STRING && !constructor_argument_valid(f, arg->u.s)) {
+        error_at(c, e, "`%s` is not a valid %s", expr_text(c->arena, e),
+                 cedar_extension_type_name(f->result));
+        failed = true;
+      }
+    }
+  }
+  if (failed) {
+    for (size_t i = 0; i < n; i++) typecheck(c, prior, e->u.list.items[i]);
+    return failure(result);
+  }
+  bool ok = true;
+  for (size_t i = 0; i < n; i++) {
+    answer a = expect(c, prior, e->u.list.items[i], extension_vtype(c, f->arguments[i]), NULL);
+    ok = ok && a.ok;
+  }
+  return ok ? success(result) : failure(result);
+}
+
+static answer typecheck_attribute(checker *c, const cap *prior, const cedar_expr *e) {
+  static const vtype *const entity_or_record[2] = {&VT_ANY_ENTITY_TYPE, &VT_ANY_RECORD_TYPE};
+  const cedar_expr *target = e->u.op.a;
+  const char *attr = encode_str(c->arena, e->u.op.name);
+  bool has = e->kind == CX_HAS_ATTR;
+  answer t = expect_one_of(c, prior, target, entity_or_record, 2, NULL);
+  if (!t.type) return failure(has ? &VT_BOOL_TYPE : NULL);
+  bool found = false, required = false;
+  const vtype *attribute = attribute_of(c, t.type, attr, &found, &required);
+  bool guarded = cap_contains(prior, target, attr, NULL);
+  if (has) {
+    if (found) {
+      bool known = (required && t.type->kind == VT_RECORD) || guarded;
+      return (answer){known ? &VT_TRUE_TYPE : &VT_BOOL_TYPE, t.ok, cap_single(c, target, attr, NULL)};
+    }
+    return (answer){may_have_attribute(c, t.type, attr) ? &VT_BOOL_TYPE : &VT_FALSE_TYPE, t.ok, NULL};
+  }
+  if (found) {
+    if (required || guarded) return (answer){attribute, t.ok, NULL};
+    error_at(c, e,
+             "`%s` reads the optional attribute `%s` of %s without a guard: write `%s has %s && ...` first",
+             expr_text(c->arena, e), attr, type_text(c->arena, t.type), expr_text(c->arena, target), attr);
+    return failure(attribute);
+  }
+  const char *suggestion = suggest_attribute(c, t.type, attr);
+  error_at(c, e, "attribute `%s` not found in `%s` (type %s)%s%s%s; its attributes are: %s", attr,
+           expr_text(c->arena, target), type_text(c->arena, t.type), suggestion ? "; did you mean `" : "",
+           suggestion ? suggestion : "", suggestion ? "`?" : "", attribute_names(c, t.type));
+  return failure(NULL);
+}
+
+static const vtype *tag_type(checker *c, const vtype *entity) {
+  if (entity->kind == VT_ENTITY) {
+    const cedar_schema_entity_type *e = cedar_schema_entity_type_find(c->schema, entity->name);
+    if (!e || !e->tags) return NULL;
+    const vtype *v = vt_from_schema(c->arena, e->tags, 0);
+    if (!v) c->failed_alloc = true;
+    return v;
+  }
+  /* any entity: the LUB of every declared tag type */
+  const vtype *lub = NULL;
+  for (size_t i = 0; i < cedar_schema_entity_type_count(c->schema); i++) {
+    const cedar_schema_entity_type *e = cedar_schema_entity_type_at(c->schema, i);
+    if (!e->tags) continue;
+    const vtype *v = vt_from_schema(c->arena, e->tags, 0);
+    lub = lub ? (v ? vt_lub(c->arena, lub, v) : NULL) : v;
+    if (!lub) return NULL;
+  }
+  return lub;
+}
+
+static answer typecheck_tag(checker *c, const cap *prior, const cedar_expr *e) {
+  const cedar_expr *target = e->u.op.a, *key = e->u.op.b;
+  answer t = expect(c, prior, target, &VT_ANY_ENTITY_TYPE, NULL);
+  answer k = t.type ? expect(c, prior, key, &VT_STRING_TYPE, NULL) : failure(NULL);
+  if (!t.type || !k.type) return failure(e->kind == CX_HAS_TAG ? &VT_BOOL_TYPE : NULL);
+  const vtype *tags = tag_type(c, t.type);
+  bool guarded = cap_contains(prior, target, NULL, key);
+  if (e->kind == CX_HAS_TAG) {
+    const vtype *result = !tags ? &VT_FALSE_TYPE : guarded ? &VT_TRUE_TYPE : &VT_BOOL_TYPE;
+    return (answer){result, t.ok && k.ok, cap_single(c, target, NULL, key)};
+  }
+  if (!guarded) {
+    error_at(c, e, "`%s` reads a tag without a guard: write `%s.hasTag(%s) && ...` first",
+             expr_text(c->arena, e), expr_text(c->arena, target), expr_text(c->arena, key));
+    return failure(NULL);
+  }
+  if (!tags) {
+    error_at(c, e, "`%s` reads a tag, but %s has no tags in the schema", expr_text(c->arena, e),
+             type_text(c->arena, t.type));
+    return failure(NULL);
+  }
+  return (answer){tags, t.ok && k.ok, NULL};
+}
+
+static answer typecheck_set_operation(checker *c, const cap *prior, const cedar_expr *e) {
+  const cedar_expr *set = e->u.op.a, *arg = e->u.op.b;
+  answer s = expect(c, prior, set, &VT_ANY_SET_TYPE, NULL);
+  if (!s.type) {
+    typecheck(c, prior, arg);
+    return failure(&VT_BOOL_TYPE);
+  }
+  answer a =
+      e->kind == CX_CONTAINS ? typecheck(c, prior, arg) : expect(c, prior, arg, &VT_ANY_SET_TYPE, NULL);
+  if (!a.type) return failure(&VT_BOOL_TYPE);
+  const vtype *left = e->kind == CX_CONTAINS ? s.type->element : s.type;
+  bool ok = s.ok && a.ok;
+  if (left && !vt_lub(c->arena, left, a.type)) {
+    error_at(c, e, "`%s` mixes %s and %s: the set's elements and the argument must have the same type",
+             expr_text(c->arena, e), type_text(c->arena, left), type_text(c->arena, a.type));
+    ok = false;
+  }
+  return (answer){&VT_BOOL_TYPE, ok, NULL};
+}
+
+static answer typecheck_set(checker *c, const cap *prior, const cedar_expr *e) {
+  size_t n = e->u.list.count;
+  bool ok = true;
+  const vtype *lub = NULL;
+  bool have_all = true;
+  for (size_t i = 0; i < n; i++) {
+    answer a = typecheck(c, prior, e->u.list.items[i]);
+    ok = ok && a.ok;
+    if (!a.type) have_all = false;
+    if (!have_all) continue;
+    const vtype *next = lub ? vt_lub(c->arena, lub, a.type) : a.type;
+    if (!next) {
+      error_at(c, e, "the set `%s` mixes elements of type %s and %s: all elements must have the same type",
+               expr_text(c->arena, e), type_text(c->arena, lub), type_text(c->arena, a.type));
+      have_all = false;
+      ok = false;
+      lub = NULL;
+      continue;
+    }
+    lub = next;
+  }
+  if (n == 0) {
+    error_at(c, e,
+             "empty set literals `[]` are not allowed in strict validation (their element type is unknown)");
+    return failure(NULL);
+  }
+  if (!have_all || !lub) return failure(NULL);
+  const vtype *t = vt_new(c->arena, VT_SET, NULL, lub);
+  return (answer){t, ok, NULL};
+}
+
+static answer typecheck_record(checker *c, const cap *prior, const cedar_expr *e) {
+  size_t n = e->u.list.count;
+  vtype *t = (vtype *)vt_new(c->arena, VT_RECORD, NULL, NULL);
+  vattr *attrs = schema_arena_alloc(c->arena, (n + 1) * sizeof *attrs);
+  if (!t || !attrs) {
+    c->failed_alloc = true;
+    return failure(NULL);
+  }
+  bool ok = true, typed = true;
+  for (size_t i = 0; i < n; i++) {
+    answer a = typecheck(c, prior, e->u.list.items[i]);
+    ok = ok && a.ok;
+    if (!a.type) typed = false;
+    attrs[i] = (vattr){encode_str(c->arena, e->u.list.keys[i]), a.type, true};
+  }
+  t->attributes = attrs;
+  t->attribute_count = n;
+  return (answer){typed ? t : NULL, ok && typed, NULL};
+}
+
+static answer typecheck_entity_literal(checker *c, const cedar_expr *e) {
+  const char *type = euid_type(c, &e->u.uid);
+  if (is_action_type_name(type)) {
+    if (cedar_schema_action_find(c->schema, type, encode_str(c->arena, e->u.uid.id)))
+      return success(entity_type(c, type));
+    return failure(NULL); /* reported once per policy by the action check */
+  }
+  if (cedar_schema_entity_type_find(c->schema, type)) return success(entity_type(c, type));
+  return failure(NULL); /* reported once per policy by the entity type check */
+}
+
+static answer typecheck_var(checker *c, const cedar_expr *e) {
+  const request_env *env = c->env;
+  switch (e->var) {
+    case CEDAR_VAR_PRINCIPAL:
+      return success(entity_type(c, env->principal));
+    case CEDAR_VAR_RESOURCE:
+      return success(entity_type(c, env->resource));
+    case CEDAR_VAR_ACTION:
+      return success(entity_type(c, env->action->uid.type));
+    default: {
+      const vtype *t = vt_from_schema(c->arena, env->action->context, 0);
+      if (!t) c->failed_alloc = true;
+      return t ? success(t) : failure(NULL);
+    }
+  }
+}
+
+static answer typecheck_and_or(checker *c, const cap *prior, const cedar_expr *e) {
+  bool is_and = e->kind == CX_AND;
+  answer l = expect(c, prior, e->u.op.a, &VT_BOOL_TYPE, NULL);
+  if (l.type && l.type->kind == (is_and ? VT_FALSE : VT_TRUE))
+    return (answer){l.type, l.ok, is_and ? NULL : l.caps};
+  answer r = expect(c, is_and ? cap_union(c, prior, l.caps) : prior, e->u.op.b, &VT_BOOL_TYPE, NULL);
+  bool ok = l.ok && r.ok;
+  if (!l.type || !r.type) return (answer){&VT_BOOL_TYPE, false, NULL};
+  if (is_and) {
+    if (r.type->kind == VT_FALSE) return (answer){&VT_FALSE_TYPE, ok, NULL};
+    if (r.type->kind == VT_TRUE) return (answer){l.type, ok, cap_union(c, l.caps, r.caps)};
+    if (l.type->kind == VT_TRUE) return (answer){r.type, ok, cap_union(c, r.caps, r.caps)};
+    return (answer){&VT_BOOL_TYPE, ok, cap_union(c, l.caps, r.caps)};
+  }
+  if (r.type->kind == VT_TRUE) return (answer){&VT_TRUE_TYPE, ok, r.caps};
+  if (r.type->kind == VT_FALSE) return (answer){l.type, ok, l.caps};
+  if (l.type->kind == VT_FALSE) return (answer){r.type, ok, r.caps};
+  return (answer){&VT_BOOL_TYPE, ok, cap_intersect(c, r.caps, l.caps)};
+}
+
+static answer typecheck_if(checker *c, const cap *prior, const cedar_expr *e) {
+  answer test = expect(c, prior, e->u.op.a, &VT_BOOL_TYPE, NULL);
+  if (test.type && test.type->kind == VT_TRUE) {
+    answer then = typecheck(c, cap_union(c, prior, test.caps), e->u.op.b);
+    return (answer){then.type, test.ok && then.ok, cap_union(c, then.caps, test.caps)};
+  }
+  if (test.type && test.type->kind == VT_FALSE) {
+    answer otherwise = typecheck(c, prior, e->u.op.c);
+    return (answer){otherwise.type, test.ok && otherwise.ok, otherwise.caps};
+  }
+  answer then = typecheck(c, cap_union(c, prior, test.caps), e->u.op.b);
+  answer otherwise = typecheck(c, prior, e->u.op.c);
+  bool ok = test.ok && then.ok && otherwise.ok;
+  if (!then.type || !otherwise.type) return (answer){NULL, false, NULL};
+  const vtype *lub = vt_lub(c->arena, then.type, otherwise.type);
+  if (!lub) {
+    error_at(c, e, "the branches of `%s` have types %s and %s: both branches must have the same type",
+             expr_text(c->arena, e), type_text(c->arena, then.type), type_text(c->arena, otherwise.type));
+    return (answer){NULL, false, NULL};
+  }
+  return (answer){lub, ok, cap_intersect(c, otherwise.caps, cap_union(c, then.caps, test.caps))};
+}
+
+static answer typecheck_is(checker *c, const cap *prior, const cedar_expr *e) {
+  answer t = expect(c, prior, e->u.op.a, &VT_ANY_ENTITY_TYPE, "`is` tests the type of an entity");
+  const char *type = encode_str(c->arena, e->u.op.name);
+  answer is;
+  if (!t.type)
+    is = failure(&VT_BOOL_TYPE);
+  else if (t.type->kind == VT_ENTITY)
+    is = (answer){strcmp(t.type->name, type) == 0 ? &VT_TRUE_TYPE : &VT_FALSE_TYPE, t.ok, NULL};
+  else
+    is = (answer){&VT_BOOL_TYPE, t.ok, NULL};
+  if (!e->u.op.b) return is;
+  /* `x is T in y` is `x is T && x in y` */
+  if (is.type && is.type->kind == VT_FALSE) return is;
+  answer in = typecheck_in(c, prior, e, e->u.op.a, e->u.op.b);
+  bool ok = is.ok && in.ok;
+  if (in.type->kind == VT_FALSE) return (answer){&VT_FALSE_TYPE, ok, NULL};
+  if (in.type->kind == VT_TRUE) return (answer){is.type, ok, NULL};
+  if (is.type->kind == VT_TRUE) return (answer){in.type, ok, NULL};
+  return (answer){&VT_BOOL_TYPE, ok, NULL};
+}
+
+static answer typecheck(checker *c, const cap *prior, const cedar_expr *e) {
+  if (c->failed_alloc) return failure(NULL);
+  if (++c->depth > MAX_TYPECHECK_DEPTH) {
+    c->depth--;
+    error_at(c, e, "expression nested deeper than %d levels", MAX_TYPECHECK_DEPTH);
+    return failure(NULL);
+  }
+  answer a;
+  switch ((cedar_expr_kind)e->kind) {
+    case CX_BOOL:
+      a = success(e->u.boolean ? &VT_TRUE_TYPE : &VT_FALSE_TYPE);
+      break;
+    case CX_LONG:
+      a = success(&VT_LONG_TYPE);
+      break;
+    case CX_STRING:
+      a = success(&VT_STRING_TYPE);
+      break;
+    case CX_ENTITY:
+      a = typecheck_entity_literal(c, e);
+      break;
+    case CX_VAR:
+      a = typecheck_var(c, e);
+      break;
+    case CX_SLOT: {
+      const char *slot = e->var == CEDAR_VAR_PRINCIPAL ? c->env->principal_slot : c->env->resource_slot;
+      a = success(slot ? entity_type(c, slot) : &VT_ANY_ENTITY_TYPE);
+      break;
+    }
+    case CX_UNKNOWN:
+    case CX_VALUE:
+      error_at(c, e, "`%s` cannot be validated (unknowns and residual values are not policy syntax)",
+               expr_text(c->arena, e));
+      a = failure(NULL);
+      break;
+    case CX_NOT: {
+      answer x = expect(c, prior, e->u.op.a, &VT_BOOL_TYPE, NULL);
+      const vtype *t = !x.type                    ? NULL
+                       : x.type->kind == VT_TRUE  ? &VT_FALSE_TYPE
+                       : x.type->kind == VT_FALSE ? &VT_TRUE_TYPE
+                                                  : &VT_BOOL_TYPE;
+      a = (answer){t ? t : &VT_BOOL_TYPE, x.ok && t, NULL};
+      break;
+    }
+    case CX_NEG: {
+      answer x = expect(c, prior, e->u.op.a, &VT_LONG_TYPE, NULL);
+      a = (answer){&VT_LONG_TYPE, x.ok && x.type, NULL};
+      break;
+    }
+    case CX_AND:
+    case CX_OR:
+      a = typecheck_and_or(c, prior, e);
+      break;
+    case CX_IF:
+      a = typecheck_if(c, prior, e);
+      break;
+    case CX_EQ:
+    case CX_NE: {
+      a = typecheck_equality(c, prior, e, e->u.op.a, e->u.op.b);
+      if (e->kind == CX_NE)
+        a.type = a.type->kind == VT_TRUE ? &VT_FALSE_TYPE : a.type->kind == VT_FALSE ? &VT_TRUE_TYPE : a.type;
+      a.caps = NULL;
+      break;
+    }
+    case CX_LT:
+    case CX_LE:
+      a = typecheck_comparison(c, prior, e, e->u.op.a, e->u.op.b);
+      break;
+    case CX_GT:
+    case CX_GE:
+      a = typecheck_comparison(c, prior, e, e->u.op.a, e->u.op.b);
+      break;
+    case CX_ADD:
+    case CX_SUB:
+    case CX_MUL: {
+      const char *hint = e->kind == CX_ADD ? "`+` adds Longs (strings cannot be concatenated)" : NULL;
+      answer x = expect(c, prior, e->u.op.a, &VT_LONG_TYPE, hint);
+      answer y = expect(c, prior, e->u.op.b, &VT_LONG_TYPE, hint);
+      a = (answer){&VT_LONG_TYPE, x.ok && y.ok && x.type && y.type, NULL};
+      break;
+    }
+    case CX_IN:
+      a = typecheck_in(c, prior, e, e->u.op.a, e->u.op.b);
+      break;
+    case CX_CONTAINS:
+    case CX_CONTAINS_ALL:
+    case CX_CONTAINS_ANY:
+      a = typecheck_set_operation(c, prior, e);
+      break;
+    case CX_IS_EMPTY: {
+      answer x = expect(c, prior, e->u.op.a, &VT_ANY_SET_TYPE, NULL);
+      a = (answer){&VT_BOOL_TYPE, x.ok && x.type, NULL};
+      break;
+    }
+    case CX_GET_TAG:
+    case CX_HAS_TAG:
+      a = typecheck_tag(c, prior, e);
+      break;
+    case CX_GET_ATTR:
+    case CX_HAS_ATTR:
+      a = typecheck_attribute(c, prior, e);
+      break;
+    case CX_LIKE: {
+      answer x = expect(c, prior, e->u.op.a, &VT_STRING_TYPE, NULL);
+      a = (answer){&VT_BOOL_TYPE, x.ok && x.type, NULL};
+      break;
+    }
+    case CX_IS:
+      a = typecheck_is(c, prior, e);
+      break;
+    case CX_SET:
+      a = typecheck_set(c, prior, e);
+      break;
+    case CX_RECORD:
+      a = typecheck_record(c, prior, e);
+      break;
+    case CX_CALL:
+      a = typecheck_call(c, prior, e);
+      break;
+    default:
+      error_at(c, e, "unsupported expression");
+      a = failure(NULL);
+  }
+  c->depth--;
+  return a;
+}
+
+const vtype *typecheck_condition(checker *c, const cedar_expr *condition, bool *typechecked) {
+  answer a = expect(c, NULL, condition, &VT_BOOL_TYPE, NULL);
+  *typechecked = a.ok && !c->failed_alloc;
+  return a.type;
+}

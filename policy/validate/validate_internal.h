@@ -1,0 +1,89 @@
+/* Internals of the validator: validator types, request environments and the typechecker. */
+#ifndef DOME_POLICY_VALIDATE_VALIDATE_INTERNAL_H
+#define DOME_POLICY_VALIDATE_VALIDATE_INTERNAL_H
+
+#include "policy/schema/schema_internal.h"
+#include "policy/syntax/syntax.h"
+#include "policy/validate/validate.h"
+
+/* Validator types (cedar-policy validator types.rs, strict mode); see types.h for operations. */
+typedef enum vt_kind {
+  VT_NEVER,
+  VT_TRUE,
+  VT_FALSE,
+  VT_BOOL,
+  VT_LONG,
+  VT_STRING,
+  VT_SET,        /* element NULL: any set (only as an expectation) */
+  VT_RECORD,     /* attributes sorted by name */
+  VT_ENTITY,     /* name: one entity type (or action type) */
+  VT_ANY_ENTITY, /* an entity of unknown type (unlinked template slot) */
+  VT_EXTENSION,  /* name */
+} vt_kind;
+
+typedef struct vtype vtype;
+typedef struct vattr {
+  const char *name; /* schema-encoded (NUL as C0 80) */
+  const vtype *type;
+  bool required;
+} vattr;
+
+struct vtype {
+  vt_kind kind;
+  const char *name;
+  const vtype *element;
+  const vattr *attributes;
+  size_t attribute_count;
+  bool open;
+};
+
+/* A request environment: principal type, action, resource type, and the types template slots are linked
+ * to (NULL: no slot / any entity). */
+typedef struct request_env {
+  const char *principal;
+  const cedar_schema_action *action;
+  const char *resource;
+  const char *principal_slot;
+  const char *resource_slot;
+} request_env;
+
+/* A finding of the typechecker (deduplicated by the caller). */
+typedef struct finding {
+  unsigned line, column;
+  char message[480];
+} finding;
+
+typedef struct findings {
+  finding *items;
+  size_t count, capacity;
+} findings;
+
+typedef struct checker {
+  const cedar_schema *schema;
+  schema_arena *arena; /* scratch memory of one validation */
+  const cedar_policy *policy;
+  const request_env *env;
+  findings *errors;
+  int depth;
+  bool failed_alloc;
+} checker;
+
+/* Typecheck `condition` (the whole policy condition) in one environment. Returns its type (NULL when it
+ * has none) and sets *typechecked. Errors are appended to c->errors. */
+const vtype *typecheck_condition(checker *c, const cedar_expr *condition, bool *typechecked);
+
+/* Add a finding. */
+void add_finding(findings *list, unsigned line, unsigned column, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Schema-encoded C string of s (arena). */
+const char *encode_str(schema_arena *arena, cedar_str s);
+/* Text of an expression / type for messages (arena). */
+const char *expr_text(schema_arena *arena, const cedar_expr *e);
+const char *type_text(schema_arena *arena, const vtype *t);
+/* Is `type` an action entity type name ("Action" or "...::Action")? */
+bool is_action_type_name(const char *type);
+/* Closest candidate to `name` among candidates (NULL when none is close). */
+const char *closest_name(const char *name, const char *const *candidates, size_t count);
+
+#endif

@@ -1,0 +1,88 @@
+/* State of an open journal, shared by writer.c (appends, writer thread) and open.c (open, recovery). */
+#ifndef DOME_AUDIT_WRITER_INTERNAL_H
+#define DOME_AUDIT_WRITER_INTERNAL_H
+
+#include <pthread.h>
+
+#include "supervisor/audit/journal.h"
+#include "supervisor/audit/journal_internal.h"
+
+/* An appended event waiting for the writer: its canonical text without `seq` and `time`, and where
+ * those two members go (byte offsets of the first top-level key sorting after them, or of the `}`). */
+struct pending_event {
+  struct pending_event *next;
+  uint64_t seq;
+  int64_t time_ns;
+  char *text;
+  size_t length;
+  size_t cut_seq, cut_time;
+  bool checkpoint; /* a placeholder: the committer writes a signed checkpoint here (text is NULL) */
+};
+
+typedef struct byte_buffer {
+  uint8_t *data;
+  size_t length, capacity;
+} byte_buffer;
+
+int byte_buffer_reserve(byte_buffer *b, size_t more);
+int byte_buffer_append(byte_buffer *b, const void *data, size_t length);
+
+struct journal {
+  journal_options options;
+  char *directory;
+  char *key_path;
+  journal_key key;
+
+  pthread_mutex_t lock;
+  pthread_cond_t writer_wake;
+  pthread_cond_t committed;
+  struct pending_event *head, *tail;
+  size_t pending_bytes;
+  int64_t oldest_pending_mono_ns;
+  uint64_t last_seq;      /* last assigned */
+  uint64_t committed_seq; /* last durable */
+  int64_t last_time_ns;
+  int64_t writer_deadline; /* when the sleeping writer thread wakes (mono ns); INT64_MAX: untimed; 0: awake */
+  bool committing;         /* a commit round runs (writer thread or a journal_sync leader) */
+  bool checkpoint_requested;
+  uint64_t queued_since_checkpoint;  /* events queued since the last checkpoint placeholder */
+  uint64_t checkpoint_committed_seq; /* seq of the last durable checkpoint */
+  bool closing;
+  int failed; /* -errno once failed */
+  char failure[768];
+  pthread_t thread;
+  bool thread_started;
+
+  /* Writer thread only (and open before the thread starts). */
+  int fd;
+  char segment_name[48];
+  uint64_t segment_first_seq;
+  off_t written;   /* bytes of the active segment on disk */
+  off_t durable;   /* bytes of the active segment fdatasync'd */
+  byte_buffer out; /* compressed bytes not yet written */
+  ZSTD_CCtx *cctx;
+  bool frame_open;
+  off_t frame_start; /* logical offset (written + out.length) where the open frame began */
+  size_t frame_json_bytes;
+  seek_entry *entries;
+  size_t entry_count, entry_capacity;
+  merkle_frontier tree;
+  int64_t last_checkpoint_mono_ns;
+  byte_buffer line;
+};
+
+int64_t journal_mono_ns(void);
+/* Run one commit round as the group's leader; j->lock held, no round running. commit.c */
+void journal_commit_round(journal *j);
+/* Queue a checkpoint placeholder after the last queued event; j->lock held. Returns 0 or -ENOMEM. */
+int journal_queue_checkpoint(journal *j);
+/* Start a new active segment at seq tree.size+1 (header frame, fsync file and directory). */
+int journal_segment_start(journal *j, dome_error *err);
+/* Append an event from inside the journal (writer thread or open), bypassing the closing check. */
+int journal_append_internal(journal *j, json_t *event, uint64_t *seq, dome_error *err);
+int journal_seek_entry_add(journal *j, uint32_t compressed, uint32_t decompressed, uint32_t checksum);
+/* Open-time: read the last segment, recover a torn tail, set tree/seq/time. open.c. *recovered: a
+ * journal.recovered event to append (or NULL). */
+int journal_load_tail(journal *j, json_t **recovered, dome_error *err);
+
+#endif

@@ -1,0 +1,181 @@
+/* dome agents register|list|suspend|revoke|resume|token — agents and their bearer tokens, via domed. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "supervisor/cli/command.h"
+#include "supervisor/control/control.h"
+
+static const struct option agent_options[] = {
+    {"name", required_argument, NULL, 'n'},
+    {"capabilities", required_argument, NULL, 'c'},
+    {"control-socket", required_argument, NULL, 's'},
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct agent_flags {
+  const char *name, *capabilities, *socket;
+  bool json, help;
+};
+
+static int parse(int argc, char **argv, struct agent_flags *flags) {
+  *flags = (struct agent_flags){0};
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "", agent_options, NULL)) != -1) {
+    switch (c) {
+      case 'n':
+        flags->name = optarg;
+        break;
+      case 'c':
+        flags->capabilities = optarg;
+        break;
+      case 's':
+        flags->socket = optarg;
+        break;
+      case 'j':
+        flags->json = true;
+        break;
+      case 'h':
+        flags->help = true;
+        break;
+      default:
+        fprintf(stderr, "dome %s: unknown or incomplete option `%s`\n", argv[0], argv[optind - 1]);
+        return -1;
+    }
+  }
+  if (optind < argc && flags->name == NULL) flags->name = argv[optind++];
+  if (optind < argc) {
+    fprintf(stderr, "dome %s: unexpected argument `%s`\n", argv[0], argv[optind]);
+    return -1;
+  }
+  return 0;
+}
+
+static int call(const struct agent_flags *flags, const char *command, json_t *args, json_t **result) {
+  dome_error err = {0};
+  int rc = control_call(control_socket_path(flags->socket), command, args, result, &err);
+  json_decref(args);
+  if (rc < 0) {
+    fprintf(stderr, "dome: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  return 0;
+}
+
+static int register_main(int argc, char **argv) {
+  struct agent_flags flags;
+  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (flags.help) {
+    printf(
+        "usage: dome agents register --name NAME --capabilities CAP[,CAP] [--json] [--control-socket PATH]\n"
+        "Registers an agent and prints its bearer token. The token is shown only this once.\n");
+    return 0;
+  }
+  if (flags.name == NULL) {
+    fprintf(stderr, "dome agents register: --name is required\n");
+    return DOME_EXIT_FAILURE;
+  }
+  json_t *result = NULL;
+  int rc = call(&flags, "agents.register",
+                json_pack("{s:s,s:s}", "name", flags.name, "capabilities",
+                          flags.capabilities ? flags.capabilities : ""),
+                &result);
+  if (rc) return rc;
+  if (flags.json) {
+    json_dumpf(result, stdout, JSON_INDENT(2));
+    printf("\n");
+  } else {
+    printf("Registered agent %s\n", json_string_value(json_object_get(result, "name")));
+    printf("Token: %s\n", json_string_value(json_object_get(result, "token")));
+    printf("Store this token now: it is not shown again (only its hash is kept).\n");
+  }
+  json_decref(result);
+  return 0;
+}
+DOME_COMMAND(agents_register, "agents register", "register an agent with capabilities; prints its token once",
+             register_main);
+
+static int list_main(int argc, char **argv) {
+  struct agent_flags flags;
+  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (flags.help) {
+    printf("usage: dome agents list [--json] [--control-socket PATH]\n");
+    return 0;
+  }
+  json_t *result = NULL;
+  int rc = call(&flags, "agents.list", json_object(), &result);
+  if (rc) return rc;
+  if (flags.json) {
+    json_dumpf(result, stdout, JSON_INDENT(2));
+    printf("\n");
+  } else {
+    printf("%-32s %-10s %s\n", "NAME", "STATUS", "CAPABILITIES");
+    size_t i, j;
+    json_t *agent, *capability;
+    json_array_foreach(result, i, agent) {
+      printf("%-32s %-10s ", json_string_value(json_object_get(agent, "name")),
+             json_string_value(json_object_get(agent, "status")));
+      json_array_foreach(json_object_get(agent, "capabilities"), j, capability)
+          printf("%s%s", j ? "," : "", json_string_value(capability));
+      printf("\n");
+    }
+  }
+  json_decref(result);
+  return 0;
+}
+DOME_COMMAND(agents_list, "agents list", "list agents and their status", list_main);
+
+static int status_main(int argc, char **argv, const char *command, const char *done) {
+  struct agent_flags flags;
+  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (flags.help) {
+    printf("usage: dome %s --name NAME [--control-socket PATH]\n", argv[0]);
+    return 0;
+  }
+  if (flags.name == NULL) {
+    fprintf(stderr, "dome %s: --name is required\n", argv[0]);
+    return DOME_EXIT_FAILURE;
+  }
+  json_t *result = NULL;
+  int rc = call(&flags, command, json_pack("{s:s}", "name", flags.name), &result);
+  if (rc) return rc;
+  printf("Agent %s %s\n", flags.name, done);
+  json_decref(result);
+  return 0;
+}
+static int suspend_main(int argc, char **argv) {
+  return status_main(argc, argv, "agents.suspend", "suspended: its token is refused until resumed");
+}
+static int revoke_main(int argc, char **argv) {
+  return status_main(argc, argv, "agents.revoke", "revoked: its token is refused from now on");
+}
+static int resume_main(int argc, char **argv) {
+  return status_main(argc, argv, "agents.resume", "resumed");
+}
+DOME_COMMAND(agents_suspend, "agents suspend", "suspend an agent (its token is refused until resumed)",
+             suspend_main);
+DOME_COMMAND(agents_revoke, "agents revoke", "revoke an agent for good (its token is refused)", revoke_main);
+DOME_COMMAND(agents_resume, "agents resume", "resume a suspended agent", resume_main);
+
+static int token_main(int argc, char **argv) {
+  struct agent_flags flags;
+  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (flags.help || flags.name == NULL) {
+    printf(
+        "usage: dome agents token --name NAME [--control-socket PATH]\nIssues a new token; the old one stops "
+        "working.\n");
+    return flags.help ? 0 : DOME_EXIT_FAILURE;
+  }
+  json_t *result = NULL;
+  int rc = call(&flags, "agents.token", json_pack("{s:s}", "name", flags.name), &result);
+  if (rc) return rc;
+  printf("Token: %s\n", json_string_value(json_object_get(result, "token")));
+  json_decref(result);
+  return 0;
+}
+DOME_COMMAND(agents_token, "agents token",
+             "issue a new bearer token for an agent (the old one stops working)", token_main);

@@ -1,0 +1,75 @@
+/* dome doctor [--json]: what the host offers, what dome will use, and why a layer is missing. */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "supervisor/cli/command.h"
+#include "supervisor/jail/jail.h"
+
+static const char *yes(bool value) {
+  return value ? "yes" : "no";
+}
+
+static int doctor_main(int argc, char **argv) {
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf(
+          "usage: dome doctor [--json]\n\nReport the isolation layers this host offers and the enforcement "
+          "level "
+          "dome runs jails with.\n");
+      return 0;
+    } else {
+      fprintf(stderr, "dome doctor: unknown option `%s`\n", argv[i]);
+      return DOME_EXIT_FAILURE;
+    }
+  }
+  struct jail_host_report report;
+  dome_error err = {0};
+  if (jail_probe_host(&report, &err) < 0) {
+    fprintf(stderr, "dome doctor: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  const char *mode = report.cgroup_unified ? "unified" : report.cgroup_hybrid ? "hybrid" : "none";
+  if (json) {
+    json_t *reasons = json_array();
+    char copy[sizeof report.reasons];
+    memcpy(copy, report.reasons, sizeof copy);
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n"))
+      json_array_append_new(reasons, json_string(line));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:b, s:b, s:b, s:b, s:s, s:o}", "cgroup_mode", mode,
+                          "cgroup2_mount", report.cgroup2_mount, "controllers", report.controllers,
+                          "user_namespaces", report.user_namespaces, "seccomp", report.seccomp,
+                          "landlock_abi", report.landlock_abi, "cgroup_bpf", report.cgroup_bpf, "bpf_lsm",
+                          report.bpf_lsm, "btf", report.btf, "clone_into_cgroup", report.clone_into_cgroup,
+                          "enforcement", jail_enforcement_name(report.enforcement), "reasons", reasons);
+    json_dumpf(o, stdout, JSON_COMPACT);
+    fputc('\n', stdout);
+    json_decref(o);
+    return 0;
+  }
+  printf("cgroups          %s (controllers: %s; cgroup2 at %s)\n", mode,
+         report.controllers[0] ? report.controllers : "none",
+         report.cgroup2_mount[0] ? report.cgroup2_mount : "-");
+  printf("user namespaces  %s\n", yes(report.user_namespaces));
+  printf("seccomp          %s\n", yes(report.seccomp));
+  if (report.landlock_abi)
+    printf("Landlock         ABI %d\n", report.landlock_abi);
+  else
+    printf("Landlock         no\n");
+  printf("cgroup BPF       %s\n", yes(report.cgroup_bpf));
+  printf("BPF-LSM          %s\n", yes(report.bpf_lsm));
+  printf("BTF              %s\n", yes(report.btf));
+  printf("enforcement      %s\n", jail_enforcement_name(report.enforcement));
+  if (report.reasons[0]) {
+    printf("\nmissing or degraded:\n");
+    char copy[sizeof report.reasons];
+    memcpy(copy, report.reasons, sizeof copy);
+    for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) printf("  - %s\n", line);
+  }
+  return 0;
+}
+DOME_COMMAND(doctor, "doctor", "report the isolation layers of this host and the enforcement level",
+             doctor_main);

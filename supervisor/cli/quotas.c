@@ -1,0 +1,139 @@
+/* dome quotas set|list — resource limits per capability, via domed. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "supervisor/cli/command.h"
+#include "supervisor/common/units.h"
+#include "supervisor/control/control.h"
+
+static int set_main(int argc, char **argv) {
+  static const struct option options[] = {
+      {"capability", required_argument, NULL, 'c'},
+      {"memory", required_argument, NULL, 'm'},
+      {"cpus", required_argument, NULL, 'C'},
+      {"pids", required_argument, NULL, 'p'},
+      {"timeout", required_argument, NULL, 't'},
+      {"workspace-size", required_argument, NULL, 'w'},
+      {"output-limit", required_argument, NULL, 'o'},
+      {"egress", required_argument, NULL, 'e'},
+      {"control-socket", required_argument, NULL, 's'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  const char *socket = NULL, *capability = NULL;
+  json_t *fields = json_object();
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    const char *key = NULL;
+    switch (c) {
+      case 'c':
+        capability = optarg;
+        break;
+      case 's':
+        socket = optarg;
+        break;
+      case 'm':
+        key = "memory";
+        break;
+      case 'C':
+        key = "cpus";
+        break;
+      case 'p':
+        key = "pids";
+        break;
+      case 't':
+        key = "timeout";
+        break;
+      case 'w':
+        key = "workspace_size";
+        break;
+      case 'o':
+        key = "output_limit";
+        break;
+      case 'e':
+        key = "egress";
+        break;
+      case 'h':
+        printf(
+            "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
+            "                      [--workspace-size SIZE] [--output-limit SIZE] [--egress allow|deny]\n");
+        json_decref(fields);
+        return 0;
+      default:
+        fprintf(stderr, "dome quotas set: unknown or incomplete option `%s`\n", argv[optind - 1]);
+        json_decref(fields);
+        return DOME_EXIT_FAILURE;
+    }
+    if (key) json_object_set_new(fields, key, json_string(optarg));
+  }
+  if (capability == NULL || optind < argc) {
+    fprintf(stderr, "dome quotas set: %s\n", capability ? "unexpected argument" : "--capability is required");
+    json_decref(fields);
+    return DOME_EXIT_FAILURE;
+  }
+  json_object_set_new(fields, "capability", json_string(capability));
+  json_t *result = NULL;
+  dome_error err = {0};
+  int rc = control_call(control_socket_path(socket), "quotas.set", fields, &result, &err);
+  json_decref(fields);
+  if (rc < 0) {
+    fprintf(stderr, "dome quotas set: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  printf("Quota of capability %s: ", capability);
+  json_dumpf(result, stdout, JSON_COMPACT);
+  printf("\n");
+  json_decref(result);
+  return 0;
+}
+DOME_COMMAND(quotas_set, "quotas set", "set the jail limits of a capability", set_main);
+
+static int list_main(int argc, char **argv) {
+  const char *socket = NULL;
+  bool json_output = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0)
+      json_output = true;
+    else if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
+      socket = argv[++i];
+    else {
+      fprintf(stderr, "dome quotas list: unexpected argument `%s`\n", argv[i]);
+      return DOME_EXIT_FAILURE;
+    }
+  }
+  json_t *result = NULL;
+  dome_error err = {0};
+  if (control_call(control_socket_path(socket), "quotas.list", NULL, &result, &err) < 0) {
+    fprintf(stderr, "dome quotas list: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  if (json_output) {
+    json_dumpf(result, stdout, JSON_INDENT(2));
+    printf("\n");
+  } else {
+    printf("%-24s %-8s %-6s %-6s %-9s %-10s %-8s %s\n", "CAPABILITY", "MEMORY", "CPUS", "PIDS", "TIMEOUT",
+           "WORKSPACE", "OUTPUT", "EGRESS");
+    const char *name;
+    json_t *q;
+    json_object_foreach(result, name, q) {
+      char memory[32], workspace[32], output[32];
+      printf("%-24s %-8s %-6g %-6lld %-9.3g %-10s %-8s %s\n", name,
+             dome_format_size((uint64_t)json_integer_value(json_object_get(q, "memory_bytes")), memory,
+                              sizeof memory),
+             json_number_value(json_object_get(q, "cpus")),
+             (long long)json_integer_value(json_object_get(q, "pids")),
+             json_integer_value(json_object_get(q, "timeout_ms")) / 1000.0,
+             dome_format_size((uint64_t)json_integer_value(json_object_get(q, "workspace_bytes")), workspace,
+                              sizeof workspace),
+             dome_format_size((uint64_t)json_integer_value(json_object_get(q, "output_bytes")), output,
+                              sizeof output),
+             json_is_true(json_object_get(q, "egress")) ? "allow" : "deny");
+    }
+  }
+  json_decref(result);
+  return 0;
+}
+DOME_COMMAND(quotas_list, "quotas list", "list the jail limits per capability", list_main);

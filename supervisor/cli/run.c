@@ -1,0 +1,289 @@
+/* dome run [options] -- PROGRAM [ARG...]: run a program in a fresh jail (supervisor/jail). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "supervisor/cli/command.h"
+#include "supervisor/common/units.h"
+#include "supervisor/jail/jail.h"
+
+#define MAX_ENV 256
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "usage: dome run [options] -- PROGRAM [ARG...]\n"
+          "\n"
+          "Run PROGRAM in a fresh jail (namespaces, cgroup leaf, seccomp, Landlock, no capabilities) and\n"
+          "remove the jail afterwards. Without --json, output passes through and dome exits with the\n"
+          "program's status (128+N for signal N, 124 on timeout); 125 is dome's own failure.\n"
+          "\n"
+          "options (sizes in bytes or with K/M/G; times in seconds, decimals allowed):\n"
+          "  --image NAME           image (default host-ro; others from $DOME_IMAGE_STORE or %s)\n"
+          "  --memory SIZE          memory limit (default 256M)\n"
+          "  --cpus N               CPU quota in CPUs (default 1)\n"
+          "  --pids N               process limit (default 64)\n"
+          "  --timeout SEC          wall-clock limit (default 10)\n"
+          "  --workspace DIR        host directory copied in as /workspace (default: empty)\n"
+          "  --copy-out             copy files created or modified in /workspace back to DIR\n"
+          "  --workspace-size SIZE  size of /workspace and /tmp (default 64M)\n"
+          "  --output-limit SIZE    bytes kept per stream (default 1M)\n"
+          "  --env KEY=VALUE        environment of the program (repeatable; nothing else is passed)\n"
+          "  --stdin                forward dome's stdin to the program (default: /dev/null)\n"
+          "  --json                 print one JSON object with the result instead\n",
+          JAIL_DEFAULT_IMAGE_STORE);
+}
+
+static int bad(const char *flag, const char *message) {
+  fprintf(stderr, "dome run: %s: %s\n", flag, message);
+  return DOME_EXIT_FAILURE;
+}
+
+/* UTF-8 with every invalid sequence replaced by U+FFFD (jansson takes valid UTF-8 only). */
+static char *valid_utf8(const char *data, size_t length, size_t *out_length) {
+  char *out = malloc(length * 3 + 1);
+  if (!out) return NULL;
+  size_t o = 0;
+  const unsigned char *s = (const unsigned char *)data;
+  for (size_t i = 0; i < length;) {
+    unsigned char c = s[i];
+    size_t need = c < 0x80                   ? 1
+                  : (c >= 0xc2 && c <= 0xdf) ? 2
+                  : (c >= 0xe0 && c <= 0xef) ? 3
+                  : (c >= 0xf0 && c <= 0xf4) ? 4
+                                             : 0;
+    bool ok = need > 0 && i + need <= length;
+    for (size_t k = 1; ok && k < need; k++) ok = (s[i + k] & 0xc0) == 0x80;
+    if (ok && need == 3) ok = !(c == 0xe0 && s[i + 1] < 0xa0) && !(c == 0xed && s[i + 1] > 0x9f);
+    if (ok && need == 4) ok = !(c == 0xf0 && s[i + 1] < 0x90) && !(c == 0xf4 && s[i + 1] > 0x8f);
+    if (ok) {
+      memcpy(out + o, s + i, need);
+      o += need;
+      i += need;
+    } else {
+      memcpy(out + o, "\xef\xbf\xbd", 3);
+      o += 3;
+      i += 1;
+    }
+  }
+  out[o] = '\0';
+  *out_length = o;
+  return out;
+}
+
+static json_t *text_value(const char *data, size_t length) {
+  size_t clean_length = 0;
+  char *clean = valid_utf8(data ? data : "", data ? length : 0, &clean_length);
+  json_t *value = clean ? json_stringn(clean, clean_length) : json_string("");
+  free(clean);
+  return value;
+}
+
+static void pass_through(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
+  (void)context;
+  (void)offset_ms;
+  int fd = stream == 1 ? 1 : 2;
+  while (length > 0) {
+    ssize_t n = write(fd, data, length);
+    if (n <= 0) return;
+    data += n;
+    length -= (size_t)n;
+  }
+}
+
+static int print_json(const struct jail_result *r) {
+  json_t *paths = json_array();
+  for (size_t i = 0; i < r->output_path_count; i++)
+    json_array_append_new(paths, json_string(r->output_paths[i]));
+  json_t *o = json_object();
+  json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+  json_object_set_new(o, "signal", json_integer(r->signal));
+  json_object_set_new(o, "timed_out", json_boolean(r->timed_out));
+  json_object_set_new(o, "oom_killed", json_boolean(r->oom_killed));
+  json_object_set_new(o, "duration_ms", json_integer((json_int_t)r->duration_ms));
+  json_object_set_new(o, "cpu_ms", json_integer((json_int_t)r->cpu_ms));
+  json_object_set_new(o, "peak_memory_bytes", json_integer((json_int_t)r->peak_memory_bytes));
+  json_object_set_new(o, "stdout", text_value(r->stdout_data, r->stdout_length));
+  json_object_set_new(o, "stderr", text_value(r->stderr_data, r->stderr_length));
+  json_object_set_new(o, "truncated", json_boolean(r->truncated));
+  json_object_set_new(o, "output_paths", paths);
+  json_object_set_new(o, "peak_pids", json_integer((json_int_t)r->peak_pids));
+  json_object_set_new(o, "pids_limited", json_boolean(r->pids_limited));
+  json_object_set_new(o, "jail_id", json_string(r->jail_id));
+  json_object_set_new(o, "enforcement", json_string(jail_enforcement_name(r->enforcement)));
+  json_object_set_new(o, "landlock_abi", json_integer(r->landlock_abi));
+  int status = json_dumpf(o, stdout, JSON_COMPACT) == 0 ? 0 : DOME_EXIT_FAILURE;
+  fputc('\n', stdout);
+  json_decref(o);
+  return status;
+}
+
+static int run_main(int argc, char **argv) {
+  static const struct option options[] = {{"image", required_argument, NULL, 'i'},
+                                          {"memory", required_argument, NULL, 'm'},
+                                          {"cpus", required_argument, NULL, 'c'},
+                                          {"pids", required_argument, NULL, 'p'},
+                                          {"timeout", required_argument, NULL, 't'},
+                                          {"workspace", required_argument, NULL, 'w'},
+                                          {"copy-out", no_argument, NULL, 'o'},
+                                          {"workspace-size", required_argument, NULL, 's'},
+                                          {"output-limit", required_argument, NULL, 'l'},
+                                          {"env", required_argument, NULL, 'e'},
+                                          {"stdin", no_argument, NULL, 'I'},
+                                          {"json", no_argument, NULL, 'j'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  struct jail_config config;
+  jail_config_init(&config);
+  char *env[MAX_ENV + 4];
+  size_t env_count = 0;
+  bool json = false, forward_stdin = false;
+  dome_error err = {0};
+  uint64_t value;
+  opterr = 0;
+  optind = 1;
+  int option;
+  /* '+': stop at the first non-option, which starts the program's argv */
+  while ((option = getopt_long(argc, argv, "+", options, NULL)) != -1) {
+    switch (option) {
+      case 'i':
+        config.image = optarg;
+        break;
+      case 'm':
+        if (dome_parse_size(optarg, &value, &err) < 0) return bad("--memory", err.message);
+        if (value == 0) return bad("--memory", "must be greater than 0");
+        if (value < (4u << 20)) return bad("--memory", "below the minimum of 4M");
+        config.memory_bytes = value;
+        break;
+      case 'c': {
+        char *end;
+        errno = 0;
+        double cpus = strtod(optarg, &end);
+        if (errno || end == optarg || *end || !isfinite(cpus) || cpus < 0.01 || cpus > 4096)
+          return bad("--cpus", "expected a number of CPUs between 0.01 and 4096");
+        config.cpus = cpus;
+        break;
+      }
+      case 'p': {
+        char *end;
+        errno = 0;
+        unsigned long pids = strtoul(optarg, &end, 10);
+        if (errno || end == optarg || *end || optarg[0] == '-' || pids < 1 || pids > 1000000)
+          return bad("--pids", "expected a whole number between 1 and 1000000");
+        config.pids = (uint32_t)pids;
+        break;
+      }
+      case 't':
+        if (dome_parse_duration_ms(optarg, &value, &err) < 0) return bad("--timeout", err.message);
+        if (value == 0) return bad("--timeout", "must be greater than 0");
+        config.timeout_ms = value;
+        break;
+      case 'w':
+        config.workspace_dir = optarg;
+        break;
+      case 'o':
+        config.copy_out = true;
+        break;
+      case 's':
+        if (dome_parse_size(optarg, &value, &err) < 0) return bad("--workspace-size", err.message);
+        if (value < 4096) return bad("--workspace-size", "below the minimum of 4K");
+        config.workspace_bytes = value;
+        break;
+      case 'l':
+        if (dome_parse_size(optarg, &value, &err) < 0) return bad("--output-limit", err.message);
+        if (value == 0) return bad("--output-limit", "must be greater than 0");
+        config.output_limit = value;
+        break;
+      case 'e': {
+        const char *equals = strchr(optarg, '=');
+        if (!equals || equals == optarg) return bad("--env", "expected KEY=VALUE");
+        if (env_count >= MAX_ENV) return bad("--env", "too many variables");
+        env[env_count++] = optarg;
+        break;
+      }
+      case 'I':
+        forward_stdin = true;
+        break;
+      case 'j':
+        json = true;
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
+      default:
+        fprintf(stderr, "dome run: unknown option `%s`\n", argv[optind - 1]);
+        return DOME_EXIT_FAILURE;
+    }
+  }
+  if (optind < argc && strcmp(argv[optind], "--") == 0) optind++;
+  if (optind >= argc) return bad("PROGRAM", "missing (usage: dome run [options] -- PROGRAM [ARG...])");
+  if (config.copy_out && !config.workspace_dir) return bad("--copy-out", "needs --workspace DIR");
+
+  /* Defaults for what every program expects, unless given with --env. */
+  static const char *const defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"};
+  for (size_t d = 0; d < sizeof defaults / sizeof defaults[0]; d++) {
+    size_t key = (size_t)(strchr(defaults[d], '=') - defaults[d]) + 1;
+    bool given = false;
+    for (size_t i = 0; i < env_count; i++) given |= strncmp(env[i], defaults[d], key) == 0;
+    if (!given) env[env_count++] = (char *)defaults[d];
+  }
+  env[env_count] = NULL;
+
+  config.argv = argv + optind;
+  config.env = env;
+  config.image_store = getenv("DOME_IMAGE_STORE");
+  if (forward_stdin) config.stdin_fd = 0;
+  if (!json) config.on_output = pass_through;
+
+  /* Ctrl-C, SIGTERM, SIGHUP, and SIGPIPE (the reader of our output went away, as `dome run ... | head`)
+   * cancel the jail through cancel_fd, so that it is still torn down; dome then exits 128+signal. */
+  sigset_t cancel_signals;
+  sigemptyset(&cancel_signals);
+  sigaddset(&cancel_signals, SIGINT);
+  sigaddset(&cancel_signals, SIGTERM);
+  sigaddset(&cancel_signals, SIGHUP);
+  sigaddset(&cancel_signals, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &cancel_signals, NULL);
+  config.cancel_fd = signalfd(-1, &cancel_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  struct jail_result result;
+  int r = jail_run(&config, &result, &err);
+  int cancel_signal = 0;
+  struct signalfd_siginfo info;
+  if (config.cancel_fd >= 0 && read(config.cancel_fd, &info, sizeof info) == (ssize_t)sizeof info)
+    cancel_signal = (int)info.ssi_signo;
+  if (r < 0 && cancel_signal) {
+    jail_result_release(&result);
+    fprintf(stderr, "dome run: cancelled by signal %d\n", cancel_signal);
+    return 128 + cancel_signal;
+  }
+  if (r < 0) {
+    jail_result_release(&result);
+    const char *flag = "";
+    if (strncmp(err.message, "unknown image", 13) == 0 || strncmp(err.message, "invalid image", 13) == 0 ||
+        strncmp(err.message, "image `", 7) == 0)
+      flag = "--image: ";
+    else if (strncmp(err.message, "workspace `", 11) == 0)
+      flag = "--workspace: ";
+    fprintf(stderr, "dome run: %s%s\n", flag, err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  int status;
+  if (json) {
+    status = print_json(&result);
+  } else {
+    if (result.timed_out) fprintf(stderr, "dome run: timed out (--timeout)\n");
+    status = result.timed_out ? 124 : result.signal ? 128 + result.signal : result.exit_code;
+    if (result.cancelled && cancel_signal) status = 128 + cancel_signal;
+  }
+  jail_result_release(&result);
+  return status;
+}
+DOME_COMMAND(run, "run", "run a program in a fresh jail", run_main);

@@ -1,0 +1,195 @@
+/* Agents and their bearer tokens. A token is "dome_" + 256 random bits in URL-safe base64; it is
+ * shown once and only its BLAKE2b-256 hash is stored (a fast hash suffices: the token has full
+ * entropy, so there is nothing to brute-force). */
+#include <errno.h>
+#include <sodium.h>
+#include <string.h>
+
+#include "supervisor/control/store_internal.h"
+
+static void token_hash(const char *token, char hex[65]) {
+  unsigned char digest[32];
+  crypto_generichash(digest, sizeof digest, (const unsigned char *)token, strlen(token), NULL, 0);
+  sodium_bin2hex(hex, 65, digest, sizeof digest);
+}
+
+static void new_token(char token[CONTROL_TOKEN_SIZE], char hash[65]) {
+  unsigned char random_bytes[32];
+  randombytes_buf(random_bytes, sizeof random_bytes);
+  memcpy(token, CONTROL_TOKEN_PREFIX, sizeof CONTROL_TOKEN_PREFIX - 1);
+  sodium_bin2base64(token + sizeof CONTROL_TOKEN_PREFIX - 1,
+                    CONTROL_TOKEN_SIZE - (sizeof CONTROL_TOKEN_PREFIX - 1), random_bytes, sizeof random_bytes,
+                    sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+  sodium_memzero(random_bytes, sizeof random_bytes);
+  token_hash(token, hash);
+}
+
+static int parse_capabilities(const char *text, json_t **out, dome_error *err) {
+  json_t *list = json_array();
+  const char *p = text ? text : "";
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    size_t length = comma ? (size_t)(comma - p) : strlen(p);
+    while (length && (*p == ' ')) p++, length--;
+    while (length && p[length - 1] == ' ') length--;
+    char name[CONTROL_NAME_MAX];
+    if (length == 0 || length >= sizeof name) {
+      json_decref(list);
+      return dome_error_set(err, EINVAL, "--capabilities: empty or too long capability in `%s`", text);
+    }
+    memcpy(name, p, length);
+    name[length] = '\0';
+    if (!control_name_valid(name)) {
+      json_decref(list);
+      return dome_error_set(err, EINVAL, "--capabilities: invalid capability `%s`", name);
+    }
+    bool duplicate = false;
+    size_t i;
+    json_t *existing;
+    json_array_foreach(list, i, existing) duplicate |= strcmp(json_string_value(existing), name) == 0;
+    if (!duplicate) json_array_append_new(list, json_string(name));
+    if (!comma) break;
+    p = comma + 1;
+    if (*p == '\0') {
+      json_decref(list);
+      return dome_error_set(err, EINVAL, "--capabilities: trailing comma in `%s`", text);
+    }
+  }
+  *out = list;
+  return 0;
+}
+
+/* Replace the agents map with `next` (stolen) after writing it. Under store->lock. */
+static int commit_locked(control_store *store, json_t *next, dome_error *err) {
+  int rc = store_write_json(store, "agents.json", next, err);
+  if (rc < 0) {
+    json_decref(next);
+    return rc;
+  }
+  json_decref(store->agents);
+  store->agents = next;
+  return 0;
+}
+
+int control_agent_register(control_store *store, const char *name, const char *capabilities,
+                           char token[CONTROL_TOKEN_SIZE], dome_error *err) {
+  if (!control_name_valid(name))
+    return dome_error_set(err, EINVAL, "--name: invalid agent name `%s`", name ? name : "");
+  json_t *list = NULL;
+  int rc = parse_capabilities(capabilities, &list, err);
+  if (rc < 0) return rc;
+  char hash[65];
+  new_token(token, hash);
+  pthread_mutex_lock(&store->lock);
+  if (json_object_get(store->agents, name)) {
+    pthread_mutex_unlock(&store->lock);
+    json_decref(list);
+    sodium_memzero(token, CONTROL_TOKEN_SIZE);
+    return dome_error_set(err, EEXIST, "agent `%s` already exists", name);
+  }
+  json_t *next = json_deep_copy(store->agents);
+  int64_t now = store_now();
+  json_object_set_new(next, name,
+                      json_pack("{s:o,s:s,s:s,s:I,s:I}", "capabilities", list, "status", "active",
+                                "token_hash", hash, "created", (json_int_t)now, "updated", (json_int_t)now));
+  rc = commit_locked(store, next, err);
+  pthread_mutex_unlock(&store->lock);
+  if (rc < 0) sodium_memzero(token, CONTROL_TOKEN_SIZE);
+  return rc;
+}
+
+int control_agent_set_status(control_store *store, const char *name, const char *status, dome_error *err) {
+  if (strcmp(status, "active") != 0 && strcmp(status, "suspended") != 0 && strcmp(status, "revoked") != 0)
+    return dome_error_set(err, EINVAL, "invalid agent status `%s`", status);
+  pthread_mutex_lock(&store->lock);
+  json_t *agent = json_object_get(store->agents, name ? name : "");
+  int rc = 0;
+  if (agent == NULL) {
+    rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
+  } else if (strcmp(json_string_value(json_object_get(agent, "status")), "revoked") == 0 &&
+             strcmp(status, "revoked") != 0) {
+    rc = dome_error_set(err, EINVAL, "agent `%s` is revoked; register a new agent", name);
+  } else {
+    json_t *next = json_deep_copy(store->agents);
+    json_t *copy = json_object_get(next, name);
+    json_object_set_new(copy, "status", json_string(status));
+    json_object_set_new(copy, "updated", json_integer(store_now()));
+    rc = commit_locked(store, next, err);
+  }
+  pthread_mutex_unlock(&store->lock);
+  return rc;
+}
+
+int control_agent_rotate_token(control_store *store, const char *name, char token[CONTROL_TOKEN_SIZE],
+                               dome_error *err) {
+  char hash[65];
+  new_token(token, hash);
+  pthread_mutex_lock(&store->lock);
+  json_t *agent = json_object_get(store->agents, name ? name : "");
+  int rc;
+  if (agent == NULL) {
+    rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
+  } else if (strcmp(json_string_value(json_object_get(agent, "status")), "revoked") == 0) {
+    rc = dome_error_set(err, EINVAL, "agent `%s` is revoked", name);
+  } else {
+    json_t *next = json_deep_copy(store->agents);
+    json_t *copy = json_object_get(next, name);
+    json_object_set_new(copy, "token_hash", json_string(hash));
+    json_object_set_new(copy, "updated", json_integer(store_now()));
+    rc = commit_locked(store, next, err);
+  }
+  pthread_mutex_unlock(&store->lock);
+  if (rc < 0) sodium_memzero(token, CONTROL_TOKEN_SIZE);
+  return rc;
+}
+
+json_t *control_agent_list(control_store *store) {
+  json_t *list = json_array();
+  pthread_mutex_lock(&store->lock);
+  const char *name;
+  json_t *agent;
+  json_object_foreach(store->agents, name, agent) {
+    json_array_append_new(
+        list, json_pack("{s:s,s:O,s:O,s:O,s:O}", "name", name, "capabilities",
+                        json_object_get(agent, "capabilities"), "status", json_object_get(agent, "status"),
+                        "created", json_object_get(agent, "created"), "updated",
+                        json_object_get(agent, "updated")));
+  }
+  pthread_mutex_unlock(&store->lock);
+  return list;
+}
+
+json_t *control_agent_authenticate(control_store *store, const char *token, dome_error *err) {
+  if (token == NULL || strncmp(token, CONTROL_TOKEN_PREFIX, sizeof CONTROL_TOKEN_PREFIX - 1) != 0 ||
+      strlen(token) >= CONTROL_TOKEN_SIZE) {
+    dome_error_set(err, EACCES, token ? "invalid token" : "missing bearer token");
+    return NULL;
+  }
+  char hash[65];
+  token_hash(token, hash);
+  json_t *found = NULL;
+  const char *found_name = NULL;
+  pthread_mutex_lock(&store->lock);
+  const char *name;
+  json_t *agent;
+  json_object_foreach(store->agents, name, agent) {
+    const char *stored = json_string_value(json_object_get(agent, "token_hash"));
+    if (stored && strlen(stored) == 64 && sodium_memcmp(stored, hash, 64) == 0) {
+      found = agent;
+      found_name = name;
+    }
+  }
+  json_t *result = NULL;
+  if (found == NULL) {
+    dome_error_set(err, EACCES, "invalid token");
+  } else {
+    const char *status = json_string_value(json_object_get(found, "status"));
+    if (strcmp(status, "active") != 0)
+      dome_error_set(err, EACCES, "agent `%s` is %s", found_name, status);
+    else
+      result = json_pack("{s:s,s:O,s:s}", "name", found_name, "capabilities",
+                         json_object_get(found, "capabilities"), "status", status);
+  }
+  pthread_mutex_unlock(&store->lock);
+  return result;
+}

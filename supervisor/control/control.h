@@ -1,0 +1,178 @@
+/* dome control plane: the state domed keeps under --state-dir (agents and their bearer tokens, quotas
+ * per capability, the tool registry, versions of the Cedar rules) and the control socket the `dome`
+ * CLI talks to.
+ *
+ * State files (JSON, each replaced atomically: write a temporary file, fsync, rename, fsync the
+ * directory): agents.json, quotas.json, tools.json, rules/index.json with rules/<version>.cedar,
+ * secrets/<tool>.env (mode 0600). Bearer tokens are shown once at registration; only their BLAKE2b-256
+ * hash (libsodium crypto_generichash) is stored.
+ *
+ * Control protocol: a SOCK_STREAM Unix socket; each request is one line of JSON
+ * {"command": "agents.register", "args": {...}} and each answer one line {"ok": true, "result": ...} or
+ * {"ok": false, "error": "one-line message"}. A streaming command (audit.stream) answers with one line
+ * {"event": {...}} per event until either side closes. Requests are at most CONTROL_MAX_REQUEST bytes.
+ * Peers are checked with SO_PEERCRED: root, domed's own uid, or a member of the configured group. */
+#ifndef DOME_CONTROL_CONTROL_H
+#define DOME_CONTROL_CONTROL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "supervisor/common/error.h"
+
+#define CONTROL_DEFAULT_SOCKET "/run/dome/control.sock"
+#define CONTROL_MAX_REQUEST (8u << 20)
+#define CONTROL_TOKEN_PREFIX "dome_"
+#define CONTROL_TOKEN_SIZE 64 /* buffer for a token: "dome_" + 43 base64url characters + NUL */
+#define CONTROL_NAME_MAX 128
+
+/* ------------------------------------------------------------------ state store */
+
+typedef struct control_store control_store;
+
+/* Open (creating with mode 0700 when missing) the state directory and load its files.
+ * Returns 0, or -errno with *err naming the file (and line:column for malformed JSON). */
+int control_store_open(const char *state_dir, control_store **store, dome_error *err);
+void control_store_close(control_store *store);
+const char *control_store_dir(const control_store *store);
+
+/* A valid name for agents, tools, capabilities, gateways: 1..127 of [A-Za-z0-9._-], not starting with
+ * '.' or '-'. */
+bool control_name_valid(const char *name);
+
+/* --- agents --- */
+
+/* Register agent `name` with a comma-separated capability list (may be empty). Writes the new bearer
+ * token (shown to the operator once) into token[CONTROL_TOKEN_SIZE]. Errors: -EINVAL bad name or
+ * capability, -EEXIST agent exists, -errno writing agents.json. */
+int control_agent_register(control_store *store, const char *name, const char *capabilities,
+                           char token[CONTROL_TOKEN_SIZE], dome_error *err);
+
+/* Set an agent's status: "active" (resume), "suspended" or "revoked" (final: cannot be resumed).
+ * Errors: -ENOENT unknown agent, -EINVAL bad status or a revoked agent, -errno writing. */
+int control_agent_set_status(control_store *store, const char *name, const char *status, dome_error *err);
+
+/* Issue a new token for an active agent (the old one stops working). Errors as register. */
+int control_agent_rotate_token(control_store *store, const char *name, char token[CONTROL_TOKEN_SIZE],
+                               dome_error *err);
+
+/* Array of {name, capabilities, status, created, updated}: never the token hash. New reference. */
+json_t *control_agent_list(control_store *store);
+
+/* Resolve a bearer token. Returns a new reference to {name, capabilities, status} of an active agent,
+ * or NULL with *err: "invalid token" (-EACCES), "agent `x` is suspended" / "is revoked" (-EACCES).
+ * Constant time in the token (hash compared with sodium_memcmp). */
+json_t *control_agent_authenticate(control_store *store, const char *token, dome_error *err);
+
+/* --- quotas per capability --- */
+
+struct control_quota {
+  uint64_t memory_bytes;    /* cgroup memory.max, bytes (default 256 MiB) */
+  double cpus;              /* cpu.max as CPUs (default 1) */
+  uint64_t pids;            /* pids.max (default 64) */
+  uint64_t timeout_ms;      /* wall-clock limit, milliseconds (default 10000) */
+  uint64_t workspace_bytes; /* /workspace tmpfs size, bytes (default 64 MiB) */
+  uint64_t output_bytes;    /* per stream, bytes (default 1 MiB) */
+  bool egress;              /* network egress allowed at all (default false; rules refine) */
+};
+
+void control_quota_defaults(struct control_quota *quota);
+
+/* Update the quota of `capability` with the members present in `fields` ({memory, cpus, pids,
+ * timeout, workspace_size, output_limit, egress}: sizes as numbers of bytes or strings with IEC
+ * suffixes, durations as seconds, egress as boolean or "allow"/"deny"). Unset members keep their
+ * value. Errors: -EINVAL naming the field, -errno writing quotas.json. */
+int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err);
+
+/* The quota of `capability` (defaults when none was set). */
+void control_quota_get(control_store *store, const char *capability, struct control_quota *quota);
+
+/* Object capability -> {memory_bytes, cpus, pids, timeout_ms, workspace_bytes, output_bytes, egress}. */
+json_t *control_quota_list(control_store *store);
+
+/* --- tool registry --- */
+
+/* Add or replace a tool. `tool` holds {name, url, protocol, gateway?, capability?, builtin?,
+ * field_classification?: {field: CLASS}}; `env_file` is the text of a KEY=VALUE file of secret
+ * environment (NULL: keep the current secrets; "" clears them). Errors: -EINVAL naming the field
+ * or env_file:line, -errno writing. */
+int control_tool_add(control_store *store, json_t *tool, const char *env_file, dome_error *err);
+int control_tool_remove(control_store *store, const char *name, dome_error *err); /* -ENOENT */
+/* Array of tools; secrets appear only as the list of their names (secret_env). New reference. */
+json_t *control_tool_list(control_store *store);
+/* One tool (as listed) or NULL. New reference. */
+json_t *control_tool_get(control_store *store, const char *name);
+/* The secret environment of a tool as {NAME: value} (empty object when none). New reference. */
+json_t *control_tool_secret_env(control_store *store, const char *name);
+
+/* Parse "field=CLASS,field=CLASS" (CLASS: [A-Z][A-Z0-9_]*) into an object. -EINVAL naming the item. */
+int control_parse_field_classification(const char *text, json_t **classification, dome_error *err);
+/* Parse KEY=VALUE lines (# comments, blank lines; KEY a shell identifier) into an object.
+ * -EINVAL with "line N: ..." on a bad line. */
+int control_parse_env_file(const char *text, json_t **environment, dome_error *err);
+
+/* --- rules versions --- */
+
+/* Store `text` as a new version named `name`. Returns the version number (>= 1) or -errno. The new
+ * version is not active until control_rules_activate. */
+int control_rules_store(control_store *store, const char *name, const char *text, dome_error *err);
+/* Make `version` the active one (written atomically to rules/index.json). -ENOENT unknown version. */
+int control_rules_activate(control_store *store, int version, dome_error *err);
+/* The active version number, 0 when no rules were ever applied. */
+int control_rules_active(control_store *store);
+/* Array of {version, name, sha256, created, active, bytes}. New reference. */
+json_t *control_rules_list(control_store *store);
+/* Text of `version` (0: the active one) as a malloc'd string, or NULL with *err (-ENOENT). */
+char *control_rules_text(control_store *store, int version, dome_error *err);
+
+/* ------------------------------------------------------------------ socket server */
+
+typedef struct control_server control_server;
+
+struct control_request {
+  const char *command; /* e.g. "agents.register" */
+  json_t *args;        /* object (borrowed) */
+  uid_t uid;           /* peer credentials (SO_PEERCRED) */
+  gid_t gid;
+  pid_t pid;
+  int fd; /* the connection, for streaming commands (control_send_event) */
+};
+
+/* Handle one request: return a new reference to the result (any JSON value), or NULL with *err.
+ * Streaming commands send events with control_send_event and return when it fails (client gone) or
+ * the server stops (control_server_stopping). Called from one thread per connection. */
+typedef json_t *(*control_handler)(void *context, const struct control_request *request, dome_error *err);
+
+/* Listen on `path` (parent directory created 0755; a stale socket replaced; the socket chmod 0660 and
+ * chgrp'd to `group` when given). Peers allowed: uid 0, our euid, or members of `group` (NULL: none).
+ * Errors: -errno naming the path, -ENOENT unknown group. */
+int control_server_start(const char *path, const char *group, control_handler handler, void *context,
+                         control_server **server, dome_error *err);
+/* Stop accepting, wake streaming handlers, wait for connection threads, unlink the socket. */
+void control_server_stop(control_server *server);
+bool control_server_stopping(const control_server *server);
+
+/* Send one {"event": event} line (event borrowed). Returns 0, or -errno when the peer is gone. */
+int control_send_event(int fd, json_t *event);
+
+/* ------------------------------------------------------------------ client */
+
+/* The socket path: `flag` when not NULL, else $DOME_CONTROL_SOCKET, else CONTROL_DEFAULT_SOCKET. */
+const char *control_socket_path(const char *flag);
+
+/* Send one command and wait for its answer (timeout 60 s). Returns 0 and *result (new reference, may
+ * be JSON null), or -errno: -ECONNREFUSED/-ENOENT "domed is not running at PATH", -EPROTO for a
+ * malformed answer, -EREMOTEIO with the server's error message in *err. */
+int control_call(const char *socket_path, const char *command, json_t *args, json_t **result,
+                 dome_error *err);
+
+/* Send a streaming command and call on_event(context, event) for each event until the server closes
+ * (returns 0) or on_event returns non-zero (returns that value). Errors as control_call.
+ * Used by `dome audit stream`: command "audit.stream", args {"agent": A} (optional) and
+ * {"follow": true}; events are journal events as JSON objects. */
+int control_stream(const char *socket_path, const char *command, json_t *args,
+                   int (*on_event)(void *context, json_t *event), void *context, dome_error *err);
+
+#endif

@@ -1,0 +1,148 @@
+/* Quotas per capability: the limits a jail gets when it runs for a tool requiring that capability. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervisor/common/units.h"
+#include "supervisor/control/store_internal.h"
+
+void control_quota_defaults(struct control_quota *quota) {
+  *quota = (struct control_quota){
+      .memory_bytes = 256u << 20,
+      .cpus = 1.0,
+      .pids = 64,
+      .timeout_ms = 10000,
+      .workspace_bytes = 64u << 20,
+      .output_bytes = 1u << 20,
+      .egress = false,
+  };
+}
+
+static json_t *quota_json(const struct control_quota *quota) {
+  return json_pack("{s:I,s:f,s:I,s:I,s:I,s:I,s:b}", "memory_bytes", (json_int_t)quota->memory_bytes, "cpus",
+                   quota->cpus, "pids", (json_int_t)quota->pids, "timeout_ms", (json_int_t)quota->timeout_ms,
+                   "workspace_bytes", (json_int_t)quota->workspace_bytes, "output_bytes",
+                   (json_int_t)quota->output_bytes, "egress", quota->egress);
+}
+
+static void quota_from_json(json_t *object, struct control_quota *quota) {
+  control_quota_defaults(quota);
+  json_t *v;
+  if ((v = json_object_get(object, "memory_bytes"))) quota->memory_bytes = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "cpus"))) quota->cpus = json_number_value(v);
+  if ((v = json_object_get(object, "pids"))) quota->pids = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "timeout_ms"))) quota->timeout_ms = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "workspace_bytes")))
+    quota->workspace_bytes = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "output_bytes"))) quota->output_bytes = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "egress"))) quota->egress = json_is_true(v);
+}
+
+static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
+  json_t *v = json_object_get(fields, key);
+  if (v == NULL) return 0;
+  if (json_is_integer(v) && json_integer_value(v) > 0) {
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+  }
+  if (json_is_string(v)) {
+    int rc = dome_parse_size(json_string_value(v), out, err);
+    if (rc < 0) return dome_error_wrap(err, "--%s", key);
+    if (*out == 0) return dome_error_set(err, EINVAL, "--%s: must be positive", key);
+    return 0;
+  }
+  return dome_error_set(err, EINVAL, "--%s: expected a size", key);
+}
+
+int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err) {
+  if (!control_name_valid(capability))
+    return dome_error_set(err, EINVAL, "--capability: invalid capability `%s`", capability ? capability : "");
+  if (!json_is_object(fields)) return dome_error_set(err, EINVAL, "quota fields must be an object");
+  static const char *const known[] = {"memory",         "cpus",         "pids",  "timeout",
+                                      "workspace_size", "output_limit", "egress"};
+  const char *key;
+  json_t *value;
+  json_object_foreach(fields, key, value) {
+    bool ok = false;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= strcmp(key, known[i]) == 0;
+    if (!ok) return dome_error_set(err, EINVAL, "unknown quota field `%s`", key);
+  }
+  pthread_mutex_lock(&store->lock);
+  struct control_quota quota;
+  quota_from_json(json_object_get(store->quotas, capability), &quota);
+  pthread_mutex_unlock(&store->lock);
+  int rc;
+  if ((rc = size_field(fields, "memory", &quota.memory_bytes, err)) < 0) return rc;
+  if ((rc = size_field(fields, "workspace_size", &quota.workspace_bytes, err)) < 0) return rc;
+  if ((rc = size_field(fields, "output_limit", &quota.output_bytes, err)) < 0) return rc;
+  json_t *v;
+  if ((v = json_object_get(fields, "cpus"))) {
+    double cpus = json_is_number(v)   ? json_number_value(v)
+                  : json_is_string(v) ? strtod(json_string_value(v), NULL)
+                                      : -1;
+    if (!(cpus > 0 && cpus <= 1024))
+      return dome_error_set(err, EINVAL, "--cpus: expected a number in (0, 1024]");
+    quota.cpus = cpus;
+  }
+  if ((v = json_object_get(fields, "pids"))) {
+    long long pids = json_is_integer(v)  ? json_integer_value(v)
+                     : json_is_string(v) ? strtoll(json_string_value(v), NULL, 10)
+                                         : -1;
+    if (pids < 1 || pids > 1000000)
+      return dome_error_set(err, EINVAL, "--pids: expected an integer in [1, 1000000]");
+    quota.pids = (uint64_t)pids;
+  }
+  if ((v = json_object_get(fields, "timeout"))) {
+    uint64_t ms = 0;
+    if (json_is_number(v) && json_number_value(v) > 0)
+      ms = (uint64_t)llround(json_number_value(v) * 1000);
+    else if (json_is_string(v) && (rc = dome_parse_duration_ms(json_string_value(v), &ms, err)) < 0)
+      return dome_error_wrap(err, "--timeout");
+    if (ms == 0 || ms > 24ull * 3600 * 1000)
+      return dome_error_set(err, EINVAL, "--timeout: expected (0, 86400] seconds");
+    quota.timeout_ms = ms;
+  }
+  if ((v = json_object_get(fields, "egress"))) {
+    if (json_is_boolean(v))
+      quota.egress = json_is_true(v);
+    else if (json_is_string(v) && strcmp(json_string_value(v), "allow") == 0)
+      quota.egress = true;
+    else if (json_is_string(v) && strcmp(json_string_value(v), "deny") == 0)
+      quota.egress = false;
+    else
+      return dome_error_set(err, EINVAL, "--egress: expected allow or deny");
+  }
+  pthread_mutex_lock(&store->lock);
+  json_t *next = json_deep_copy(store->quotas);
+  json_object_set_new(next, capability, quota_json(&quota));
+  rc = store_write_json(store, "quotas.json", next, err);
+  if (rc < 0) {
+    json_decref(next);
+  } else {
+    json_decref(store->quotas);
+    store->quotas = next;
+  }
+  pthread_mutex_unlock(&store->lock);
+  return rc;
+}
+
+void control_quota_get(control_store *store, const char *capability, struct control_quota *quota) {
+  pthread_mutex_lock(&store->lock);
+  quota_from_json(capability ? json_object_get(store->quotas, capability) : NULL, quota);
+  pthread_mutex_unlock(&store->lock);
+}
+
+json_t *control_quota_list(control_store *store) {
+  json_t *result = json_object();
+  pthread_mutex_lock(&store->lock);
+  const char *key;
+  json_t *value;
+  json_object_foreach(store->quotas, key, value) {
+    struct control_quota quota;
+    quota_from_json(value, &quota);
+    json_object_set_new(result, key, quota_json(&quota));
+  }
+  pthread_mutex_unlock(&store->lock);
+  return result;
+}

@@ -1,0 +1,27 @@
+/* Private: the state store's structure, shared by its files. */
+#ifndef DOME_CONTROL_STORE_INTERNAL_H
+#define DOME_CONTROL_STORE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "supervisor/control/control.h"
+
+struct control_store {
+  char *dir;
+  pthread_mutex_t lock;
+  json_t *agents; /* name -> {capabilities, status, token_hash, created, updated} */
+  json_t *quotas; /* capability -> quota object */
+  json_t *tools;  /* name -> tool object */
+  json_t *rules;  /* {"active": N, "versions": [ {version, name, sha256, created, bytes} ]} */
+};
+
+/* Write `value` to dir/relative atomically (tmp + fsync + rename + fsync dir), mode 0600. */
+int store_write_json(const control_store *store, const char *relative, json_t *value, dome_error *err);
+int store_write_text(const control_store *store, const char *relative, const char *text, size_t length,
+                     dome_error *err);
+/* Load dir/relative: a new reference, or `fallback` (stolen) when the file does not exist. */
+int store_load_json(const control_store *store, const char *relative, json_t *fallback, json_t **value,
+                    dome_error *err);
+int64_t store_now(void);
+
+#endif

@@ -1,0 +1,163 @@
+/* Authorization with dome's Cedar engine (policy/cedar.h): rules are parsed and validated in strict
+ * mode against the Dome schema (policy/schema/dome.cedarschema, embedded at build time), and each
+ * request is authorized with the agent, its gateway and the tool as entities:
+ *   principal Dome::Agent::"<agent>" {capabilities} in Dome::Gateway::"<gateway>"
+ *   action    Dome::Action::"mcp:call" | "mcp:discover"
+ *   resource  Dome::MCPTool::"<tool>" {protocol, capability?} in Dome::Gateway::"<tool gateway>"
+ *   context   {tool: <MCP tool name>, arguments?: <canonical JSON text>, actas?: <X-Dome-Act-As>}
+ * Any failure to build the request is a deny (fail closed) recorded in the decision's errors. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/cedar.h"
+#include "policy/schema/schema.h"
+#include "policy/validate/validate.h"
+#include "supervisor/domed/dome_schema.h"
+#include "supervisor/domed/domed.h"
+
+int domed_authz_init(struct domed *domed, dome_error *err) {
+  cedar_schema *schema = NULL;
+  cedar_schema_error schema_error;
+  memset(&schema_error, 0, sizeof schema_error);
+  int rc = cedar_schema_parse(dome_schema_text, strlen(dome_schema_text), "dome.cedarschema", &schema,
+                              &schema_error);
+  if (rc < 0) {
+    char text[600];
+    return dome_error_set(err, EINVAL, "Dome schema: %s",
+                          cedar_schema_error_format(&schema_error, text, sizeof text));
+  }
+  domed->engine = schema;
+  return 0;
+}
+
+void domed_authz_cleanup(struct domed *domed) {
+  cedar_schema_free(domed->engine);
+  domed->engine = NULL;
+}
+
+int domed_rules_compile(struct domed *domed, const char *text, const char *file, struct domed_rules **out,
+                        dome_error *err) {
+  cedar_policy_set *set = NULL;
+  cedar_diagnostic diag;
+  memset(&diag, 0, sizeof diag);
+  char message[700];
+  int rc = cedar_policy_set_parse(text, strlen(text), file, CEDAR_PARSE_ID_ANNOTATIONS, &set, &diag);
+  if (rc < 0) return dome_error_set(err, -rc, "%s", cedar_diagnostic_format(&diag, message, sizeof message));
+  cedar_validation_result result;
+  memset(&result, 0, sizeof result);
+  rc = cedar_validate(domed->engine, set, &result);
+  if (rc < 0) {
+    cedar_policy_set_free(set);
+    return dome_error_set(err, ENOMEM, "%s: validation failed: out of memory", file);
+  }
+  if (!cedar_validation_passed(&result)) {
+    for (size_t i = 0; i < result.count; i++)
+      if (!result.issues[i].is_warning) {
+        cedar_validation_issue_format(&result.issues[i], message, sizeof message);
+        break;
+      }
+    dome_error_set(err, EINVAL, "%s (%zu error%s against the Dome schema)", message, result.error_count,
+                   result.error_count == 1 ? "" : "s");
+    cedar_validation_result_release(&result);
+    cedar_policy_set_free(set);
+    return -EINVAL;
+  }
+  cedar_validation_result_release(&result);
+  struct domed_rules *rules = calloc(1, sizeof *rules);
+  if (rules == NULL) {
+    cedar_policy_set_free(set);
+    return dome_error_set(err, ENOMEM, "compile rules");
+  }
+  atomic_store(&rules->refs, 1);
+  rules->policies = set;
+  *out = rules;
+  return 0;
+}
+
+void domed_rules_free_policies(void *policies) {
+  cedar_policy_set_free(policies);
+}
+
+static void add_error(struct domed_decision *decision, const char *policy, const char *message) {
+  json_array_append_new(decision->errors,
+                        json_pack("{s:s,s:s}", "policy", policy ? policy : "", "message", message));
+}
+
+void domed_authorize(struct domed *domed, struct domed_rules *rules, const struct domed_principal *principal,
+                     const char *action, json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
+                     struct domed_decision *decision) {
+  *decision = (struct domed_decision){.allow = false, .determining = json_array(), .errors = json_array()};
+  decision->policy_version = rules ? rules->version : 0;
+  if (rules) snprintf(decision->policy_name, sizeof decision->policy_name, "%s", rules->name);
+  if (rules == NULL || rules->policies == NULL) return; /* no rules: default deny */
+  const char *tool_gateway = json_string_value(json_object_get(tool_entity, "gateway"));
+  json_t *tool_attrs = json_deep_copy(tool_entity);
+  json_object_del(tool_attrs, "gateway");
+  json_t *entities = json_pack(
+      "[{s:{s:s,s:s},s:{s:O},s:[{s:s,s:s}]},{s:{s:s,s:s},s:o,s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid",
+      "type", "Dome::Agent", "id", principal->agent, "attrs", "capabilities", principal->capabilities,
+      "parents", "type", "Dome::Gateway", "id", principal->gateway, "uid", "type", "Dome::MCPTool", "id",
+      DOMED_BUILTIN_TOOL, "attrs", tool_attrs, "parents", "type", "Dome::Gateway", "id",
+      tool_gateway ? tool_gateway : MCP_GATEWAY_DEFAULT, "uid", "type", "Dome::Gateway", "id",
+      principal->gateway, "attrs", "parents");
+  if (tool_gateway && strcmp(tool_gateway, principal->gateway) != 0)
+    json_array_append_new(entities, json_pack("{s:{s:s,s:s},s:{},s:[]}", "uid", "type", "Dome::Gateway", "id",
+                                              tool_gateway, "attrs", "parents"));
+  json_t *context = json_pack("{s:s}", "tool", mcp_tool_name ? mcp_tool_name : "");
+  if (arguments && json_object_size(arguments) > 0) {
+    char *canonical = json_dumps(arguments, JSON_COMPACT | JSON_SORT_KEYS);
+    if (canonical) json_object_set_new(context, "arguments", json_string(canonical));
+    free(canonical);
+  }
+  if (principal->actas && principal->actas[0])
+    json_object_set_new(context, "actas", json_string(principal->actas));
+  char *entities_text = json_dumps(entities, JSON_COMPACT);
+  char *context_text = json_dumps(context, JSON_COMPACT);
+  json_decref(entities);
+  json_decref(context);
+  cedar_entities *cedar_entities = NULL;
+  cedar_context *cedar_context = NULL;
+  cedar_diagnostic diag;
+  memset(&diag, 0, sizeof diag);
+  char message[700];
+  cedar_uid_ref action_uid = {"Dome::Action", action, 0};
+  if (entities_text == NULL || context_text == NULL) {
+    add_error(decision, NULL, "out of memory building the request");
+  } else if (cedar_entities_parse_json(entities_text, strlen(entities_text), "entities", domed->engine,
+                                       &cedar_entities, &diag) < 0) {
+    add_error(decision, NULL, cedar_diagnostic_format(&diag, message, sizeof message));
+  } else if (cedar_context_parse_json(context_text, strlen(context_text), "context", domed->engine,
+                                      &action_uid, &cedar_context, &diag) < 0) {
+    add_error(decision, NULL, cedar_diagnostic_format(&diag, message, sizeof message));
+  } else {
+    cedar_request request = {
+        .principal = {"Dome::Agent", principal->agent, 0},
+        .action = action_uid,
+        .resource = {"Dome::MCPTool", DOMED_BUILTIN_TOOL, 0},
+        .context = cedar_context,
+    };
+    cedar_response response;
+    memset(&response, 0, sizeof response);
+    if (cedar_authorize(rules->policies, cedar_entities, &request, &response) < 0) {
+      add_error(decision, NULL, "out of memory during authorization");
+    } else {
+      decision->allow = response.decision == CEDAR_ALLOW;
+      for (size_t i = 0; i < response.reason_count; i++)
+        json_array_append_new(decision->determining, json_string(response.reason[i]));
+      for (size_t i = 0; i < response.error_count; i++)
+        add_error(decision, response.errors[i].policy_id, response.errors[i].message);
+      cedar_response_release(&response);
+    }
+  }
+  cedar_context_free(cedar_context);
+  cedar_entities_free(cedar_entities);
+  free(entities_text);
+  free(context_text);
+}
+
+void domed_decision_release(struct domed_decision *decision) {
+  json_decref(decision->determining);
+  json_decref(decision->errors);
+  decision->determining = decision->errors = NULL;
+}

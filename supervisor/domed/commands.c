@@ -1,0 +1,188 @@
+/* The control socket commands domed serves to the `dome` CLI (protocol in supervisor/control/control.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <sodium.h>
+#include <string.h>
+
+#include "supervisor/domed/domed.h"
+
+static pthread_mutex_t rules_apply_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *arg_string(const struct control_request *request, const char *key) {
+  return json_string_value(json_object_get(request->args, key));
+}
+
+static void journal_admin(struct domed *domed, const struct control_request *request, json_t *event) {
+  json_object_set_new(event, "operator_uid", json_integer((json_int_t)request->uid));
+  uint64_t seq = domed_audit_append(domed, event);
+  dome_error ignored;
+  domed_audit_sync(domed, seq, &ignored);
+  json_decref(event);
+}
+
+static json_t *agents_command(struct domed *domed, const struct control_request *request, const char *verb,
+                              dome_error *err) {
+  const char *name = arg_string(request, "name");
+  if (strcmp(verb, "list") == 0) return control_agent_list(domed->store);
+  if (strcmp(verb, "register") == 0 || strcmp(verb, "token") == 0) {
+    char token[CONTROL_TOKEN_SIZE];
+    int rc = strcmp(verb, "register") == 0
+                 ? control_agent_register(domed->store, name, arg_string(request, "capabilities"), token, err)
+                 : control_agent_rotate_token(domed->store, name, token, err);
+    if (rc < 0) return NULL;
+    journal_admin(
+        domed, request,
+        json_pack("{s:s,s:s,s:s}", "type", strcmp(verb, "register") == 0 ? "agent.registered" : "agent.token",
+                  "agent", name, "capabilities",
+                  arg_string(request, "capabilities") ? arg_string(request, "capabilities") : ""));
+    json_t *result = json_pack("{s:s,s:s}", "name", name, "token", token);
+    sodium_memzero(token, sizeof token);
+    return result;
+  }
+  const char *status = strcmp(verb, "suspend") == 0  ? "suspended"
+                       : strcmp(verb, "revoke") == 0 ? "revoked"
+                       : strcmp(verb, "resume") == 0 ? "active"
+                                                     : NULL;
+  if (status == NULL) {
+    dome_error_set(err, EINVAL, "unknown command `agents.%s`", verb);
+    return NULL;
+  }
+  if (control_agent_set_status(domed->store, name, status, err) < 0) return NULL;
+  journal_admin(domed, request,
+                json_pack("{s:s,s:s,s:s}", "type", "agent.status", "agent", name, "status", status));
+  return json_pack("{s:s,s:s}", "name", name, "status", status);
+}
+
+static json_t *rules_apply(struct domed *domed, const struct control_request *request, bool store_it,
+                           dome_error *err) {
+  const char *text = arg_string(request, "text");
+  const char *name = arg_string(request, "name");
+  const char *file = arg_string(request, "file");
+  if (text == NULL) {
+    dome_error_set(err, EINVAL, "rules text missing");
+    return NULL;
+  }
+  if (store_it && !control_name_valid(name)) {
+    dome_error_set(err, EINVAL, "--name: invalid rules name `%s`", name ? name : "");
+    return NULL;
+  }
+  struct domed_rules *rules = NULL;
+  if (domed_rules_compile(domed, text, file ? file : "rules.cedar", &rules, err) < 0) return NULL;
+  if (!store_it) {
+    domed_rules_release(rules);
+    return json_pack("{s:b}", "valid", 1);
+  }
+  pthread_mutex_lock(&rules_apply_lock);
+  int version = control_rules_store(domed->store, name, text, err);
+  if (version < 0 || control_rules_activate(domed->store, version, err) < 0) {
+    pthread_mutex_unlock(&rules_apply_lock);
+    domed_rules_release(rules);
+    return NULL;
+  }
+  rules->version = version;
+  snprintf(rules->name, sizeof rules->name, "%s", name);
+  domed_rules_install(domed, rules);
+  pthread_mutex_unlock(&rules_apply_lock);
+  char version_text[32];
+  snprintf(version_text, sizeof version_text, "%d", version);
+  journal_admin(
+      domed, request,
+      json_pack("{s:s,s:s,s:s}", "type", "rules.applied", "policy_version", version_text, "name", name));
+  domed_log("info", "rules", "applied version=%d name=%s", version, name);
+  return json_pack("{s:i,s:s,s:b}", "version", version, "name", name, "active", 1);
+}
+
+static json_t *rules_command(struct domed *domed, const struct control_request *request, const char *verb,
+                             dome_error *err) {
+  if (strcmp(verb, "apply") == 0) return rules_apply(domed, request, true, err);
+  if (strcmp(verb, "validate") == 0) return rules_apply(domed, request, false, err);
+  if (strcmp(verb, "list") == 0) return control_rules_list(domed->store);
+  if (strcmp(verb, "show") == 0) {
+    int version = (int)json_integer_value(json_object_get(request->args, "version"));
+    char *text = control_rules_text(domed->store, version, err);
+    if (text == NULL) return NULL;
+    json_t *result = json_pack("{s:i,s:s}", "version", version ? version : control_rules_active(domed->store),
+                               "text", text);
+    free(text);
+    return result;
+  }
+  dome_error_set(err, EINVAL, "unknown command `rules.%s`", verb);
+  return NULL;
+}
+
+static json_t *tools_command(struct domed *domed, const struct control_request *request, const char *verb,
+                             dome_error *err) {
+  if (strcmp(verb, "list") == 0) return control_tool_list(domed->store);
+  const char *name = arg_string(request, "name");
+  if (strcmp(verb, "remove") == 0) {
+    if (control_tool_remove(domed->store, name, err) < 0) return NULL;
+    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.removed", "tool", name));
+    return json_pack("{s:s}", "removed", name);
+  }
+  if (strcmp(verb, "add") == 0) {
+    json_t *tool = json_deep_copy(request->args);
+    json_object_del(tool, "env_file");
+    if (name && strcmp(name, DOMED_BUILTIN_TOOL) == 0) {
+      json_object_set_new(tool, "builtin", json_true());
+      if (json_object_get(tool, "capability") == NULL)
+        json_object_set_new(tool, "capability", json_string(DOMED_BUILTIN_CAPABILITY));
+    }
+    int rc = control_tool_add(domed->store, tool, arg_string(request, "env_file"), err);
+    json_decref(tool);
+    if (rc < 0) return NULL;
+    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.added", "tool", name));
+    return control_tool_get(domed->store, name);
+  }
+  dome_error_set(err, EINVAL, "unknown command `tools.%s`", verb);
+  return NULL;
+}
+
+static json_t *quotas_command(struct domed *domed, const struct control_request *request, const char *verb,
+                              dome_error *err) {
+  if (strcmp(verb, "list") == 0) return control_quota_list(domed->store);
+  if (strcmp(verb, "set") == 0) {
+    const char *capability = arg_string(request, "capability");
+    json_t *fields = json_deep_copy(request->args);
+    json_object_del(fields, "capability");
+    int rc = control_quota_set(domed->store, capability, fields, err);
+    json_decref(fields);
+    if (rc < 0) return NULL;
+    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "quota.set", "capability", capability));
+    json_t *all = control_quota_list(domed->store);
+    json_t *result = json_incref(json_object_get(all, capability));
+    json_decref(all);
+    return result;
+  }
+  dome_error_set(err, EINVAL, "unknown command `quotas.%s`", verb);
+  return NULL;
+}
+
+json_t *domed_control_handle(void *context, const struct control_request *request, dome_error *err) {
+  struct domed *domed = context;
+  const char *command = request->command;
+  const char *dot = strchr(command, '.');
+  char group[32];
+  if (dot == NULL || (size_t)(dot - command) >= sizeof group) {
+    if (strcmp(command, "status") == 0) {
+      struct mcp_server_stats stats;
+      mcp_server_get_stats(domed->mcp, &stats);
+      return json_pack("{s:s,s:i,s:s,s:I,s:I,s:i}", "version", DOME_VERSION_STRING, "port",
+                       (int)mcp_server_port(domed->mcp), "path", domed->config.path, "sessions",
+                       (json_int_t)stats.sessions_active, "active_jails",
+                       (json_int_t)atomic_load(&domed->metrics.active_jails), "rules_version",
+                       control_rules_active(domed->store));
+    }
+    dome_error_set(err, EINVAL, "unknown command `%s`", command);
+    return NULL;
+  }
+  memcpy(group, command, (size_t)(dot - command));
+  group[dot - command] = '\0';
+  const char *verb = dot + 1;
+  if (strcmp(group, "agents") == 0) return agents_command(domed, request, verb, err);
+  if (strcmp(group, "rules") == 0) return rules_command(domed, request, verb, err);
+  if (strcmp(group, "tools") == 0) return tools_command(domed, request, verb, err);
+  if (strcmp(group, "quotas") == 0) return quotas_command(domed, request, verb, err);
+  if (strcmp(command, "audit.stream") == 0) return domed_audit_stream(domed, request, err);
+  dome_error_set(err, EINVAL, "unknown command `%s`", command);
+  return NULL;
+}

@@ -1,0 +1,127 @@
+/* domed's configuration: embedded defaults, a key = value file, and flags with the same keys.
+ *
+ * Format (docs/domed.md): one `key = value` a line, `#` starts a comment line, blank lines ignored,
+ * values unquoted (surrounding spaces trimmed). A flat key = value file was chosen over a structured
+ * format because the configuration is a short flat list, every error can name FILE:LINE, and no
+ * parser beyond this file is needed; the same keys are the command-line flags (--key value). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "supervisor/common/cleanup.h"
+#include "supervisor/common/units.h"
+#include "supervisor/domed/domed.h"
+
+void domed_config_defaults(struct domed_config *config) {
+  memset(config, 0, sizeof *config);
+  snprintf(config->listen, sizeof config->listen, "127.0.0.1:8443");
+  snprintf(config->path, sizeof config->path, "/mcp");
+  snprintf(config->state_dir, sizeof config->state_dir, "/var/lib/dome");
+  snprintf(config->journal_dir, sizeof config->journal_dir, "/var/lib/dome/journal");
+  snprintf(config->control_socket, sizeof config->control_socket, "%s", CONTROL_DEFAULT_SOCKET);
+  snprintf(config->image, sizeof config->image, "host-ro");
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  config->max_jails = cpus > 0 ? (unsigned)cpus : 1;
+  config->max_queue = 64;
+  config->queue_timeout_s = 30;
+  config->max_body_bytes = 4u << 20;
+  config->http_timeout_s = 30;
+  config->max_connections = 1024;
+  config->max_sessions = 4096;
+  config->session_idle_s = 3600;
+  config->shutdown_grace_s = 10;
+}
+
+static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
+  if (strlen(value) >= size)
+    return dome_error_set(err, EINVAL, "%s: value longer than %zu bytes", key, size - 1);
+  memcpy(target, value, strlen(value) + 1);
+  return 0;
+}
+
+static int set_unsigned(unsigned *target, const char *key, const char *value, unsigned min, unsigned max,
+                        dome_error *err) {
+  char *end;
+  errno = 0;
+  unsigned long number = strtoul(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || errno || number < min || number > max)
+    return dome_error_set(err, EINVAL, "%s: expected an integer in [%u, %u], got `%s`", key, min, max, value);
+  *target = (unsigned)number;
+  return 0;
+}
+
+int domed_config_set(struct domed_config *c, const char *key, const char *value, dome_error *err) {
+#define STRING(name) \
+  if (strcmp(key, #name) == 0) return set_string(c->name, sizeof c->name, key, value, err)
+  STRING(listen);
+  STRING(state_dir);
+  STRING(journal_dir);
+  STRING(control_socket);
+  STRING(control_group);
+  STRING(tls_cert);
+  STRING(tls_key);
+  STRING(allowed_origins);
+  STRING(image);
+#undef STRING
+  if (strcmp(key, "path") == 0) {
+    if (value[0] != '/' || strchr(value, ' '))
+      return dome_error_set(err, EINVAL, "path: expected /PATH, got `%s`", value);
+    return set_string(c->path, sizeof c->path, key, value, err);
+  }
+  if (strcmp(key, "max_jails") == 0) return set_unsigned(&c->max_jails, key, value, 1, 4096, err);
+  if (strcmp(key, "max_queue") == 0) return set_unsigned(&c->max_queue, key, value, 0, 1000000, err);
+  if (strcmp(key, "queue_timeout_s") == 0) return set_unsigned(&c->queue_timeout_s, key, value, 1, 3600, err);
+  if (strcmp(key, "http_timeout_s") == 0) return set_unsigned(&c->http_timeout_s, key, value, 1, 3600, err);
+  if (strcmp(key, "max_connections") == 0)
+    return set_unsigned(&c->max_connections, key, value, 1, 65536, err);
+  if (strcmp(key, "max_sessions") == 0) return set_unsigned(&c->max_sessions, key, value, 1, 1000000, err);
+  if (strcmp(key, "session_idle_s") == 0)
+    return set_unsigned(&c->session_idle_s, key, value, 1, 86400 * 7, err);
+  if (strcmp(key, "shutdown_grace_s") == 0)
+    return set_unsigned(&c->shutdown_grace_s, key, value, 0, 3600, err);
+  if (strcmp(key, "max_body") == 0) {
+    uint64_t bytes;
+    int rc = dome_parse_size(value, &bytes, err);
+    if (rc < 0) return dome_error_wrap(err, "max_body");
+    if (bytes < 1024 || bytes > (256u << 20))
+      return dome_error_set(err, EINVAL, "max_body: expected 1K..256M");
+    c->max_body_bytes = (size_t)bytes;
+    return 0;
+  }
+  return dome_error_set(err, EINVAL, "unknown key `%s`", key);
+}
+
+static char *trim(char *text) {
+  while (*text == ' ' || *text == '\t') text++;
+  size_t length = strlen(text);
+  while (length && (text[length - 1] == ' ' || text[length - 1] == '\t' || text[length - 1] == '\r' ||
+                    text[length - 1] == '\n'))
+    text[--length] = '\0';
+  return text;
+}
+
+int domed_config_load(struct domed_config *config, const char *path, dome_error *err) {
+  _cleanup_fclose_ FILE *file = fopen(path, "re");
+  if (file == NULL) return dome_error_set_errno(err, errno, "--config `%s`", path);
+  struct domed_config next = *config;
+  char line[4096];
+  unsigned number = 0;
+  while (fgets(line, sizeof line, file)) {
+    number++;
+    if (strchr(line, '\n') == NULL && !feof(file))
+      return dome_error_set(err, EINVAL, "%s:%u: line too long", path, number);
+    char *text = trim(line);
+    if (*text == '\0' || *text == '#') continue;
+    char *equals = strchr(text, '=');
+    if (equals == NULL) return dome_error_set(err, EINVAL, "%s:%u: expected `key = value`", path, number);
+    *equals = '\0';
+    char *key = trim(text), *value = trim(equals + 1);
+    int rc = domed_config_set(&next, key, value, err);
+    if (rc < 0) return dome_error_wrap(err, "%s:%u", path, number);
+  }
+  snprintf(next.config_file, sizeof next.config_file, "%s", path);
+  *config = next;
+  return 0;
+}

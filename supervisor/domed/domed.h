@@ -1,0 +1,191 @@
+/* domed's internal interfaces: configuration, the daemon state, and the seams between the MCP
+ * front end and the engines (Cedar authorization, jail execution, guards, journal). */
+#ifndef DOME_DOMED_DOMED_H
+#define DOME_DOMED_DOMED_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "supervisor/common/error.h"
+#include "supervisor/control/control.h"
+#include "supervisor/mcp/mcp.h"
+
+#define DOMED_BUILTIN_TOOL "code-sandbox" /* Dome::MCPTool of the built-in backend */
+#define DOMED_BUILTIN_CAPABILITY "code-execution"
+#define DOMED_EXECUTE_TOOL "execute_code" /* its MCP tool */
+
+/* ---- configuration (config.c) ---- */
+
+struct domed_config {
+  char listen[256];           /* listen = 127.0.0.1:8443 */
+  char path[128];             /* path = /mcp */
+  char state_dir[1024];       /* state_dir = /var/lib/dome */
+  char journal_dir[1024];     /* journal_dir = /var/lib/dome/journal */
+  char control_socket[108];   /* control_socket = /run/dome/control.sock */
+  char control_group[64];     /* control_group = (none) */
+  char tls_cert[1024];        /* tls_cert = (none): PEM file */
+  char tls_key[1024];         /* tls_key = (none): PEM file */
+  char allowed_origins[1024]; /* allowed_origins = (loopback): comma-separated exact origins */
+  char image[64];             /* image = host-ro */
+  unsigned max_jails;         /* max_jails = number of CPUs: concurrent executions */
+  unsigned max_queue;         /* max_queue = 64: calls waiting for a jail before "overloaded" */
+  unsigned queue_timeout_s;   /* queue_timeout_s = 30 */
+  size_t max_body_bytes;      /* max_body = 4M */
+  unsigned http_timeout_s;    /* http_timeout_s = 30: idle connection timeout */
+  unsigned max_connections;   /* max_connections = 1024 */
+  unsigned max_sessions;      /* max_sessions = 4096 */
+  unsigned session_idle_s;    /* session_idle_s = 3600 */
+  unsigned shutdown_grace_s;  /* shutdown_grace_s = 10: running jails may finish, then are killed */
+  char config_file[1024];     /* the file read, "" for embedded defaults */
+};
+
+void domed_config_defaults(struct domed_config *config);
+/* Read a key = value file (see docs/domed.md). Returns 0 or -EINVAL with "FILE:LINE: ..." in *err. */
+int domed_config_load(struct domed_config *config, const char *path, dome_error *err);
+/* Set one key (shared by the file and the command-line flags). -EINVAL naming the key. */
+int domed_config_set(struct domed_config *config, const char *key, const char *value, dome_error *err);
+
+/* ---- logging (main.c): structured key=value lines on stderr ---- */
+void domed_log(const char *level, const char *component, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- active rules ---- */
+
+struct domed_rules {
+  atomic_int refs;
+  int version; /* 0: no rules applied (every request is denied) */
+  char name[128];
+  void *policies; /* engine-specific compiled policy set (NULL for version 0) */
+};
+
+/* ---- metrics (metrics.c) ---- */
+
+struct domed_metrics {
+  atomic_uint_fast64_t executions;       /* jails run */
+  atomic_uint_fast64_t execution_errors; /* jails that failed to start */
+  atomic_uint_fast64_t timeouts, oom_kills, cancellations;
+  atomic_uint_fast64_t decisions_allow, decisions_deny;
+  atomic_uint_fast64_t redactions;
+  atomic_uint_fast64_t denials_kernel;
+  atomic_uint_fast64_t overloaded;
+  atomic_uint_fast64_t active_jails;
+  atomic_uint_fast64_t queued;
+  /* tools/call latency histogram, milliseconds: buckets <= 5,10,25,50,100,250,500,1000,2500,5000,10000,+Inf
+   */
+  atomic_uint_fast64_t latency_buckets[12];
+  atomic_uint_fast64_t latency_sum_us;
+  atomic_uint_fast64_t latency_count;
+  /* time spent outside the program (dome overhead) per call, summed */
+  atomic_uint_fast64_t overhead_sum_us;
+};
+
+void domed_metrics_observe_call(struct domed_metrics *metrics, uint64_t total_us, uint64_t overhead_us);
+
+/* ---- the daemon ---- */
+
+struct domed {
+  struct domed_config config;
+  control_store *store;
+  mcp_server *mcp;
+  control_server *control;
+  void *journal; /* struct journal * when the journal is built in */
+  void *engine;  /* engine-wide state (schema) of the authorizer */
+  pthread_mutex_t rules_lock;
+  struct domed_rules *rules; /* the active version; swapped atomically under rules_lock */
+  /* concurrency cap on jails */
+  pthread_mutex_t slots_lock;
+  pthread_cond_t slots_cond;
+  unsigned jails_running, jails_waiting;
+  atomic_bool stopping;
+  struct domed_metrics metrics;
+};
+
+/* Acquire/release the active rules (a reference; running executions keep their version). */
+struct domed_rules *domed_rules_acquire(struct domed *domed);
+void domed_rules_release(struct domed_rules *rules);
+/* Replace the active rules (takes the reference). */
+void domed_rules_install(struct domed *domed, struct domed_rules *rules);
+
+/* ---- engine seams: authz.c / execute.c / audit.c (or pending.c while an engine is not built) ---- */
+
+/* Engine-wide setup (schema). Returns 0 or -errno. */
+int domed_authz_init(struct domed *domed, dome_error *err);
+void domed_authz_cleanup(struct domed *domed);
+/* Check rules text against the Dome schema and compile it. Returns 0 and *rules (refs 1, version 0,
+ * name "") or -EINVAL with file:line:col / policy id in *err. */
+int domed_rules_compile(struct domed *domed, const char *text, const char *file, struct domed_rules **rules,
+                        dome_error *err);
+void domed_rules_free_policies(void *policies);
+
+struct domed_decision {
+  bool allow;
+  json_t *determining; /* array of policy ids (new reference) */
+  json_t *errors;      /* array of {policy, message} */
+  int policy_version;
+  char policy_name[128];
+};
+
+struct domed_principal {
+  const char *agent;
+  json_t *capabilities; /* array of strings */
+  const char *gateway;
+  const char *actas; /* "" or NULL when none */
+};
+
+/* Authorize `action` ("mcp:call", "mcp:discover") of principal on Dome::MCPTool::"tool" with
+ * context {tool: mcp_tool_name, arguments: canonical JSON text?, actas?}. Never fails open: any error
+ * is a deny. Fills *decision (release with domed_decision_release). */
+void domed_authorize(struct domed *domed, struct domed_rules *rules, const struct domed_principal *principal,
+                     const char *action, json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
+                     struct domed_decision *decision);
+void domed_decision_release(struct domed_decision *decision);
+
+/* Journal: open/close, append an event (returns seq > 0, or 0 when not journalled), sync up to seq.
+ * domed_audit_sync returns 0, or -errno when the event is not durable (the caller fails the call). */
+int domed_audit_open(struct domed *domed, dome_error *err);
+void domed_audit_close(struct domed *domed);
+uint64_t domed_audit_append(struct domed *domed, json_t *event /* borrowed */);
+int domed_audit_sync(struct domed *domed, uint64_t seq, dome_error *err);
+/* Serve `audit.stream` on a control connection until the client leaves. */
+json_t *domed_audit_stream(struct domed *domed, const struct control_request *request, dome_error *err);
+
+/* One execute_code call, already authorized. Returns the CallToolResult (new reference) or NULL with
+ * *rpc_error and *err. exec_id names the execution in the journal. */
+struct domed_execution {
+  const mcp_identity *identity;
+  json_t *tool;      /* the registry entry of code-sandbox (classification, secret env names) */
+  json_t *arguments; /* validated execute_code arguments */
+  struct control_quota quota;
+  struct domed_rules *rules;
+  const char *exec_id;
+  mcp_call *call;
+};
+json_t *domed_execute(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
+                      dome_error *err);
+
+/* ---- guard_cache.c: compiled guards shared by calls with the same classification and secrets ---- */
+struct guard;
+struct guard_options;
+/* Returns 0 with *guard (shared, immutable) and *handle for domed_guard_release, or guard_create's error. */
+int domed_guard_acquire(const struct guard_options *options, struct guard **guard, void **handle,
+                        dome_error *err);
+void domed_guard_release(void *handle);
+void domed_guard_cache_clear(void);
+
+/* ---- commands.c: the control socket handler ---- */
+json_t *domed_control_handle(void *context, const struct control_request *request, dome_error *err);
+
+/* ---- sandbox.c: MCP handlers ---- */
+extern const struct mcp_handlers domed_mcp_handlers; /* context: struct domed * */
+/* The execute_code Tool object (name, description, inputSchema, outputSchema). New reference. */
+json_t *domed_execute_code_tool(void);
+/* Validate execute_code arguments; -EINVAL with a one-line message naming the argument. */
+int domed_execute_arguments_check(json_t *arguments, dome_error *err);
+
+/* ---- metrics.c ---- */
+int domed_http_get(void *context, const char *path, char **body, size_t *length, const char **content_type);
+
+#endif

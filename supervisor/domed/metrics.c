@@ -1,0 +1,85 @@
+/* /metrics in the Prometheus text exposition format (version 0.0.4), and /healthz. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervisor/domed/domed.h"
+
+static const unsigned bucket_ms[] = {5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000};
+
+void domed_metrics_observe_call(struct domed_metrics *metrics, uint64_t total_us, uint64_t overhead_us) {
+  size_t i = 0;
+  while (i < sizeof bucket_ms / sizeof bucket_ms[0] && total_us > (uint64_t)bucket_ms[i] * 1000u) i++;
+  atomic_fetch_add(&metrics->latency_buckets[i], 1);
+  atomic_fetch_add(&metrics->latency_sum_us, total_us);
+  atomic_fetch_add(&metrics->latency_count, 1);
+  atomic_fetch_add(&metrics->overhead_sum_us, overhead_us);
+}
+
+#define COUNTER(name, help, value)                                                   \
+  fprintf(out, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, \
+          (unsigned long long)(value))
+#define GAUGE(name, help, value)                                                   \
+  fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, \
+          (unsigned long long)(value))
+
+int domed_http_get(void *context, const char *path, char **body, size_t *length, const char **content_type) {
+  struct domed *domed = context;
+  if (strcmp(path, "/healthz") == 0) {
+    *body = strdup("ok\n");
+    *length = 3;
+    *content_type = "text/plain";
+    return *body ? 0 : -ENOMEM;
+  }
+  if (strcmp(path, "/metrics") != 0) return -ENOENT;
+  struct domed_metrics *m = &domed->metrics;
+  struct mcp_server_stats stats;
+  mcp_server_get_stats(domed->mcp, &stats);
+  FILE *out = open_memstream(body, length);
+  if (out == NULL) return -ENOMEM;
+  COUNTER("dome_executions_total", "Jailed executions run.", atomic_load(&m->executions));
+  COUNTER("dome_execution_errors_total", "Executions whose jail could not be set up.",
+          atomic_load(&m->execution_errors));
+  COUNTER("dome_timeouts_total", "Executions killed by their wall-clock limit.", atomic_load(&m->timeouts));
+  COUNTER("dome_oom_kills_total", "Executions whose cgroup hit its memory limit.",
+          atomic_load(&m->oom_kills));
+  COUNTER("dome_cancellations_total", "Executions cancelled by the client.", atomic_load(&m->cancellations));
+  fprintf(out, "# HELP dome_decisions_total Authorization decisions.\n# TYPE dome_decisions_total counter\n");
+  fprintf(out, "dome_decisions_total{decision=\"allow\"} %llu\n",
+          (unsigned long long)atomic_load(&m->decisions_allow));
+  fprintf(out, "dome_decisions_total{decision=\"deny\"} %llu\n",
+          (unsigned long long)atomic_load(&m->decisions_deny));
+  COUNTER("dome_denials_total", "Denied tool calls.", atomic_load(&m->decisions_deny));
+  COUNTER("dome_kernel_denials_total", "Kernel denial events of jails.", atomic_load(&m->denials_kernel));
+  COUNTER("dome_redactions_total", "Redactions applied to results.", atomic_load(&m->redactions));
+  COUNTER("dome_overloaded_total", "Calls refused because every jail slot and the queue were full.",
+          atomic_load(&m->overloaded));
+  GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));
+  GAUGE("dome_queued_calls", "Calls waiting for a jail slot.", atomic_load(&m->queued));
+  GAUGE("dome_sessions_active", "Live MCP sessions.", stats.sessions_active);
+  COUNTER("dome_http_requests_total", "HTTP requests answered.", stats.http_requests);
+  COUNTER("dome_http_errors_total", "HTTP requests answered with 4xx/5xx.", stats.http_errors);
+  COUNTER("dome_http_unauthorized_total", "HTTP requests answered 401.", stats.unauthorized);
+  fprintf(out,
+          "# HELP dome_call_duration_seconds tools/call latency, authorization to result.\n"
+          "# TYPE dome_call_duration_seconds histogram\n");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < 12; i++) {
+    cumulative += atomic_load(&m->latency_buckets[i]);
+    if (i < 11)
+      fprintf(out, "dome_call_duration_seconds_bucket{le=\"%.3f\"} %llu\n", bucket_ms[i] / 1000.0,
+              (unsigned long long)cumulative);
+    else
+      fprintf(out, "dome_call_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cumulative);
+  }
+  fprintf(out, "dome_call_duration_seconds_sum %.6f\n", atomic_load(&m->latency_sum_us) / 1e6);
+  fprintf(out, "dome_call_duration_seconds_count %llu\n", (unsigned long long)atomic_load(&m->latency_count));
+  fprintf(out,
+          "# HELP dome_call_overhead_seconds_sum Time of tools/call spent outside the program.\n"
+          "# TYPE dome_call_overhead_seconds_sum counter\ndome_call_overhead_seconds_sum %.6f\n",
+          atomic_load(&m->overhead_sum_us) / 1e6);
+  fclose(out);
+  *content_type = "text/plain; version=0.0.4";
+  return 0;
+}

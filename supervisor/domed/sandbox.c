@@ -1,0 +1,281 @@
+/* The MCP face of domed: identity (bearer tokens), tools/list filtered by mcp:discover, and
+ * tools/call of the built-in code-sandbox's execute_code: authorize (Cedar mcp:call + the tool's
+ * required capability), queue for a jail slot, execute, and journal the decision either way. */
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "supervisor/domed/domed.h"
+
+static uint64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int authenticate(void *context, const char *token, mcp_identity *identity, dome_error *err) {
+  struct domed *domed = context;
+  json_t *agent = control_agent_authenticate(domed->store, token, err);
+  if (agent == NULL) return -EACCES;
+  snprintf(identity->agent, sizeof identity->agent, "%s", json_string_value(json_object_get(agent, "name")));
+  json_decref(agent);
+  if (strcmp(identity->gateway, MCP_GATEWAY_DEFAULT) != 0) {
+    /* Gateways other than Default are served once gateway grants exist (issue #9). */
+    return dome_error_set(err, EPERM, "agent `%s` is not granted gateway `%s`", identity->agent,
+                          identity->gateway);
+  }
+  return 0;
+}
+
+/* The registry entry of the built-in backend: what `dome tool add --name code-sandbox` recorded, or
+ * the defaults. New reference. */
+static json_t *builtin_tool(struct domed *domed) {
+  json_t *tool = control_tool_get(domed->store, DOMED_BUILTIN_TOOL);
+  if (tool == NULL)
+    tool = json_pack("{s:s,s:s,s:s,s:{},s:[]}", "name", DOMED_BUILTIN_TOOL, "protocol", "streamable-http",
+                     "gateway", MCP_GATEWAY_DEFAULT, "field_classification", "secret_env");
+  if (json_object_get(tool, "capability") == NULL)
+    json_object_set_new(tool, "capability", json_string(DOMED_BUILTIN_CAPABILITY));
+  return tool;
+}
+
+static json_t *tool_entity(json_t *tool) {
+  json_t *entity = json_pack("{s:O,s:O}", "protocol", json_object_get(tool, "protocol"), "gateway",
+                             json_object_get(tool, "gateway"));
+  json_t *capability = json_object_get(tool, "capability");
+  if (capability) json_object_set(entity, "capability", capability);
+  return entity;
+}
+
+static void principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
+                         json_t **capabilities) {
+  *capabilities = json_array();
+  json_t *agents = control_agent_list(domed->store);
+  size_t i;
+  json_t *agent;
+  json_array_foreach(
+      agents, i, agent) if (strcmp(json_string_value(json_object_get(agent, "name")), identity->agent) == 0) {
+    json_decref(*capabilities);
+    *capabilities = json_incref(json_object_get(agent, "capabilities"));
+  }
+  json_decref(agents);
+  principal->agent = identity->agent;
+  principal->capabilities = *capabilities;
+  principal->gateway = identity->gateway;
+  principal->actas = identity->actas[0] ? identity->actas : NULL;
+}
+
+static json_t *decision_event(const char *exec_id, const mcp_identity *identity, const char *action,
+                              const char *mcp_tool, const struct domed_decision *decision,
+                              const char *reason) {
+  json_t *event =
+      json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:s,s:s}", "type", "authz.decision", "agent",
+                identity->agent, "gateway", identity->gateway, "action", action, "tool", DOMED_BUILTIN_TOOL,
+                "mcp_tool", mcp_tool, "decision", decision->allow ? "allow" : "deny", "determining",
+                decision->determining ? decision->determining : json_array(), "errors",
+                decision->errors ? decision->errors : json_array(), "policy_name", decision->policy_name,
+                "reason", reason);
+  char version[32];
+  snprintf(version, sizeof version, "%d", decision->policy_version);
+  json_object_set_new(event, "policy_version", json_string(version));
+  if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
+  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  return event;
+}
+
+static bool has_capability(json_t *capabilities, const char *capability) {
+  if (capability == NULL) return true;
+  size_t i;
+  json_t *value;
+  json_array_foreach(capabilities, i,
+                     value) if (strcmp(json_string_value(value), capability) == 0) return true;
+  return false;
+}
+
+static json_t *list_tools(void *context, const mcp_identity *identity) {
+  struct domed *domed = context;
+  json_t *tools = json_array();
+  json_t *tool = builtin_tool(domed);
+  json_t *entity = tool_entity(tool);
+  json_t *capabilities;
+  struct domed_principal principal;
+  principal_of(domed, identity, &principal, &capabilities);
+  struct domed_rules *rules = domed_rules_acquire(domed);
+  struct domed_decision decision;
+  domed_authorize(domed, rules, &principal, "mcp:discover", entity, DOMED_EXECUTE_TOOL, NULL, &decision);
+  if (decision.allow)
+    atomic_fetch_add(&domed->metrics.decisions_allow, 1);
+  else
+    atomic_fetch_add(&domed->metrics.decisions_deny, 1);
+  json_t *event = decision_event(NULL, identity, "mcp:discover", DOMED_EXECUTE_TOOL, &decision,
+                                 decision.allow ? "policy" : "policy");
+  domed_audit_append(domed, event);
+  json_decref(event);
+  if (decision.allow && strcmp(json_string_value(json_object_get(tool, "gateway")), identity->gateway) == 0)
+    json_array_append_new(tools, domed_execute_code_tool());
+  domed_decision_release(&decision);
+  domed_rules_release(rules);
+  json_decref(capabilities);
+  json_decref(entity);
+  json_decref(tool);
+  return tools;
+}
+
+static json_t *tool_error(const char *text) {
+  return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
+}
+
+/* Wait for a jail slot: at most max_jails run, at most max_queue wait (queue_timeout_s each). */
+static int acquire_slot(struct domed *domed, mcp_call *call, dome_error *err) {
+  pthread_mutex_lock(&domed->slots_lock);
+  if (domed->jails_running >= domed->config.max_jails && domed->jails_waiting >= domed->config.max_queue) {
+    pthread_mutex_unlock(&domed->slots_lock);
+    return dome_error_set(err, EBUSY, "server overloaded: %u executions running and %u queued",
+                          domed->config.max_jails, domed->config.max_queue);
+  }
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += domed->config.queue_timeout_s;
+  domed->jails_waiting++;
+  atomic_fetch_add(&domed->metrics.queued, 1);
+  int rc = 0;
+  while (domed->jails_running >= domed->config.max_jails) {
+    if (mcp_call_cancelled(call) || atomic_load(&domed->stopping)) {
+      rc = dome_error_set(err, ECANCELED, "cancelled while queued");
+      break;
+    }
+    struct timespec step;
+    clock_gettime(CLOCK_REALTIME, &step);
+    step.tv_sec += 1;
+    if (step.tv_sec > deadline.tv_sec) step = deadline;
+    if (pthread_cond_timedwait(&domed->slots_cond, &domed->slots_lock, &step) == ETIMEDOUT) {
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      if (now.tv_sec >= deadline.tv_sec) {
+        rc = dome_error_set(err, EBUSY, "server overloaded: no execution slot within %u s",
+                            domed->config.queue_timeout_s);
+        break;
+      }
+    }
+  }
+  domed->jails_waiting--;
+  atomic_fetch_sub(&domed->metrics.queued, 1);
+  if (rc == 0) domed->jails_running++;
+  pthread_mutex_unlock(&domed->slots_lock);
+  return rc;
+}
+
+static void release_slot(struct domed *domed) {
+  pthread_mutex_lock(&domed->slots_lock);
+  domed->jails_running--;
+  pthread_cond_signal(&domed->slots_cond);
+  pthread_mutex_unlock(&domed->slots_lock);
+}
+
+static json_t *call_tool(void *context, const mcp_identity *identity, const char *name, json_t *arguments,
+                         mcp_call *call, int *rpc_error, dome_error *err) {
+  struct domed *domed = context;
+  uint64_t start = now_us();
+  if (strcmp(name, DOMED_EXECUTE_TOOL) != 0) {
+    *rpc_error = MCP_INVALID_PARAMS;
+    dome_error_set(err, ENOENT, "unknown tool: %.100s", name);
+    return NULL;
+  }
+  unsigned char random_bytes[8];
+  randombytes_buf(random_bytes, sizeof random_bytes);
+  char exec_id[24];
+  sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
+
+  json_t *tool = builtin_tool(domed);
+  json_t *entity = tool_entity(tool);
+  json_t *capabilities;
+  struct domed_principal principal;
+  principal_of(domed, identity, &principal, &capabilities);
+  struct domed_rules *rules = domed_rules_acquire(domed);
+  struct domed_decision decision;
+  domed_authorize(domed, rules, &principal, "mcp:call", entity, name, arguments, &decision);
+  const char *capability = json_string_value(json_object_get(tool, "capability"));
+  const char *reason = "policy";
+  bool allow = decision.allow;
+  if (allow && strcmp(json_string_value(json_object_get(tool, "gateway")), identity->gateway) != 0) {
+    allow = false;
+    reason = "tool not on this gateway";
+  }
+  if (allow && !has_capability(capabilities, capability)) {
+    allow = false;
+    reason = "agent lacks the tool's capability";
+  }
+  decision.allow = allow;
+  atomic_fetch_add(allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
+  json_t *event = decision_event(exec_id, identity, "mcp:call", name, &decision, reason);
+  json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
+  json_object_set_new(event, "request_id", json_string(mcp_call_request_id(call)));
+  uint64_t seq = domed_audit_append(domed, event);
+  json_decref(event);
+  json_t *result = NULL;
+  if (!allow) {
+    int rc = domed_audit_sync(domed, seq, err);
+    if (rc < 0) {
+      *rpc_error = MCP_INTERNAL_ERROR;
+    } else {
+      char text[256];
+      if (strcmp(reason, "policy") == 0)
+        snprintf(text, sizeof text, "Call to %s denied by policy.", DOMED_BUILTIN_TOOL);
+      else
+        snprintf(text, sizeof text, "Call to %s denied by policy: %s.", DOMED_BUILTIN_TOOL, reason);
+      result = tool_error(text);
+    }
+    goto out;
+  }
+  dome_error check = {0};
+  if (domed_execute_arguments_check(arguments, &check) < 0) {
+    result = tool_error(check.message);
+    goto out;
+  }
+  struct domed_execution execution = {
+      .identity = identity,
+      .tool = tool,
+      .arguments = arguments,
+      .rules = rules,
+      .exec_id = exec_id,
+      .call = call,
+  };
+  control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &execution.quota);
+  json_t *timeout = json_object_get(arguments, "timeout_s");
+  if (timeout) {
+    uint64_t ms = (uint64_t)(json_number_value(timeout) * 1000.0);
+    if (ms > 0 && ms < execution.quota.timeout_ms) execution.quota.timeout_ms = ms;
+  }
+  int rc = acquire_slot(domed, call, err);
+  if (rc < 0) {
+    if (rc == -EBUSY) atomic_fetch_add(&domed->metrics.overloaded, 1);
+    *rpc_error = rc == -EBUSY ? MCP_SERVER_OVERLOADED : MCP_INTERNAL_ERROR;
+    goto out;
+  }
+  atomic_fetch_add(&domed->metrics.active_jails, 1);
+  result = domed_execute(domed, &execution, rpc_error, err);
+  atomic_fetch_sub(&domed->metrics.active_jails, 1);
+  release_slot(domed);
+  if (result) {
+    json_t *structured = json_object_get(result, "structuredContent");
+    uint64_t program_us = (uint64_t)json_integer_value(json_object_get(structured, "duration_ms")) * 1000u;
+    uint64_t total = now_us() - start;
+    domed_metrics_observe_call(&domed->metrics, total, total > program_us ? total - program_us : 0);
+  }
+out:
+  domed_decision_release(&decision);
+  domed_rules_release(rules);
+  json_decref(capabilities);
+  json_decref(entity);
+  json_decref(tool);
+  return result;
+}
+
+const struct mcp_handlers domed_mcp_handlers = {
+    .authenticate = authenticate,
+    .list_tools = list_tools,
+    .call_tool = call_tool,
+    .http_get = domed_http_get,
+};

@@ -1,0 +1,116 @@
+/* The execute_code tool: its MCP Tool definition (inputSchema, outputSchema; MCP server/tools) and
+ * the validation of its arguments (bounded sizes; a bad argument is a tool error naming it). */
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+
+#include "supervisor/domed/domed.h"
+
+#define MAX_CODE_BYTES (1u << 20)
+#define MAX_FILES 256
+#define MAX_ENV 256
+
+json_t *domed_execute_code_tool(void) {
+  json_t *string = json_pack("{s:s}", "type", "string");
+  json_t *string_map = json_pack("{s:s,s:O}", "type", "object", "additionalProperties", string);
+  json_t *input = json_pack(
+      "{s:s,s:{s:{s:s,s:[sss],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:O,s:s},s:{s:s,s:O,s:s},s:{s:s,s:i,s:s}},"
+      "s:[ss],s:b}",
+      "type", "object", "properties", "language", "type", "string", "enum", "python", "bash", "sh",
+      "description", "interpreter: python (Debian's python3), bash or sh", "code", "type", "string",
+      "description", "the program text", "stdin", "type", "string", "description",
+      "bytes given on standard input", "files", "type", "object", "additionalProperties", string,
+      "description", "files placed in /workspace before the run: relative path -> content", "env", "type",
+      "object", "additionalProperties", string, "description",
+      "environment variables for the program (non-secret)", "timeout_s", "type", "number", "exclusiveMinimum",
+      0, "description", "wall-clock limit in seconds (clamped by the quota)", "required", "language", "code",
+      "additionalProperties", 0);
+  json_t *output = json_pack(
+      "{s:s,s:{s:O,s:O,s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:O},s:O,s:{s:s},s:{s:s},s:{s:s}},s:["
+      "sssssssssss]}",
+      "type", "object", "properties", "stdout", string, "stderr", string, "exit_code", "type", "integer",
+      "signal", "type", "integer", "timed_out", "type", "boolean", "oom_killed", "type", "boolean",
+      "duration_ms", "type", "integer", "output_paths", "type", "array", "items", string, "env_vars",
+      string_map, "truncated", "type", "boolean", "denials", "type", "array", "redactions", "type", "array",
+      "required", "stdout", "stderr", "exit_code", "signal", "timed_out", "oom_killed", "duration_ms",
+      "output_paths", "env_vars", "truncated", "redactions");
+  json_decref(string);
+  json_decref(string_map);
+  return json_pack(
+      "{s:s,s:s,s:s,s:o,s:o,s:{s:b,s:b,s:b}}", "name", DOMED_EXECUTE_TOOL, "title", "Execute code",
+      "description",
+      "Run a Python, bash or sh program in a fresh, isolated sandbox (no network, a private "
+      "/workspace, CPU/memory/time limits). Output is redacted of credentials and sensitive data.",
+      "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0, "destructiveHint", 0,
+      "openWorldHint", 0);
+}
+
+static bool relative_path_ok(const char *path) {
+  if (path[0] == '\0' || path[0] == '/' || strlen(path) > 1024) return false;
+  const char *p = path;
+  while (*p) {
+    const char *slash = strchr(p, '/');
+    size_t length = slash ? (size_t)(slash - p) : strlen(p);
+    if (length == 0 || (length == 1 && p[0] == '.') || (length == 2 && p[0] == '.' && p[1] == '.'))
+      return false;
+    p += length;
+    if (*p == '/') p++;
+  }
+  return true;
+}
+
+int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
+  static const char *const known[] = {"language", "code", "stdin", "files", "env", "timeout_s"};
+  const char *key;
+  json_t *value;
+  json_object_foreach(arguments, key, value) {
+    bool ok = false;
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= strcmp(key, known[i]) == 0;
+    if (!ok) return dome_error_set(err, EINVAL, "invalid arguments: unknown argument `%.64s`", key);
+  }
+  const char *language = json_string_value(json_object_get(arguments, "language"));
+  if (language == NULL ||
+      (strcmp(language, "python") != 0 && strcmp(language, "bash") != 0 && strcmp(language, "sh") != 0))
+    return dome_error_set(err, EINVAL, "invalid arguments: `language` must be one of python, bash, sh");
+  json_t *code = json_object_get(arguments, "code");
+  if (!json_is_string(code)) return dome_error_set(err, EINVAL, "invalid arguments: `code` must be a string");
+  if (json_string_length(code) > MAX_CODE_BYTES)
+    return dome_error_set(err, EINVAL, "invalid arguments: `code` larger than %u bytes", MAX_CODE_BYTES);
+  json_t *stdin_value = json_object_get(arguments, "stdin");
+  if (stdin_value && !json_is_string(stdin_value))
+    return dome_error_set(err, EINVAL, "invalid arguments: `stdin` must be a string");
+  json_t *files = json_object_get(arguments, "files");
+  if (files) {
+    if (!json_is_object(files))
+      return dome_error_set(err, EINVAL, "invalid arguments: `files` must be an object");
+    if (json_object_size(files) > MAX_FILES)
+      return dome_error_set(err, EINVAL, "invalid arguments: more than %d files", MAX_FILES);
+    json_object_foreach(files, key, value) {
+      if (!relative_path_ok(key))
+        return dome_error_set(err, EINVAL, "invalid arguments: files: `%.128s` is not a relative path", key);
+      if (!json_is_string(value))
+        return dome_error_set(err, EINVAL, "invalid arguments: files: `%.128s` must be a string", key);
+    }
+  }
+  json_t *env = json_object_get(arguments, "env");
+  if (env) {
+    if (!json_is_object(env))
+      return dome_error_set(err, EINVAL, "invalid arguments: `env` must be an object");
+    if (json_object_size(env) > MAX_ENV)
+      return dome_error_set(err, EINVAL, "invalid arguments: more than %d env", MAX_ENV);
+    json_object_foreach(env, key, value) {
+      bool ok = (isalpha((unsigned char)key[0]) || key[0] == '_') && strlen(key) < 256;
+      for (const char *c = key; ok && *c; c++) ok = isalnum((unsigned char)*c) || *c == '_';
+      if (!ok)
+        return dome_error_set(err, EINVAL, "invalid arguments: env: `%.64s` is not a variable name", key);
+      if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
+        return dome_error_set(err, EINVAL, "invalid arguments: env: `%.64s` must be a string without NUL",
+                              key);
+    }
+  }
+  json_t *timeout = json_object_get(arguments, "timeout_s");
+  if (timeout &&
+      (!json_is_number(timeout) || json_number_value(timeout) <= 0 || json_number_value(timeout) > 86400))
+    return dome_error_set(err, EINVAL, "invalid arguments: `timeout_s` must be a number in (0, 86400]");
+  return 0;
+}

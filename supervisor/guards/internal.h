@@ -1,0 +1,80 @@
+/* Internals of the guards library shared by its files; not a public interface. */
+#ifndef DOME_GUARDS_INTERNAL_H
+#define DOME_GUARDS_INTERNAL_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <hs/hs.h>
+#include <pcre2.h>
+
+#include "supervisor/guards/guard.h"
+
+/* How a confirmed match is checked before it is redacted. */
+enum guard_validator {
+  VALIDATE_NONE = 0,
+  VALIDATE_ENTROPY,      /* generic secret: Shannon entropy and character mix of the value */
+  VALIDATE_URL_PASSWORD, /* not a placeholder (${X}, <x>, ***) */
+  VALIDATE_LUHN,         /* payment card: Luhn check, issuer prefix, consistent separators */
+  VALIDATE_SSN,          /* US SSN: area 001-899 except 666, group != 00, serial != 0000 */
+  VALIDATE_IBAN,         /* ISO 13616: country letters, length 15-34, mod-97 == 1 */
+  VALIDATE_EMAIL,        /* dot-atom local part, top-level domain in one case */
+  VALIDATE_PHONE,        /* 10 to 15 digits; NANP area/exchange start with 2-9 */
+  VALIDATE_HOST_PATH,    /* outside the jail's view / home directory / supervisor path */
+  VALIDATE_INTERNAL_IP,  /* RFC 1918, loopback, link-local, CGNAT, ULA, cloud metadata */
+  VALIDATE_ANY_IP,       /* any well-formed IPv4/IPv6 address */
+};
+
+/* A built-in detector. Every detector has a vectorscan pattern (`hs`) that reports candidate match
+ * ends; the match starts at most `back` bytes before a reported end (0: the hs pattern's max width).
+ * `pcre` (with an optional named group `secret`, the part replaced) confirms and finds the extent. */
+struct guard_detector {
+  struct guard_detector_info info;
+  const char *hs;
+  unsigned hs_flags;
+  unsigned back;
+  const char *pcre;
+  uint32_t pcre_flags;
+  enum guard_validator validator;
+  bool dynamic; /* built per guard (exact values, internal hostnames): hs/pcre are NULL here */
+};
+
+extern const struct guard_detector guard_detectors[];
+extern const size_t guard_detectors_count;
+/* Index of a detector by id, or -1. */
+int guard_detector_index(const char *id);
+
+/* A rule: one pattern of a compiled guard's vectorscan databases (the hs id is the rule index). */
+struct guard_rule {
+  int detector;     /* index into guard_detectors */
+  pcre2_code *code; /* NULL for literal rules (exact values): the hs match is the span */
+  int secret_group; /* capture group replaced, 0 = whole match */
+  unsigned back;    /* bytes from a reported end back to the earliest possible match start */
+  unsigned length;  /* literal rules: the literal's length */
+};
+
+struct guard {
+  struct guard_classification classification;
+  struct guard_rule *rules;
+  size_t rule_count;
+  hs_database_t *database[GUARD_CLASS_COUNT];
+  hs_scratch_t *scratch_prototype;
+  size_t hold_back[GUARD_CLASS_COUNT];
+  unsigned char *hmac_key;
+  size_t hmac_key_length;
+  char **jail_paths;
+  size_t jail_path_count;
+  char **supervisor_paths;
+  size_t supervisor_path_count;
+};
+
+/* Validate a confirmed match (value = the secret group's bytes; whole = the entire match). Returns the
+ * detector index to report (usually `detector`), or -1 to drop the candidate. */
+int guard_validate(const struct guard *guard, int detector, const char *whole, size_t whole_length,
+                   const char *value, size_t value_length);
+
+/* Shannon entropy of bytes in bits per byte. */
+double guard_shannon_entropy(const char *data, size_t length);
+
+/* HMAC-SHA-256 of data under the guard's key, as 64 lower-case hex digits + NUL. */
+void guard_hmac_hex(const struct guard *guard, const void *data, size_t length, char out[65]);
+
+#endif

@@ -1,0 +1,483 @@
+/* Cgroup leaves of jails: discovery of our own cgroups, creation beneath <own>/dome with limits read
+ * back, accounting, kill and removal. Supports cgroup v2 with controllers (unified hosts) and hybrid hosts
+ * (v1 memory/pids/cpu/cpuacct controllers plus a controller-less cgroup2 hierarchy whose leaf carries the
+ * cgroup BPF programs and cgroup.kill). Kernel docs: admin-guide/cgroup-v2.rst, cgroup-v1/memory.rst,
+ * cgroup-v1/pids.rst, scheduler/sched-bwc.rst. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "supervisor/common/cleanup.h"
+#include "supervisor/jail/internal.h"
+
+#define CPU_PERIOD_US 100000u
+
+static const char *const v1_names[JAIL_V1_COUNT] = {"memory", "pids", "cpu", "cpuacct"};
+
+static struct jail_cgroup_layout layout;
+static pthread_once_t layout_once = PTHREAD_ONCE_INIT;
+
+/* Does the comma-separated list contain `word`? */
+static bool list_has(const char *list, const char *word) {
+  size_t length = strlen(word);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t item = end ? (size_t)(end - p) : strlen(p);
+    if (item == length && strncmp(p, word, length) == 0) return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+/* Join mount point and the cgroup path relative to the mount's root. */
+static void join_self(char *out, size_t size, const char *mount, const char *root, const char *path) {
+  size_t root_length = strcmp(root, "/") == 0 ? 0 : strlen(root);
+  const char *rest = path;
+  if (root_length && strncmp(path, root, root_length) == 0) rest = path + root_length;
+  if (strcmp(rest, "/") == 0) rest = "";
+  snprintf(out, size, "%s%s", mount, rest);
+}
+
+static void discover(void) {
+  char v2_path[512] = "", v1_paths[JAIL_V1_COUNT][512] = {{0}};
+  bool have_v2 = false, have_v1[JAIL_V1_COUNT] = {false};
+  FILE *f = fopen("/proc/self/cgroup", "re");
+  char line[1024];
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *first = strchr(line, ':');
+    char *second = first ? strchr(first + 1, ':') : NULL;
+    if (!second) continue;
+    *first = *second = '\0';
+    const char *controllers = first + 1, *path = second + 1;
+    if (strcmp(line, "0") == 0 && *controllers == '\0') {
+      snprintf(v2_path, sizeof v2_path, "%s", path);
+      have_v2 = true;
+      continue;
+    }
+    for (int c = 0; c < JAIL_V1_COUNT; c++)
+      if (list_has(controllers, v1_names[c])) {
+        snprintf(v1_paths[c], sizeof v1_paths[c], "%s", path);
+        have_v1[c] = true;
+      }
+  }
+  if (f) fclose(f);
+
+  /* mountinfo: id parent major:minor root mountpoint options ... - fstype source superoptions */
+  f = fopen("/proc/self/mountinfo", "re");
+  char info[2048];
+  while (f && fgets(info, sizeof info, f)) {
+    char root[512], point[512], fstype[64], super[512];
+    char *dash = strstr(info, " - ");
+    if (!dash) continue;
+    if (sscanf(info, "%*s %*s %*s %511s %511s", root, point) != 2) continue;
+    if (sscanf(dash + 3, "%63s %*s %511s", fstype, super) != 2) continue;
+    if (strcmp(fstype, "cgroup2") == 0 && have_v2 && layout.v2_mount[0] == '\0') {
+      snprintf(layout.v2_mount, sizeof layout.v2_mount, "%s", point);
+      join_self(layout.v2_self, sizeof layout.v2_self, point, root, v2_path);
+    } else if (strcmp(fstype, "cgroup") == 0) {
+      for (int c = 0; c < JAIL_V1_COUNT; c++)
+        if (have_v1[c] && list_has(super, v1_names[c]) && layout.v1_mount[c][0] == '\0') {
+          snprintf(layout.v1_mount[c], sizeof layout.v1_mount[c], "%s", point);
+          join_self(layout.v1_self[c], sizeof layout.v1_self[c], point, root, v1_paths[c]);
+        }
+    }
+  }
+  if (f) fclose(f);
+
+  if (layout.v2_mount[0]) {
+    char controllers[256] = "";
+    if (jail_cgroup_read(layout.v2_self, "cgroup.controllers", controllers, sizeof controllers) >= 0) {
+      controllers[strcspn(controllers, "\n")] = '\0';
+      char spaced[260];
+      snprintf(spaced, sizeof spaced, " %s ", controllers);
+      layout.v2_controllers =
+          strstr(spaced, " memory ") && strstr(spaced, " pids ") && strstr(spaced, " cpu ");
+    }
+  }
+  if (layout.v2_controllers)
+    for (int c = 0; c < JAIL_V1_COUNT; c++) layout.v1_self[c][0] = layout.v1_mount[c][0] = '\0';
+}
+
+const struct jail_cgroup_layout *jail_cgroup_layout(void) {
+  pthread_once(&layout_once, discover);
+  return &layout;
+}
+
+int jail_cgroup_write(const char *dir, const char *file, const char *value, dome_error *err) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return dome_error_set_errno(err, errno, "open `%s`", path);
+  size_t length = strlen(value);
+  if (write(fd, value, length) != (ssize_t)length)
+    return dome_error_set_errno(err, errno, "write `%s` to `%s`", value, path);
+  return 0;
+}
+
+int jail_cgroup_read(const char *dir, const char *file, char *buffer, size_t size) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  ssize_t n = read(fd, buffer, size - 1);
+  if (n < 0) return -errno;
+  buffer[n] = '\0';
+  return (int)n;
+}
+
+static int read_u64(const char *dir, const char *file, uint64_t *value) {
+  char buffer[64];
+  int n = jail_cgroup_read(dir, file, buffer, sizeof buffer);
+  if (n < 0) return n;
+  if (strncmp(buffer, "max", 3) == 0) {
+    *value = UINT64_MAX;
+    return 0;
+  }
+  char *end;
+  *value = strtoull(buffer, &end, 10);
+  return end == buffer ? -EINVAL : 0;
+}
+
+/* Value of `key` in a flat-keyed file ("oom_kill 3\n"). */
+static uint64_t read_key(const char *dir, const char *file, const char *key) {
+  char buffer[2048];
+  if (jail_cgroup_read(dir, file, buffer, sizeof buffer) < 0) return 0;
+  size_t length = strlen(key);
+  for (char *line = buffer; line && *line;) {
+    if (strncmp(line, key, length) == 0 && line[length] == ' ') return strtoull(line + length + 1, NULL, 10);
+    line = strchr(line, '\n');
+    if (line) line++;
+  }
+  return 0;
+}
+
+static int write_u64(const char *dir, const char *file, uint64_t value, dome_error *err) {
+  char text[32];
+  snprintf(text, sizeof text, "%" PRIu64, value);
+  return jail_cgroup_write(dir, file, text, err);
+}
+
+/* Write then read back: the kernel must hold exactly `expected`. */
+static int set_checked(const char *dir, const char *file, uint64_t value, uint64_t expected,
+                       dome_error *err) {
+  int r = write_u64(dir, file, value, err);
+  if (r < 0) return r;
+  uint64_t held = 0;
+  r = read_u64(dir, file, &held);
+  if (r < 0) return dome_error_set_errno(err, -r, "read back `%s/%s`", dir, file);
+  if (held != expected)
+    return dome_error_set(err, EIO, "`%s/%s` holds %" PRIu64 " after writing %" PRIu64, dir, file, held,
+                          value);
+  return 0;
+}
+
+/* mkdir <self>/dome/<name>, recreating `dome` when a concurrent teardown removed it meanwhile. */
+static int make_leaf(char *out, size_t size, const char *self, const char *name, dome_error *err) {
+  char parent[600];
+  snprintf(parent, sizeof parent, "%s/dome", self);
+  snprintf(out, size, "%s/%s", parent, name);
+  for (int attempt = 0; attempt < 8; attempt++) {
+    if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+      return dome_error_set_errno(err, errno, "create cgroup `%s`", parent);
+    if (mkdir(out, 0755) == 0) return 0;
+    if (errno != ENOENT) return dome_error_set_errno(err, errno, "create cgroup `%s`", out);
+  }
+  return dome_error_set(err, EAGAIN, "create cgroup `%s`: parent keeps disappearing", out);
+}
+
+static void remove_leaf_dirs(struct jail_leaf *leaf) {
+  if (leaf->v2_fd >= 0) close(leaf->v2_fd);
+  leaf->v2_fd = -1;
+  if (leaf->v2_path[0]) rmdir(leaf->v2_path);
+  for (int c = 0; c < JAIL_V1_COUNT; c++)
+    if (leaf->v1_owner[c] && leaf->v1_path[c][0]) rmdir(leaf->v1_path[c]);
+}
+
+static int apply_v1(const struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err) {
+  long page = sysconf(_SC_PAGESIZE);
+  const char *memory = leaf->v1_path[JAIL_V1_MEMORY];
+  if (memory[0]) {
+    uint64_t expected = limits->memory_bytes / (uint64_t)page * (uint64_t)page;
+    int r = set_checked(memory, "memory.limit_in_bytes", limits->memory_bytes, expected, err);
+    if (r < 0) return r;
+    /* With swap accounting, memory+swap = memory means no swap at all. */
+    dome_error ignored;
+    char probe[32];
+    if (jail_cgroup_read(memory, "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0) {
+      r = set_checked(memory, "memory.memsw.limit_in_bytes", limits->memory_bytes, expected, err);
+      if (r < 0) return r;
+    }
+    jail_cgroup_write(memory, "memory.swappiness", "0", &ignored);
+  }
+  const char *pids = leaf->v1_path[JAIL_V1_PIDS];
+  if (pids[0]) {
+    int r = set_checked(pids, "pids.max", limits->pids, limits->pids, err);
+    if (r < 0) return r;
+  }
+  const char *cpu = leaf->v1_path[JAIL_V1_CPU];
+  if (cpu[0]) {
+    uint64_t quota = (uint64_t)(limits->cpus * CPU_PERIOD_US + 0.5);
+    if (quota < 1000) quota = 1000;
+    int r = set_checked(cpu, "cpu.cfs_period_us", CPU_PERIOD_US, CPU_PERIOD_US, err);
+    if (r < 0) return r;
+    r = set_checked(cpu, "cpu.cfs_quota_us", quota, quota, err);
+    if (r < 0) return r;
+  }
+  return 0;
+}
+
+static int apply_v2(const struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err) {
+  long page = sysconf(_SC_PAGESIZE);
+  const char *dir = leaf->v2_path;
+  uint64_t expected = limits->memory_bytes / (uint64_t)page * (uint64_t)page;
+  int r = set_checked(dir, "memory.max", limits->memory_bytes, expected, err);
+  if (r < 0) return r;
+  if ((r = set_checked(dir, "memory.swap.max", 0, 0, err)) < 0) return r;
+  if ((r = set_checked(dir, "memory.oom.group", 1, 1, err)) < 0) return r;
+  if ((r = set_checked(dir, "pids.max", limits->pids, limits->pids, err)) < 0) return r;
+  uint64_t quota = (uint64_t)(limits->cpus * CPU_PERIOD_US + 0.5);
+  if (quota < 1000) quota = 1000;
+  char text[64], held[64];
+  snprintf(text, sizeof text, "%" PRIu64 " %u", quota, CPU_PERIOD_US);
+  if ((r = jail_cgroup_write(dir, "cpu.max", text, err)) < 0) return r;
+  if (jail_cgroup_read(dir, "cpu.max", held, sizeof held) < 0 || strncmp(held, text, strlen(text)) != 0)
+    return dome_error_set(err, EIO, "`%s/cpu.max` holds `%.40s` after writing `%s`", dir, held, text);
+  return 0;
+}
+
+/* On unified hosts the controllers must be enabled for <own>/dome's children. Our own cgroup holds
+ * processes (domed), so enabling them there may be refused (no internal processes rule): then the
+ * operator has to delegate a cgroup whose subtree_control already lists them (docs/images.md). */
+static int enable_v2_controllers(const char *self, dome_error *err) {
+  char dome[600], enabled[256] = "";
+  snprintf(dome, sizeof dome, "%s/dome", self);
+  if (jail_cgroup_read(dome, "cgroup.subtree_control", enabled, sizeof enabled) >= 0 &&
+      strstr(enabled, "memory") && strstr(enabled, "pids") && strstr(enabled, "cpu"))
+    return 0;
+  dome_error ignored;
+  jail_cgroup_write(self, "cgroup.subtree_control", "+memory +pids +cpu", &ignored);
+  int r = jail_cgroup_write(dome, "cgroup.subtree_control", "+memory +pids +cpu", err);
+  return r < 0 ? dome_error_wrap(err, "enable memory, pids, cpu controllers below `%s`", self) : 0;
+}
+
+/* Leaves of a dome process that was killed outright (SIGKILL gives no chance to tear down): its jail died
+ * with it (PR_SET_PDEATHSIG, pid namespace), but the empty leaves stayed. Named jail-<pid>-<seq>, they
+ * are removed once per process when <pid> no longer exists; rmdir only ever removes empty cgroups. */
+static void sweep_dir(const char *self) {
+  char parent[600];
+  snprintf(parent, sizeof parent, "%s/dome", self);
+  DIR *d = opendir(parent);
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    int pid;
+    if (sscanf(e->d_name, "jail-%d-", &pid) != 1 || pid <= 0 || pid == (int)getpid()) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    char leaf[900];
+    snprintf(leaf, sizeof leaf, "%s/%s", parent, e->d_name);
+    rmdir(leaf);
+  }
+  if (d) closedir(d);
+}
+
+static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+
+static void sweep_stale_leaves(void) {
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  if (l->v2_mount[0]) sweep_dir(l->v2_self);
+  for (int c = 0; c < JAIL_V1_COUNT; c++)
+    if (l->v1_self[c][0]) sweep_dir(l->v1_self[c]);
+}
+
+int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
+                       dome_error *err) {
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  pthread_once(&sweep_once, sweep_stale_leaves);
+  memset(leaf, 0, sizeof *leaf);
+  leaf->v2_fd = -1;
+  snprintf(leaf->name, sizeof leaf->name, "%s", name);
+  int r = 0;
+  if (l->v2_mount[0]) {
+    if ((r = make_leaf(leaf->v2_path, sizeof leaf->v2_path, l->v2_self, name, err)) < 0) goto fail;
+    leaf->v2_fd = open(leaf->v2_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (leaf->v2_fd < 0 || fstat(leaf->v2_fd, &st) < 0) {
+      r = dome_error_set_errno(err, errno, "open cgroup `%s`", leaf->v2_path);
+      goto fail;
+    }
+    leaf->v2_id = (uint64_t)st.st_ino;
+    if (l->v2_controllers) {
+      if ((r = enable_v2_controllers(l->v2_self, err)) < 0) goto fail;
+      if ((r = apply_v2(leaf, limits, err)) < 0) goto fail;
+    }
+  }
+  for (int c = 0; c < JAIL_V1_COUNT; c++) {
+    if (!l->v1_self[c][0]) continue;
+    for (int earlier = 0; earlier < c; earlier++)
+      if (strcmp(l->v1_mount[earlier], l->v1_mount[c]) == 0 && leaf->v1_path[earlier][0]) {
+        memcpy(leaf->v1_path[c], leaf->v1_path[earlier], sizeof leaf->v1_path[c]);
+        break;
+      }
+    if (leaf->v1_path[c][0]) continue;
+    if ((r = make_leaf(leaf->v1_path[c], sizeof leaf->v1_path[c], l->v1_self[c], name, err)) < 0) goto fail;
+    leaf->v1_owner[c] = true;
+  }
+  if ((r = apply_v1(leaf, limits, err)) < 0) goto fail;
+  if (!l->v2_controllers && (!leaf->v1_path[JAIL_V1_MEMORY][0] || !leaf->v1_path[JAIL_V1_PIDS][0])) {
+    r = dome_error_set(err, ENOTSUP, "no memory or pids cgroup controller available (v1 or v2)");
+    goto fail;
+  }
+  return 0;
+fail:
+  remove_leaf_dirs(leaf);
+  return dome_error_wrap(err, "create cgroup leaf `%s`", name);
+}
+
+int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err) {
+  char text[32];
+  snprintf(text, sizeof text, "%d", (int)pid);
+  if (leaf->v2_path[0] && !clone_into_cgroup) {
+    int r = jail_cgroup_write(leaf->v2_path, "cgroup.procs", text, err);
+    if (r < 0) return r;
+  }
+  for (int c = 0; c < JAIL_V1_COUNT; c++) {
+    if (!leaf->v1_owner[c]) continue;
+    int r = jail_cgroup_write(leaf->v1_path[c], "cgroup.procs", text, err);
+    if (r < 0) return r;
+  }
+  return 0;
+}
+
+static int kill_listed(const char *dir) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+  FILE *f = fopen(path, "re");
+  if (!f) return 0;
+  int count = 0, pid;
+  while (fscanf(f, "%d", &pid) == 1) {
+    if (pid > 1) kill(pid, SIGKILL);
+    count++;
+  }
+  fclose(f);
+  return count;
+}
+
+void jail_cgroup_kill(const struct jail_leaf *leaf) {
+  dome_error ignored;
+  if (leaf->v2_path[0] && jail_cgroup_write(leaf->v2_path, "cgroup.kill", "1", &ignored) == 0) return;
+  if (leaf->v2_path[0]) kill_listed(leaf->v2_path);
+  for (int c = 0; c < JAIL_V1_COUNT; c++)
+    if (leaf->v1_owner[c]) kill_listed(leaf->v1_path[c]);
+}
+
+int jail_cgroup_oom_eventfd(const struct jail_leaf *leaf, int *control_fd) {
+  *control_fd = -1;
+  const char *memory = leaf->v1_path[JAIL_V1_MEMORY];
+  if (!memory[0] || jail_cgroup_layout()->v2_controllers) return -1;
+  char path[700], registration[64];
+  snprintf(path, sizeof path, "%s/memory.oom_control", memory);
+  int control = open(path, O_RDONLY | O_CLOEXEC);
+  int event = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  dome_error ignored;
+  snprintf(registration, sizeof registration, "%d %d", event, control);
+  if (control < 0 || event < 0 ||
+      jail_cgroup_write(memory, "cgroup.event_control", registration, &ignored) < 0) {
+    if (control >= 0) close(control);
+    if (event >= 0) close(event);
+    return -1;
+  }
+  *control_fd = control;
+  return event;
+}
+
+uint64_t jail_cgroup_current_pids(const struct jail_leaf *leaf) {
+  uint64_t value = 0;
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  if (l->v2_controllers && read_u64(leaf->v2_path, "pids.current", &value) == 0) return value;
+  if (leaf->v1_path[JAIL_V1_PIDS][0] && read_u64(leaf->v1_path[JAIL_V1_PIDS], "pids.current", &value) == 0)
+    return value;
+  return 0;
+}
+
+void jail_cgroup_read_stats(const struct jail_leaf *leaf, struct jail_cgroup_stats *stats) {
+  memset(stats, 0, sizeof *stats);
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  uint64_t value;
+  if (leaf->v2_path[0]) stats->cpu_ns = read_key(leaf->v2_path, "cpu.stat", "usage_usec") * 1000u;
+  if (stats->cpu_ns == 0 && leaf->v1_path[JAIL_V1_CPUACCT][0] &&
+      read_u64(leaf->v1_path[JAIL_V1_CPUACCT], "cpuacct.usage", &value) == 0)
+    stats->cpu_ns = value;
+  const char *pids_dir = l->v2_controllers ? leaf->v2_path : leaf->v1_path[JAIL_V1_PIDS];
+  if (pids_dir[0]) {
+    if (read_u64(pids_dir, "pids.peak", &value) == 0) stats->peak_pids = value;
+    if (read_u64(pids_dir, "pids.current", &value) == 0) stats->current_pids = value;
+    stats->pids_limited = read_key(pids_dir, "pids.events", "max") > 0;
+  }
+  if (l->v2_controllers) {
+    if (read_u64(leaf->v2_path, "memory.peak", &value) == 0) stats->peak_memory_bytes = value;
+    stats->oom_killed = read_key(leaf->v2_path, "memory.events", "oom_kill") > 0;
+  } else if (leaf->v1_path[JAIL_V1_MEMORY][0]) {
+    const char *memory = leaf->v1_path[JAIL_V1_MEMORY];
+    if (read_u64(memory, "memory.max_usage_in_bytes", &value) == 0) stats->peak_memory_bytes = value;
+    stats->oom_killed = read_key(memory, "memory.oom_control", "oom_kill") > 0;
+  }
+}
+
+static bool leaf_empty(const char *dir) {
+  char buffer[64];
+  int n = jail_cgroup_read(dir, "cgroup.procs", buffer, sizeof buffer);
+  return n <= 0;
+}
+
+int jail_cgroup_destroy(struct jail_leaf *leaf, dome_error *err) {
+  if (leaf->v2_fd >= 0) close(leaf->v2_fd);
+  leaf->v2_fd = -1;
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  const char *paths[1 + JAIL_V1_COUNT];
+  const char *selves[1 + JAIL_V1_COUNT];
+  size_t count = 0;
+  if (leaf->v2_path[0]) {
+    selves[count] = l->v2_self;
+    paths[count++] = leaf->v2_path;
+  }
+  for (int c = 0; c < JAIL_V1_COUNT; c++)
+    if (leaf->v1_owner[c]) {
+      selves[count] = l->v1_self[c];
+      paths[count++] = leaf->v1_path[c];
+    }
+  bool killed = false;
+  int failure = 0;
+  for (size_t i = 0; i < count; i++) {
+    struct timespec pause = {0, 1000000};
+    for (int attempt = 0;; attempt++) {
+      if (rmdir(paths[i]) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY || attempt >= 2000) {
+        failure = -errno;
+        dome_error_set_errno(err, errno, "remove cgroup `%s`", paths[i]);
+        break;
+      }
+      if (!killed || attempt % 100 == 99) {
+        jail_cgroup_kill(leaf);
+        killed = true;
+      }
+      if (leaf_empty(paths[i]) && attempt > 50) pause.tv_nsec = 5000000;
+      nanosleep(&pause, NULL);
+    }
+    char parent[600];
+    snprintf(parent, sizeof parent, "%s/dome", selves[i]);
+    rmdir(parent); /* fails while other jails use it: fine */
+  }
+  leaf->v2_path[0] = '\0';
+  for (int c = 0; c < JAIL_V1_COUNT; c++) leaf->v1_owner[c] = false, leaf->v1_path[c][0] = '\0';
+  return failure;
+}

@@ -1,0 +1,438 @@
+/* The child side of clone3(): from "namespaces exist" to execve(). Runs in a copy of a possibly
+ * multi-threaded process, so it only issues system calls and uses the string functions of libc: no
+ * malloc, no stdio, no locks. Everything it needs was prepared by the parent in struct jail_plan.
+ *
+ * Order and why:
+ *  1. wait for SYNC_GO: the parent has written uid_map/gid_map.
+ *  2. hostname; mounts in the new mount namespace, assembled under JAIL_STAGING.
+ *  3. wait for the second SYNC_GO: the parent has moved us into the v1 cgroup leaves and run the
+ *     on_namespaces_ready hook; new cgroup namespace (rooted at the leaves); workspace files (charged to
+ *     the jail); pivot_root: the host's tree is detached entirely, so no path (and no "..") leads back.
+ *  4. Landlock ruleset, rlimits, new session, stdio, close every other fd (a leaked host fd is the
+ *     CVE-2024-21626 escape), capabilities and securebits, no_new_privs, Landlock, seccomp last (it
+ *     refuses the mount and namespace calls used above).
+ *  5. fork: the child execs the program, this process stays as the jail's init (run_init). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <linux/mount.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "supervisor/jail/internal.h"
+#include "supervisor/jail/landlock-abi.h"
+
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+#define STAGED(p) JAIL_STAGING p
+
+/* ---- failure reporting ---- */
+
+static void append(char *buffer, size_t size, const char *text) {
+  size_t used = strlen(buffer);
+  if (used + 1 >= size) return;
+  size_t n = strlen(text);
+  if (n > size - used - 1) n = size - used - 1;
+  memcpy(buffer + used, text, n);
+  buffer[used + n] = '\0';
+}
+
+/* Send "step `detail`" with errno to the parent and exit 127 (as a shell does for a missing program). */
+__attribute__((noreturn)) static void fail(const struct jail_plan *plan, int errno_value, const char *step,
+                                           const char *detail) {
+  struct jail_sync_message message;
+  memset(&message, 0, sizeof message);
+  message.kind = SYNC_ERROR;
+  message.errno_value = errno_value;
+  append(message.text, sizeof message.text, step);
+  if (detail) {
+    append(message.text, sizeof message.text, " `");
+    /* paths in the staging view are reported as the jail sees them */
+    if (strncmp(detail, JAIL_STAGING "/", sizeof JAIL_STAGING) == 0) detail += sizeof JAIL_STAGING - 1;
+    append(message.text, sizeof message.text, detail);
+    append(message.text, sizeof message.text, "`");
+  }
+  send(plan->sync_fd, &message, sizeof message, MSG_NOSIGNAL);
+  _exit(127);
+}
+
+static int mount_setattr_path(const char *path, unsigned flags, uint64_t set) {
+  struct mount_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = set;
+  return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attr, sizeof attr);
+}
+
+/* ---- file system ---- */
+
+static void write_file(const struct jail_plan *plan, const struct jail_plan_entry *e) {
+  int fd = open(e->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, e->mode ? e->mode : 0644);
+  if (fd < 0) fail(plan, errno, "create file", e->path);
+  const char *p = e->data;
+  size_t left = e->length;
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(plan, n < 0 ? errno : ENOSPC, "write file", e->path);
+    p += n;
+    left -= (size_t)n;
+  }
+  close(fd);
+}
+
+static void apply_entries(const struct jail_plan *plan, const struct jail_plan_entry *entries, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    const struct jail_plan_entry *e = &entries[i];
+    switch (e->kind) {
+      case PLAN_DIR:
+        if (mkdir(e->path, e->mode ? e->mode : 0755) < 0 && errno != EEXIST)
+          fail(plan, errno, "mkdir", e->path);
+        break;
+      case PLAN_SYMLINK:
+        if (symlink(e->target, e->path) < 0) fail(plan, errno, "symlink", e->path);
+        break;
+      case PLAN_FILE:
+        write_file(plan, e);
+        break;
+    }
+  }
+}
+
+static void bind_readonly(const struct jail_plan *plan, const char *source, const char *target) {
+  if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) < 0) fail(plan, errno, "bind mount", target);
+  if (mount_setattr_path(target, AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+    fail(plan, errno, "make read-only", target);
+}
+
+static void touch(const struct jail_plan *plan, const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail(plan, errno, "create mount point", path);
+  close(fd);
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static void setup_dev(const struct jail_plan *plan) {
+  if (mount("tmpfs", STAGED("/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755,nr_inodes=64") < 0)
+    fail(plan, errno, "mount tmpfs", STAGED("/dev"));
+  /* Device nodes cannot be created in a user namespace: bind the host's few harmless ones. */
+  static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+  for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+    char source[32] = "/dev/", target[64] = STAGED("/dev/");
+    append(source, sizeof source, devices[i]);
+    append(target, sizeof target, devices[i]);
+    touch(plan, target);
+    if (mount(source, target, NULL, MS_BIND, NULL) < 0) fail(plan, errno, "bind mount", target);
+    if (mount_setattr_path(target, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC) < 0)
+      fail(plan, errno, "set mount flags", target);
+  }
+  if (mkdir(STAGED("/dev/pts"), 0755) < 0) fail(plan, errno, "mkdir", STAGED("/dev/pts"));
+  /* A private devpts instance: ptys of the jail only, none of the host's terminals. */
+  if (mount("devpts", STAGED("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC,
+            "newinstance,ptmxmode=0666,mode=0620") < 0)
+    fail(plan, errno, "mount devpts", STAGED("/dev/pts"));
+  static const char *const links[][2] = {{"pts/ptmx", STAGED("/dev/ptmx")},
+                                         {"/proc/self/fd", STAGED("/dev/fd")},
+                                         {"/proc/self/fd/0", STAGED("/dev/stdin")},
+                                         {"/proc/self/fd/1", STAGED("/dev/stdout")},
+                                         {"/proc/self/fd/2", STAGED("/dev/stderr")}};
+  for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
+    if (symlink(links[i][0], links[i][1]) < 0) fail(plan, errno, "symlink", links[i][1]);
+  if (mount_setattr_path(STAGED("/dev"), 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC) < 0)
+    fail(plan, errno, "make read-only", STAGED("/dev"));
+}
+
+static void setup_proc(const struct jail_plan *plan) {
+  if (mount("proc", STAGED("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+    fail(plan, errno, "mount proc", STAGED("/proc"));
+  /* Masked (as the OCI runtimes do): kernel memory and state that is nobody's business in a jail. */
+  static const char *const masked_files[] = {STAGED("/proc/kcore"),      STAGED("/proc/keys"),
+                                             STAGED("/proc/timer_list"), STAGED("/proc/sched_debug"),
+                                             STAGED("/proc/kallsyms"),   STAGED("/proc/latency_stats")};
+  for (size_t i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++) {
+    if (!exists(masked_files[i])) continue;
+    if (mount(STAGED("/dev/null"), masked_files[i], NULL, MS_BIND, NULL) < 0)
+      fail(plan, errno, "mask", masked_files[i]);
+  }
+  static const char *const masked_dirs[] = {STAGED("/proc/acpi"), STAGED("/proc/scsi")};
+  for (size_t i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++) {
+    if (!exists(masked_dirs[i])) continue;
+    if (mount("tmpfs", masked_dirs[i], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") < 0)
+      fail(plan, errno, "mask", masked_dirs[i]);
+  }
+  /* Read-only: sysctls, the sysrq trigger, interrupt and bus settings. */
+  static const char *const readonly[] = {STAGED("/proc/sys"), STAGED("/proc/sysrq-trigger"),
+                                         STAGED("/proc/irq"), STAGED("/proc/bus"), STAGED("/proc/fs")};
+  for (size_t i = 0; i < sizeof readonly / sizeof readonly[0]; i++) {
+    if (!exists(readonly[i])) continue;
+    if (mount(readonly[i], readonly[i], NULL, MS_BIND | MS_REC, NULL) < 0)
+      fail(plan, errno, "bind mount", readonly[i]);
+    if (mount_setattr_path(readonly[i], AT_RECURSIVE, MOUNT_ATTR_RDONLY) < 0)
+      fail(plan, errno, "make read-only", readonly[i]);
+  }
+}
+
+static void send_workspace(const struct jail_plan *plan) {
+  int fd = open(STAGED("/workspace"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail(plan, errno, "open", STAGED("/workspace"));
+  struct jail_sync_message message;
+  memset(&message, 0, sizeof message);
+  message.kind = SYNC_WORKSPACE;
+  struct iovec iov = {&message, sizeof message};
+  union {
+    char buffer[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr msg = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = control.buffer,
+                       .msg_controllen = sizeof control.buffer};
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+  if (sendmsg(plan->sync_fd, &msg, MSG_NOSIGNAL) < 0) fail(plan, errno, "send workspace fd", NULL);
+  close(fd);
+}
+
+static void wait_go(const struct jail_plan *plan) {
+  struct jail_sync_message go;
+  if (recv(plan->sync_fd, &go, sizeof go, 0) != (ssize_t)sizeof go || go.kind != SYNC_GO) _exit(127);
+}
+
+static void setup_mounts(const struct jail_plan *plan) {
+  /* Nothing we mount propagates back to the host. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(plan, errno, "make mounts private", "/");
+  if (plan->root_is_tmpfs) {
+    if (mount("tmpfs", JAIL_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755") < 0)
+      fail(plan, errno, "mount root tmpfs", JAIL_STAGING);
+    apply_entries(plan, plan->root_entries, plan->root_entry_count);
+    for (size_t i = 0; i < plan->root_bind_count; i++)
+      bind_readonly(plan, plan->root_binds[i].source, plan->root_binds[i].target);
+  } else {
+    if (mount(plan->image_rootfs, JAIL_STAGING, NULL, MS_BIND, NULL) < 0)
+      fail(plan, errno, "bind image", plan->image_rootfs);
+  }
+  /* The root read-only from here on (its mount points exist). */
+  if (mount_setattr_path(JAIL_STAGING, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV) < 0)
+    fail(plan, errno, "make root read-only", JAIL_STAGING);
+  if (mount("tmpfs", STAGED("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV, plan->tmpfs_options) < 0)
+    fail(plan, errno, "mount tmpfs", STAGED("/tmp"));
+  if (mount("tmpfs", STAGED("/workspace"), "tmpfs", MS_NOSUID | MS_NODEV, plan->workspace_options) < 0)
+    fail(plan, errno, "mount tmpfs", STAGED("/workspace"));
+  setup_dev(plan);
+  setup_proc(plan);
+  /* Second hand-over: the parent has now moved us into the v1 leaves (that migration costs an RCU grace
+   * period, so it overlaps the mounts above) and run on_namespaces_ready. The workspace's tmpfs pages
+   * are charged to the memory cgroup of their writer, so they are written only from here on. */
+  wait_go(plan);
+  if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, errno, "unshare cgroup namespace", NULL);
+  apply_entries(plan, plan->workspace_entries, plan->workspace_entry_count);
+  send_workspace(plan);
+  if (chdir(JAIL_STAGING) < 0) fail(plan, errno, "chdir", JAIL_STAGING);
+  if (syscall(SYS_pivot_root, ".", ".") < 0) fail(plan, errno, "pivot_root", JAIL_STAGING);
+  if (umount2(".", MNT_DETACH) < 0) fail(plan, errno, "detach the host root", NULL);
+  if (chdir("/") < 0) fail(plan, errno, "chdir", "/");
+}
+
+/* A new network namespace has only `lo`, and it is down: bring it up (SIOCSIFFLAGS, no netlink library
+ * and no allocation). Any other interface is the on_namespaces_ready hook's business. */
+static void loopback_up(const struct jail_plan *plan) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail(plan, errno, "socket for loopback", NULL);
+  struct ifreq request;
+  memset(&request, 0, sizeof request);
+  memcpy(request.ifr_name, "lo", 3);
+  if (ioctl(fd, SIOCGIFFLAGS, &request) < 0) fail(plan, errno, "read flags of", "lo");
+  request.ifr_flags |= IFF_UP;
+  if (ioctl(fd, SIOCSIFFLAGS, &request) < 0) fail(plan, errno, "bring up", "lo");
+  close(fd);
+}
+
+/* ---- privileges ---- */
+
+static int landlock_prepare(const struct jail_plan *plan) {
+  if (plan->landlock_abi <= 0) return -1;
+  struct dome_landlock_ruleset_attr attr = {.handled_access_fs =
+                                                jail_landlock_handled_fs(plan->landlock_abi)};
+  size_t size = sizeof attr.handled_access_fs;
+  if (plan->landlock_abi >= 6) {
+    /* Signals and abstract unix sockets stay inside the jail's Landlock domain. */
+    attr.scoped = DOME_LL_SCOPE_SIGNAL | DOME_LL_SCOPE_ABSTRACT_UNIX_SOCKET;
+    size = sizeof attr;
+  }
+  int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+  if (ruleset < 0) fail(plan, errno, "landlock_create_ruleset", NULL);
+  const uint64_t file_rights = DOME_LL_FS_EXECUTE | DOME_LL_FS_WRITE_FILE | DOME_LL_FS_READ_FILE |
+                               DOME_LL_FS_TRUNCATE | DOME_LL_FS_IOCTL_DEV;
+  for (size_t i = 0; i < plan->landlock_rule_count; i++) {
+    const struct jail_landlock_rule *rule = &plan->landlock_rules[i];
+    int fd = open(rule->path, O_PATH | O_CLOEXEC);
+    if (fd < 0) fail(plan, errno, "landlock rule path", rule->path);
+    struct stat st;
+    struct dome_landlock_path_beneath_attr beneath = {.allowed_access = rule->access, .parent_fd = fd};
+    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) beneath.allowed_access &= file_rights;
+    if (beneath.allowed_access &&
+        syscall(SYS_landlock_add_rule, ruleset, DOME_LL_RULE_PATH_BENEATH, &beneath, 0) < 0)
+      fail(plan, errno, "landlock_add_rule", rule->path);
+    close(fd);
+  }
+  return ruleset;
+}
+
+static void drop_capabilities(const struct jail_plan *plan) {
+  /* Root in the jail's user namespace regains nothing on execve, and the bits cannot be undone. */
+  unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                       SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                       SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+  if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0) fail(plan, errno, "lock securebits", NULL);
+  for (int cap = 0; cap < 64; cap++)
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+      fail(plan, errno, "drop bounding set", NULL);
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+    fail(plan, errno, "clear ambient set", NULL);
+  /* libcap would allocate; the raw capset call does not. */
+  struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+  memset(data, 0, sizeof data);
+  if (syscall(SYS_capset, &header, data) < 0) fail(plan, errno, "capset", NULL);
+}
+
+static void set_limit(const struct jail_plan *plan, int resource, uint64_t value, const char *name) {
+  struct rlimit limit = {value, value};
+  if (setrlimit(resource, &limit) < 0) fail(plan, errno, "setrlimit", name);
+}
+
+/* execvpe without allocation: try each PATH entry; ENOENT everywhere is "not found". */
+__attribute__((noreturn)) static void exec_program(const struct jail_plan *plan) {
+  const char *name = plan->argv[0];
+  if (strchr(name, '/')) {
+    execve(name, plan->argv, plan->envp);
+    fail(plan, errno, "execute program", name);
+  }
+  int saved = ENOENT;
+  const char *p = plan->search_path;
+  char candidate[4096];
+  while (*p) {
+    const char *end = strchr(p, ':');
+    size_t length = end ? (size_t)(end - p) : strlen(p);
+    if (length > 0 && length + strlen(name) + 2 < sizeof candidate) {
+      memcpy(candidate, p, length);
+      candidate[length] = '/';
+      strcpy(candidate + length + 1, name);
+      execve(candidate, plan->argv, plan->envp);
+      if (errno == EACCES)
+        saved = EACCES;
+      else if (errno != ENOENT && errno != ENOTDIR) {
+        saved = errno;
+        break;
+      }
+    }
+    if (!end) break;
+    p = end + 1;
+  }
+  fail(plan, saved, saved == ENOENT ? "program not found in the image's PATH" : "execute program", name);
+}
+
+/* The jail's pid 1 once the program runs: the kernel ignores signals sent to it from inside the jail,
+ * it reaps orphans (so zombies do not pile up against pids.max), and when the program ends it reports
+ * the program's status and exits, which ends the pid namespace: the kernel kills everything left. */
+__attribute__((noreturn)) static void run_init(pid_t program, const struct jail_plan *plan) {
+  close(plan->sync_fd); /* the parent sees EOF once the program has exec'd */
+  close(0);
+  close(1);
+  close(2);
+  int status = 0;
+  for (;;) {
+    pid_t pid = (pid_t)syscall(SYS_wait4, -1, &status, 0, NULL);
+    if (pid == program) break;
+    if (pid < 0 && errno != EINTR) {
+      status = 127 << 8;
+      break;
+    }
+  }
+  struct jail_init_report report = {WIFEXITED(status) ? 1 : 0,
+                                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status)};
+  ssize_t ignored = write(plan->status_fd, &report, sizeof report);
+  (void)ignored;
+  _exit(0);
+}
+
+void jail_child_main(const struct jail_plan *plan) {
+  wait_go(plan);
+  /* The parent's signal state is not the program's: default dispositions, nothing blocked. */
+  struct sigaction default_action;
+  memset(&default_action, 0, sizeof default_action);
+  default_action.sa_handler = SIG_DFL;
+  for (int s = 1; s < _NSIG; s++) sigaction(s, &default_action, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+
+  /* Become the mapped root: until now our credentials were the host's (unmapped in the new namespace).
+   * Raw system calls: glibc's wrappers would signal the parent's other threads (setxid broadcast). */
+  if (syscall(SYS_setresgid, 0, 0, 0) < 0) fail(plan, errno, "setresgid", NULL);
+  if (syscall(SYS_setresuid, 0, 0, 0) < 0) fail(plan, errno, "setresuid", NULL);
+  /* After the credential change, which clears it: the jail dies with the thread that runs jail_run. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (sethostname("sandbox", 7) < 0) fail(plan, errno, "sethostname", NULL);
+  loopback_up(plan);
+  setup_mounts(plan);
+
+  set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
+  set_limit(plan, RLIMIT_NOFILE, plan->nofile_limit, "RLIMIT_NOFILE");
+  set_limit(plan, RLIMIT_FSIZE, plan->fsize_limit, "RLIMIT_FSIZE");
+  if (setsid() < 0) fail(plan, errno, "setsid", NULL);
+
+  /* stdio, then the control socket as fd 3 (close-on-exec), then nothing else. */
+  if (dup2(plan->stdin_fd, 0) < 0 || dup2(plan->stdout_fd, 1) < 0 || dup2(plan->stderr_fd, 2) < 0)
+    fail(plan, errno, "dup2 stdio", NULL);
+  struct jail_plan moved = *plan;
+  if (plan->sync_fd != 3) {
+    if (dup3(plan->sync_fd, 3, O_CLOEXEC) < 0) fail(plan, errno, "dup3 control socket", NULL);
+    moved.sync_fd = 3;
+  }
+  if (plan->status_fd != 4) {
+    if (dup3(plan->status_fd, 4, O_CLOEXEC) < 0) fail(&moved, errno, "dup3 status pipe", NULL);
+    moved.status_fd = 4;
+  }
+  if (syscall(SYS_close_range, 5u, ~0u, 0) < 0) fail(&moved, errno, "close_range", NULL);
+  int ruleset = landlock_prepare(&moved);
+  if (ruleset >= 0 && fcntl(ruleset, F_SETFD, FD_CLOEXEC) < 0) fail(&moved, errno, "fcntl", NULL);
+
+  drop_capabilities(&moved);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) fail(&moved, errno, "no_new_privs", NULL);
+  if (ruleset >= 0) {
+    if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+      fail(&moved, errno, "landlock_restrict_self", NULL);
+    close(ruleset);
+  }
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, plan->seccomp) < 0)
+    fail(&moved, errno, "install seccomp filter", NULL);
+  /* Raw clone (fork semantics) without glibc's fork handlers, which take locks of the parent's threads. */
+  pid_t program = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (program < 0) fail(&moved, errno, "fork the program", NULL);
+  if (program == 0) exec_program(&moved);
+  run_init(program, &moved);
+}

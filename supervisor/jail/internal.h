@@ -1,0 +1,222 @@
+/* Private interfaces between the files of supervisor/jail (not for other libraries: use jail.h).
+ *
+ * Sides of clone3() (as nsjail): cgroup.c, image.c, seccomp.c, workspace.c and run.c run in the parent
+ * (the calling thread of jail_run); child.c runs in the cloned child between clone3() and execve(). The
+ * child of a multi-threaded process may not call malloc or stdio (another thread may have held their
+ * locks at clone time), so the parent prepares everything the child needs in a `struct jail_plan`
+ * (strings, file contents, the seccomp program) and the child only issues system calls. */
+#ifndef DOME_JAIL_INTERNAL_H
+#define DOME_JAIL_INTERNAL_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "supervisor/common/error.h"
+#include "supervisor/jail/jail.h"
+
+/* Where the child assembles the new root before pivot_root: an existing directory of the host that is
+ * never a bind source (sources are /usr, /dev/... and the image's rootfs, resolved before it is covered). */
+#define JAIL_STAGING "/tmp"
+
+/* ---- cgroups (cgroup.c) ---- */
+
+enum jail_v1_controller { JAIL_V1_MEMORY, JAIL_V1_PIDS, JAIL_V1_CPU, JAIL_V1_CPUACCT, JAIL_V1_COUNT };
+
+struct jail_cgroup_layout {
+  char v2_mount[256];                /* cgroup2 mount point, "" if none */
+  char v2_self[512];                 /* our own cgroup2 directory (absolute host path) */
+  bool v2_controllers;               /* memory, pids, cpu available in cgroup2 (unified host) */
+  char v1_self[JAIL_V1_COUNT][512];  /* our own v1 cgroup directory per controller, "" if none */
+  char v1_mount[JAIL_V1_COUNT][256]; /* mount point per controller (co-mounts share one) */
+};
+
+struct jail_leaf {
+  char name[32];
+  char v2_path[600];                /* "" when there is no cgroup2 hierarchy */
+  int v2_fd;                        /* O_DIRECTORY fd of the cgroup2 leaf, -1 if none */
+  uint64_t v2_id;                   /* inode number of the cgroup2 leaf */
+  char v1_path[JAIL_V1_COUNT][600]; /* "" for controllers handled by cgroup2 or missing */
+  bool v1_owner[JAIL_V1_COUNT];     /* false when this controller shares a co-mounted hierarchy's leaf */
+};
+
+struct jail_limits {
+  uint64_t memory_bytes;
+  uint32_t pids;
+  double cpus;
+};
+
+struct jail_cgroup_stats {
+  uint64_t cpu_ns;
+  uint64_t peak_memory_bytes;
+  uint64_t peak_pids; /* 0 when the kernel keeps no peak */
+  uint64_t current_pids;
+  bool oom_killed;
+  bool pids_limited;
+};
+
+/* Discover (once per process) where our own cgroups are. Never fails: missing pieces are "". */
+const struct jail_cgroup_layout *jail_cgroup_layout(void);
+/* Create the leaf `name` beneath <own cgroup>/dome in every hierarchy, apply the limits and read them
+ * back (-EIO when the kernel holds another value). On failure everything created is removed. */
+int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
+                       dome_error *err);
+/* Place `pid` into the v1 leaves (the cgroup2 leaf is entered through CLONE_INTO_CGROUP, or here when
+ * clone_into_cgroup is false). */
+int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err);
+/* Kill every process of the leaf: cgroup.kill where present, else SIGKILL to every pid listed. */
+void jail_cgroup_kill(const struct jail_leaf *leaf);
+/* Read accounting; missing files leave their fields 0. */
+void jail_cgroup_read_stats(const struct jail_leaf *leaf, struct jail_cgroup_stats *stats);
+/* On hybrid hosts (v1 memory controller, no memory.oom.group): an eventfd that becomes readable when the
+ * leaf's memory cgroup hits OOM (cgroup-v1/memory.rst, "OOM Control"), so that the caller kills the whole
+ * jail as memory.oom.group would. *control_fd receives the memory.oom_control fd to close with it.
+ * Returns the eventfd, or -1 where not needed or not available. */
+int jail_cgroup_oom_eventfd(const struct jail_leaf *leaf, int *control_fd);
+/* Number of tasks in the leaf now (pids.current or cgroup.procs), 0 when unknown. */
+uint64_t jail_cgroup_current_pids(const struct jail_leaf *leaf);
+/* Kill what remains, wait for the leaf to empty (bounded), remove it and the `dome` parents when empty.
+ * Returns 0 or -errno (the leaf could not be removed within about 2 s). */
+int jail_cgroup_destroy(struct jail_leaf *leaf, dome_error *err);
+/* Write `value` to <dir>/<file>; read <dir>/<file> into buffer (NUL-terminated, trailing newline kept). */
+int jail_cgroup_write(const char *dir, const char *file, const char *value, dome_error *err);
+int jail_cgroup_read(const char *dir, const char *file, char *buffer, size_t size);
+
+/* ---- the plan the child executes (child.c) ---- */
+
+enum jail_plan_entry_kind { PLAN_DIR, PLAN_FILE, PLAN_SYMLINK };
+
+struct jail_plan_entry {
+  enum jail_plan_entry_kind kind;
+  const char *path;   /* absolute path in the child's staging view (JAIL_STAGING/...) */
+  const char *target; /* symlink target */
+  const void *data;   /* file contents */
+  size_t length;
+  unsigned mode;
+};
+
+struct jail_plan_bind {
+  const char *source; /* host path (before the staging dir is covered) */
+  const char *target; /* staging path */
+  bool is_directory;
+};
+
+struct jail_landlock_rule {
+  const char *path; /* in the final root */
+  uint64_t access;  /* LANDLOCK_ACCESS_FS_* bits */
+};
+
+struct jail_plan {
+  /* root */
+  bool root_is_tmpfs;       /* host-ro: a tmpfs populated from root_entries; else bind image_rootfs */
+  const char *image_rootfs; /* host path of the image's rootfs (directory images) */
+  const struct jail_plan_entry *root_entries;
+  size_t root_entry_count;
+  const struct jail_plan_bind *root_binds; /* read-only binds (host-ro: /usr, non-merged /bin ...) */
+  size_t root_bind_count;
+  char tmpfs_options[96];                          /* "size=...,mode=1777" for /tmp */
+  char workspace_options[96];                      /* "size=...,mode=0755" */
+  const struct jail_plan_entry *workspace_entries; /* paths under JAIL_STAGING/workspace */
+  size_t workspace_entry_count;
+
+  /* program */
+  char *const *argv;
+  char *const *envp;
+  const char *search_path;            /* PATH used to resolve argv[0] */
+  int stdin_fd, stdout_fd, stderr_fd; /* host fds the child dup2s to 0, 1, 2 */
+  int sync_fd;                        /* the child's end of the control socket */
+  int status_fd;                      /* write end of the pipe the jail's init reports the status on */
+
+  /* hardening */
+  int landlock_abi;
+  const struct jail_landlock_rule *landlock_rules;
+  size_t landlock_rule_count;
+  const struct sock_fprog *seccomp;
+  uint64_t fsize_limit; /* RLIMIT_FSIZE bytes */
+  uint64_t nofile_limit;
+};
+
+/* Messages on the control socket (SOCK_SEQPACKET). */
+enum jail_sync_kind { SYNC_GO = 1, SYNC_WORKSPACE = 2, SYNC_ERROR = 3 };
+struct jail_sync_message {
+  int kind;
+  int errno_value;
+  char text[256];
+};
+
+/* What the jail's init writes on status_fd when the program ended: exited (1) with code, or killed (0)
+ * by signal `code`. */
+struct jail_init_report {
+  int exited;
+  int code;
+};
+
+/* The child's body: never returns. It becomes the jail's init (pid 1): forks the program (which execs,
+ * or _exits 127 after sending SYNC_ERROR), reaps every orphan, and reports the program's status. */
+__attribute__((noreturn)) void jail_child_main(const struct jail_plan *plan);
+
+/* ---- enforcement level (probe.c) ---- */
+
+/* "bpf" is among the active LSMs (/sys/kernel/security/lsm, read once). */
+bool jail_bpf_lsm_active(void);
+/* The level a jail gets: reduced without a cgroup2 leaf or Landlock; full with cgroup v2 controllers and
+ * BPF-LSM; hybrid otherwise. */
+enum jail_enforcement jail_enforcement_level(bool have_v2_leaf, int landlock_abi);
+
+/* ---- images (image.c) ---- */
+
+struct jail_image {
+  bool host_ro;
+  char rootfs[1024];
+  struct jail_plan_entry *entries; /* root entries (host-ro), owned */
+  size_t entry_count;
+  struct jail_plan_bind *binds;
+  size_t bind_count;
+};
+/* Resolve `name` (NULL = host-ro) in `store`; -ENOENT names the missing directory, -EINVAL a bad name. */
+int jail_image_open(struct jail_image *image, const char *name, const char *store, dome_error *err);
+void jail_image_close(struct jail_image *image);
+
+/* ---- seccomp (seccomp.c) ---- */
+
+/* The jail's seccomp program, built once per process with libseccomp. */
+int jail_seccomp_program(const struct sock_fprog **program, dome_error *err);
+
+/* ---- landlock (landlock.c) ---- */
+
+/* Highest Landlock ABI of the running kernel (cached), 0 when unavailable. */
+int jail_landlock_abi(void);
+/* Translate jail_access bits into LANDLOCK_ACCESS_FS_* bits, restricted to what `abi` knows. */
+uint64_t jail_landlock_access(unsigned access, int abi);
+/* Every filesystem access right `abi` handles. */
+uint64_t jail_landlock_handled_fs(int abi);
+
+/* ---- workspace (workspace.c) ---- */
+
+/* The files that go into /workspace: the host workspace's tree then config's input files. */
+struct jail_workspace_input {
+  char **paths; /* relative; directories end with '/' */
+  char **data;  /* owned copies for host files; borrowed for config files */
+  size_t *lengths;
+  unsigned *modes;
+  bool *owned;
+  size_t count;
+  uint64_t total_bytes;
+};
+/* Validate a relative workspace path: no leading '/', no "." or ".." or empty components, bounded depth
+ * and length. Returns 0 or -EINVAL with *err naming `what` and the path. */
+int jail_workspace_check_path(const char *path, const char *what, dome_error *err);
+int jail_workspace_collect(struct jail_workspace_input *input, const struct jail_config *config,
+                           uint64_t limit_bytes, dome_error *err);
+void jail_workspace_input_release(struct jail_workspace_input *input);
+/* Walk the workspace (dirfd of its root) and list regular files that are new or differ from `input`. */
+int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *input, char ***paths,
+                           size_t *count, dome_error *err);
+/* Copy the listed files from the workspace to the host directory (creating directories), never following
+ * symlinks on either side. */
+int jail_workspace_copy_out(int workspace_fd, const char *host_dir, char *const *paths, size_t count,
+                            dome_error *err);
+
+#endif

@@ -1,0 +1,234 @@
+/* dome jail runtime: run one program in a fresh namespace + cgroup jail and collect its result.
+ *
+ * A jail is: user namespace (root inside maps to one unprivileged host uid), pid, mount, network (only
+ * loopback), uts (hostname `sandbox`), ipc, cgroup and time namespaces; pivot_root into the image mounted
+ * read-only, tmpfs /tmp and /workspace with size caps, a minimal /dev, a masked /proc, no /sys; a cgroup
+ * leaf beneath the caller's own cgroup (cgroup v2, or the v1 memory/pids/cpu controllers plus a cgroup2
+ * leaf on hybrid hosts) with memory/pids/cpu limits; every capability dropped, no_new_privs, securebits
+ * locked, Landlock path rules, a seccomp filter (libseccomp), rlimits, closed fds and a new session.
+ *
+ * Processes: the cloned child becomes the jail's init (pid 1): it forks the program (pid 2), reaps
+ * orphans, and exits with the program, which ends the pid namespace (the kernel kills what is left).
+ *
+ * Thread safety: jail_run() may be called from several threads at once. It keeps no global mutable state
+ * other than once-initialised caches (seccomp program, host /etc material) guarded by pthread_once, and it
+ * installs no signal handler: the child is watched through a pidfd and poll(2).
+ *
+ * Kernel documents implemented: Documentation/admin-guide/cgroup-v2.rst (cgroup.kill, memory.max,
+ * memory.swap.max, memory.oom.group, pids.max, cpu.max, CLONE_INTO_CGROUP), cgroup-v1/memory.rst,
+ * pids.rst, userspace-api/landlock.rst (ABI 1..7), userspace-api/seccomp_filter.rst, user_namespaces(7),
+ * pid_namespaces(7), pivot_root(2), clone3(2), pidfd_open(2). */
+#ifndef DOME_JAIL_JAIL_H
+#define DOME_JAIL_JAIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "supervisor/common/error.h"
+
+/* ---- configuration ------------------------------------------------------------------------------- */
+
+/* Defaults (the `dome run` defaults). */
+#define JAIL_DEFAULT_IMAGE "host-ro"
+#define JAIL_DEFAULT_MEMORY_BYTES (256ull << 20)
+#define JAIL_DEFAULT_PIDS 64u
+#define JAIL_DEFAULT_CPUS 1.0
+#define JAIL_DEFAULT_TIMEOUT_MS 10000u
+#define JAIL_DEFAULT_WORKSPACE_BYTES (64ull << 20)
+#define JAIL_DEFAULT_OUTPUT_LIMIT_BYTES (1ull << 20)
+/* Where built images live: <store>/<name>/rootfs. Overridden by jail_config.image_store or the
+ * environment variable DOME_IMAGE_STORE (read by the CLI, not by the library). */
+#define JAIL_DEFAULT_IMAGE_STORE "/var/lib/dome/images"
+
+/* Bounds on untrusted sizes (input files, workspace walk). */
+#define JAIL_MAX_INPUT_FILES 4096u
+#define JAIL_MAX_PATH_DEPTH 32u
+#define JAIL_MAX_OUTPUT_PATHS 4096u
+#define JAIL_MAX_PATH_RULES 64u
+
+/* Landlock access a path rule grants (combinable). READ: read files and list directories; WRITE: create,
+ * write, truncate, remove, rename (and device ioctls); EXEC: execute files. Everything a rule does not
+ * grant, and every path no rule covers, is refused by the kernel (EACCES) where Landlock is available. */
+enum jail_access {
+  JAIL_ACCESS_READ = 1u << 0,
+  JAIL_ACCESS_WRITE = 1u << 1,
+  JAIL_ACCESS_EXEC = 1u << 2,
+};
+
+/* One Landlock rule: `path` as seen inside the jail (absolute, e.g. "/workspace"), beneath-rule for
+ * directories. A path that does not exist in the jail is an error (jail_run fails, -ENOENT). */
+struct jail_path_rule {
+  const char *path;
+  unsigned access; /* enum jail_access bits */
+};
+
+/* The baseline rules used when jail_config.path_rules is NULL: read+exec "/" (the image), read+write
+ * "/workspace" and "/tmp". The jail's own /dev (read+write) and /proc (read) are always added. */
+extern const struct jail_path_rule jail_baseline_path_rules[];
+extern const size_t jail_baseline_path_rule_count;
+
+/* A file placed in /workspace before the program starts. `path` is relative ("data/a.csv"); parent
+ * directories are created. A path ending in '/' with length 0 creates an empty directory. Absolute
+ * paths, "..", and empty components are rejected (-EINVAL naming the path). */
+struct jail_input_file {
+  const char *path;
+  const void *data;
+  size_t length; /* bytes */
+  unsigned mode; /* permission bits; 0 means 0644 */
+};
+
+/* The cgroup leaf handed to on_cgroup_ready: the cgroup2 leaf (on hybrid hosts the leaf in the cgroup2
+ * hierarchy mounted e.g. at /sys/fs/cgroup/unified). Valid only during the callback; dup the fd to keep
+ * it. cgroup BPF programs attached to `fd` see exactly the jail's processes. */
+struct jail_cgroup {
+  const char *path; /* absolute host path of the cgroup2 leaf directory */
+  int fd;           /* O_DIRECTORY fd of that directory */
+  uint64_t id;      /* cgroup id = inode number of the directory (bpf_get_current_cgroup_id()) */
+  const char *jail_id;
+};
+
+struct jail_config {
+  /* The program: argv[0] is resolved inside the image through PATH from `env` (or
+   * /usr/local/bin:/usr/bin:/bin when env holds no PATH) unless it contains '/'. NULL-terminated. */
+  char *const *argv;
+  /* The complete environment, NULL-terminated "KEY=VALUE" strings; NULL means empty. Nothing of the
+   * caller's environment is inherited. */
+  char *const *env;
+
+  /* stdin: either bytes (stdin_data/stdin_length, written then closed) or a host fd (stdin_fd >= 0, read
+   * by jail_run until EOF and relayed through a pipe, so the jail never holds a host fd such as a
+   * terminal; not closed by jail_run). Both unset (stdin_data NULL, stdin_fd -1): /dev/null.
+   * Setting both is an error. */
+  const void *stdin_data;
+  size_t stdin_length;
+  int stdin_fd;
+
+  /* Files placed in /workspace (after the host workspace's files, overriding same paths). */
+  const struct jail_input_file *input_files;
+  size_t input_file_count;
+  /* Optional host directory copied in as /workspace (regular files and directories only; symlinks and
+   * special files skipped; bounded by workspace_bytes). With copy_out, files created or modified in
+   * /workspace are copied back (never following symlinks, never creating special files). */
+  const char *workspace_dir;
+  bool copy_out;
+
+  const char *image;       /* NULL = JAIL_DEFAULT_IMAGE ("host-ro"); others: <image_store>/<image>/rootfs */
+  const char *image_store; /* NULL = JAIL_DEFAULT_IMAGE_STORE */
+
+  /* Limits; 0 selects the default. */
+  uint64_t memory_bytes;    /* memory.max (v2) / memory.limit_in_bytes (v1); swap 0 */
+  uint32_t pids;            /* pids.max */
+  double cpus;              /* cpu.max quota = cpus * period (100 ms); 0 = default 1.0 */
+  uint64_t timeout_ms;      /* wall clock from the start of the program; then the jail is killed */
+  uint64_t workspace_bytes; /* size of the /workspace tmpfs (and of /tmp) */
+  uint64_t output_limit;    /* bytes kept per stream (stdout, stderr); the rest is read and dropped */
+
+  /* Landlock rules; NULL = jail_baseline_path_rules. */
+  const struct jail_path_rule *path_rules;
+  size_t path_rule_count;
+
+  /* Readable (or hung up) => kill the jail and return with result->cancelled set. -1 = none. */
+  int cancel_fd;
+
+  /* Hooks (each optional), all called in the calling thread with `hook_context`. */
+  void *hook_context;
+  /* After the cgroup leaf exists with its limits applied, before the child exists. < 0 aborts the run
+   * (jail_run returns that value with *err as the hook filled it). */
+  int (*on_cgroup_ready)(void *context, const struct jail_cgroup *leaf, dome_error *err);
+  /* After the child's namespaces exist (child_pid is the jail's init, host pid; it is assembling its
+   * mounts meanwhile), before the program starts. /proc/<child_pid>/ns/net names the jail's network
+   * namespace. < 0 aborts the run. */
+  int (*on_namespaces_ready)(void *context, pid_t child_pid, dome_error *err);
+  /* Each chunk of output as it arrives (stream 1 stdout, 2 stderr; only the bytes kept within
+   * output_limit); offset_ms = time since the program started. */
+  void (*on_output)(void *context, int stream, const char *data, size_t length, uint64_t offset_ms);
+};
+
+/* Fill *config with defaults: every limit 0 (= default), stdin_fd -1, cancel_fd -1, everything else
+ * NULL/0. Always call this first so that fields added later get their defaults. */
+void jail_config_init(struct jail_config *config);
+
+/* ---- result -------------------------------------------------------------------------------------- */
+
+/* What the jail enforced, from strongest to weakest (see jail_probe_host). */
+enum jail_enforcement {
+  JAIL_ENFORCEMENT_FULL = 0, /* cgroup v2 controllers, Landlock, seccomp, BPF-LSM available */
+  JAIL_ENFORCEMENT_HYBRID =
+      1, /* cgroup v1 controllers + cgroup2 leaf for BPF, Landlock, seccomp; no BPF-LSM */
+  JAIL_ENFORCEMENT_REDUCED = 2 /* some layer missing (no Landlock or no cgroup2 leaf); see doctor */
+};
+const char *jail_enforcement_name(enum jail_enforcement level); /* "full", "hybrid", "reduced" */
+
+struct jail_result {
+  char jail_id[32]; /* "jail-<pid>-<seq>", also the cgroup leaf's name */
+  enum jail_enforcement enforcement;
+  bool landlock; /* Landlock rules were enforced (ABI >= 1) */
+  int landlock_abi;
+
+  int exit_code; /* the program's exit status; 128+signal when killed by a signal; -1 if unknown */
+  /* When the whole jail is killed (timeout, cancel_fd) signal is SIGKILL. */
+  int signal;           /* terminating signal, 0 if it exited */
+  bool timed_out;       /* killed by the wall-clock timeout */
+  bool oom_killed;      /* the cgroup's OOM killer killed a process of the jail */
+  bool cancelled;       /* killed because cancel_fd became readable */
+  bool pids_limited;    /* a fork/clone failed because pids.max was reached */
+  uint64_t duration_ms; /* wall clock from exec to the end of the jail */
+  uint64_t cpu_ms;      /* user+system CPU of every process of the jail */
+  uint64_t peak_memory_bytes;
+  uint64_t peak_pids; /* highest number of tasks in the jail, its init included (pids.peak, else sampled) */
+
+  char *stdout_data; /* NUL-terminated for convenience; stdout_length excludes the NUL */
+  size_t stdout_length;
+  char *stderr_data;
+  size_t stderr_length;
+  bool stdout_truncated;
+  bool stderr_truncated;
+  bool truncated; /* either stream */
+
+  /* Regular files created or modified under /workspace, relative paths, sorted. */
+  char **output_paths;
+  size_t output_path_count;
+};
+
+/* Run config->argv in a fresh jail, wait for it, tear the jail down and fill *result (which the caller
+ * releases with jail_result_release, also on failure). Returns 0 when the program ran (whatever its exit
+ * status, timeout or OOM), or a negative errno with *err naming the failing step:
+ *   -EINVAL   bad config (the message names the field: "memory", "image", "input file `../x`", ...)
+ *   -ENOENT   unknown image, missing program in the image, missing workspace dir, missing rule path
+ *   -ENOTDIR  workspace_dir is not a directory
+ *   -EFBIG    host workspace larger than workspace_bytes
+ *   -EPERM/-EACCES/-ENOSYS/... a kernel facility refused during setup
+ *   any negative value returned by a hook (the run is aborted).
+ * Nothing is left behind (cgroup leaves, mounts, processes, fds, temporary files) in every case. */
+int jail_run(const struct jail_config *config, struct jail_result *result, dome_error *err);
+
+/* Free what jail_run allocated in *result and zero it. Safe on a zeroed or already released result. */
+void jail_result_release(struct jail_result *result);
+
+/* ---- host probe (dome doctor) -------------------------------------------------------------------- */
+
+struct jail_host_report {
+  bool cgroup_unified;     /* cgroup2 mounted at /sys/fs/cgroup with the controllers */
+  bool cgroup_hybrid;      /* v1 controllers + a cgroup2 hierarchy (e.g. /sys/fs/cgroup/unified) */
+  char cgroup2_mount[128]; /* where the cgroup2 hierarchy is mounted, "" if none */
+  char controllers[128];   /* controllers dome uses and where: "memory(v1) pids(v1) cpu(v1)" */
+  bool user_namespaces;
+  bool seccomp;     /* seccomp filter mode available */
+  int landlock_abi; /* 0 = unavailable */
+  bool cgroup_bpf;  /* a cgroup BPF program could be attached to a scratch leaf */
+  bool bpf_lsm;     /* "bpf" in /sys/kernel/security/lsm */
+  bool btf;         /* /sys/kernel/btf/vmlinux readable */
+  bool clone_into_cgroup;
+  enum jail_enforcement enforcement;
+  /* One line per missing or degraded layer, '\n'-separated ("BPF-LSM: `bpf` not in
+   * /sys/kernel/security/lsm; file/network rules enforced by Landlock and cgroup BPF only"). */
+  char reasons[2048];
+};
+
+/* Probe the host without changing it (a scratch cgroup leaf is created and removed to test cgroup BPF
+ * attachment). Returns 0, or a negative errno when the probe itself cannot run (no /proc). */
+int jail_probe_host(struct jail_host_report *report, dome_error *err);
+
+#endif

@@ -1,0 +1,617 @@
+/* jail_run: the parent side. Prepare the plan, create the cgroup leaf, clone3 the child into its
+ * namespaces (and straight into the cgroup2 leaf), map its ids, hand over, then supervise it with a pidfd
+ * and poll(2) — no signal handler, so several threads may run jails at once — and tear everything down. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/sched.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "supervisor/common/cleanup.h"
+#include "supervisor/jail/internal.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#define SETUP_BUDGET_MS 30000u
+#define DRAIN_BUDGET_MS 2000u
+#define HOST_UID_BASE 0x70000000u
+#define DEFAULT_SEARCH_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+static atomic_uint sequence;
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+struct stream {
+  int fd;
+  int number;
+  char *data;
+  size_t length, capacity;
+  bool truncated;
+};
+
+/* Everything jail_run owns; released by run_state_release on every path. */
+struct run_state {
+  struct jail_image image;
+  struct jail_workspace_input workspace;
+  struct jail_plan_entry *workspace_entries;
+  size_t workspace_entry_count;
+  struct jail_landlock_rule landlock_rules[JAIL_MAX_PATH_RULES + 2];
+  struct jail_leaf leaf;
+  bool leaf_created;
+  int pidfd, workspace_fd, sync_fd;
+  int stdin_read, stdin_write, stdout_read, stdout_write, stderr_read, stderr_write, status_read,
+      status_write;
+  pid_t pid;
+  bool reaped;
+  int oom_event_fd, oom_control_fd;
+  struct stream out, err;
+};
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void run_state_release(struct run_state *s) {
+  for (size_t i = 0; i < s->workspace_entry_count; i++) free((char *)s->workspace_entries[i].path);
+  free(s->workspace_entries);
+  jail_workspace_input_release(&s->workspace);
+  jail_image_close(&s->image);
+  int *fds[] = {&s->pidfd,        &s->workspace_fd, &s->sync_fd,       &s->stdin_read,   &s->stdin_write,
+                &s->stdout_read,  &s->stdout_write, &s->stderr_read,   &s->stderr_write, &s->status_read,
+                &s->status_write, &s->oom_event_fd, &s->oom_control_fd};
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close_fd(fds[i]);
+  free(s->out.data);
+  free(s->err.data);
+}
+
+static int validate(const struct jail_config *c, dome_error *err) {
+  if (!c->argv || !c->argv[0] || !c->argv[0][0]) return dome_error_set(err, EINVAL, "program: none given");
+  if (c->stdin_data && c->stdin_fd >= 0)
+    return dome_error_set(err, EINVAL, "stdin: both bytes and an fd given");
+  if (c->memory_bytes && c->memory_bytes < (4u << 20))
+    return dome_error_set(err, EINVAL, "memory: %" PRIu64 " bytes is below the minimum of 4M",
+                          c->memory_bytes);
+  if (isnan(c->cpus) || c->cpus < 0 || c->cpus > 4096)
+    return dome_error_set(err, EINVAL, "cpus: %g is outside 0.01..4096", c->cpus);
+  if (c->cpus > 0 && c->cpus < 0.01) return dome_error_set(err, EINVAL, "cpus: %g is below 0.01", c->cpus);
+  if (c->workspace_bytes && c->workspace_bytes < 4096)
+    return dome_error_set(err, EINVAL, "workspace size: %" PRIu64 " bytes is below 4096", c->workspace_bytes);
+  if (c->path_rules && c->path_rule_count > JAIL_MAX_PATH_RULES)
+    return dome_error_set(err, EINVAL, "path rules: more than %u", JAIL_MAX_PATH_RULES);
+  for (size_t i = 0; c->path_rules && i < c->path_rule_count; i++) {
+    const struct jail_path_rule *r = &c->path_rules[i];
+    if (!r->path || r->path[0] != '/' || strstr(r->path, "/../") || strlen(r->path) > 1024)
+      return dome_error_set(err, EINVAL, "path rule %zu: `%s` is not an absolute path", i,
+                            r->path ? r->path : "");
+    if (r->access & ~(unsigned)(JAIL_ACCESS_READ | JAIL_ACCESS_WRITE | JAIL_ACCESS_EXEC))
+      return dome_error_set(err, EINVAL, "path rule `%s`: unknown access bits 0x%x", r->path, r->access);
+  }
+  return 0;
+}
+
+/* Workspace entries in the child's staging view: parents first, then each file. */
+static int plan_workspace(struct run_state *s, dome_error *err) {
+  size_t capacity = 0;
+  for (size_t i = 0; i < s->workspace.count; i++) {
+    const char *path = s->workspace.paths[i];
+    if (!path[0]) continue; /* replaced by a later input file */
+    size_t length = strlen(path);
+    for (size_t k = 0; k <= length; k++) {
+      bool dir = k < length ? path[k] == '/' : false;
+      bool file = k == length && path[length - 1] != '/';
+      if (!dir && !file) continue;
+      if (s->workspace_entry_count == capacity) {
+        capacity = capacity ? capacity * 2 : 16;
+        struct jail_plan_entry *grown = realloc(s->workspace_entries, capacity * sizeof *grown);
+        if (!grown) return dome_error_set(err, ENOMEM, "plan workspace: out of memory");
+        s->workspace_entries = grown;
+      }
+      char *staged = NULL;
+      if (asprintf(&staged, JAIL_STAGING "/workspace/%.*s", (int)k, path) < 0)
+        return dome_error_set(err, ENOMEM, "plan workspace: out of memory");
+      struct jail_plan_entry *e = &s->workspace_entries[s->workspace_entry_count++];
+      *e = (struct jail_plan_entry){.kind = dir ? PLAN_DIR : PLAN_FILE, .path = staged};
+      if (file) {
+        e->data = s->workspace.data[i];
+        e->length = s->workspace.lengths[i];
+        e->mode = s->workspace.modes[i] ? s->workspace.modes[i] : 0644;
+      } else {
+        e->mode = 0755;
+      }
+    }
+  }
+  return 0;
+}
+
+static const char *search_path_of(char *const *env) {
+  for (size_t i = 0; env && env[i]; i++)
+    if (strncmp(env[i], "PATH=", 5) == 0) return env[i] + 5;
+  return DEFAULT_SEARCH_PATH;
+}
+
+static int write_proc(pid_t pid, const char *file, const char *value, dome_error *err) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+  _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+  size_t length = strlen(value);
+  if (fd < 0 || write(fd, value, length) != (ssize_t)length)
+    return dome_error_set_errno(err, errno, "write `%s`", path);
+  return 0;
+}
+
+/* Append to a stream, keeping at most `limit` bytes; returns the number of bytes kept. */
+static size_t keep(struct stream *st, const char *data, size_t length, uint64_t limit) {
+  size_t room = st->length < limit ? (size_t)(limit - st->length) : 0;
+  size_t kept = length < room ? length : room;
+  if (kept < length) st->truncated = true;
+  if (kept == 0) return 0;
+  if (st->length + kept + 1 > st->capacity) {
+    size_t capacity = st->capacity ? st->capacity : 65536;
+    while (capacity < st->length + kept + 1) capacity *= 2;
+    char *grown = realloc(st->data, capacity);
+    if (!grown) {
+      st->truncated = true;
+      return 0;
+    }
+    st->data = grown;
+    st->capacity = capacity;
+  }
+  memcpy(st->data + st->length, data, kept);
+  st->length += kept;
+  st->data[st->length] = '\0';
+  return kept;
+}
+
+static void kill_jail(struct run_state *s) {
+  if (s->pidfd >= 0 && !s->reaped) syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+  if (s->leaf_created) jail_cgroup_kill(&s->leaf);
+}
+
+static int reap(struct run_state *s, siginfo_t *info) {
+  memset(info, 0, sizeof *info);
+  for (;;) {
+    if (syscall(SYS_waitid, P_PIDFD, s->pidfd, info, WEXITED | __WALL, NULL) == 0) break;
+    if (errno != EINTR) return -errno;
+  }
+  s->reaped = true;
+  return 0;
+}
+
+/* Write to the program's stdin without letting SIGPIPE reach the process: block it in this thread and
+ * consume the one the write raised (the technique libcurl and OpenSSL use). */
+static ssize_t write_no_sigpipe(int fd, const void *data, size_t length) {
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  sigpending(&pending);
+  bool was_pending = sigismember(&pending, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  ssize_t n = write(fd, data, length);
+  int saved = errno;
+  if (n < 0 && saved == EPIPE && !was_pending) {
+    struct timespec zero = {0, 0};
+    sigtimedwait(&pipe_set, NULL, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = saved;
+  return n;
+}
+
+/* Receive the child's setup messages until the control socket closes (the child exec'd or died). */
+static int await_setup(struct run_state *s, const struct jail_config *c, struct jail_result *result,
+                       dome_error *err) {
+  uint64_t deadline = now_ms() + SETUP_BUDGET_MS;
+  struct jail_sync_message failure = {0};
+  for (;;) {
+    struct pollfd fds[2] = {{s->sync_fd, POLLIN, 0}, {c->cancel_fd, POLLIN, 0}};
+    uint64_t now = now_ms();
+    if (now >= deadline)
+      return dome_error_set(err, ETIMEDOUT, "set up jail: no answer within %u ms", SETUP_BUDGET_MS);
+    int ready = poll(fds, c->cancel_fd >= 0 ? 2 : 1, (int)(deadline - now));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return dome_error_set_errno(err, errno, "set up jail: poll");
+    if (c->cancel_fd >= 0 && fds[1].revents) {
+      result->cancelled = true;
+      return dome_error_set(err, ECANCELED, "set up jail: cancelled");
+    }
+    if (!fds[0].revents) continue;
+    struct jail_sync_message message;
+    union {
+      char buffer[CMSG_SPACE(sizeof(int))];
+      struct cmsghdr align;
+    } control;
+    struct iovec iov = {&message, sizeof message};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buffer,
+                         .msg_controllen = sizeof control.buffer};
+    ssize_t n = recvmsg(s->sync_fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break; /* EOF: exec succeeded, or the child is gone */
+    for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg))
+      if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
+        int fd;
+        memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+        if (message.kind == SYNC_WORKSPACE && s->workspace_fd < 0)
+          s->workspace_fd = fd;
+        else
+          close(fd);
+      }
+    if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) failure = message;
+  }
+  if (failure.kind == SYNC_ERROR) {
+    failure.text[sizeof failure.text - 1] = '\0';
+    int e = failure.errno_value > 0 ? failure.errno_value : EIO;
+    if (strncmp(failure.text, "program not found", 17) == 0 ||
+        (strncmp(failure.text, "execute program", 15) == 0 && e == ENOENT))
+      return dome_error_set(err, ENOENT, "program `%s` not found in image `%s`", c->argv[0],
+                            c->image ? c->image : JAIL_DEFAULT_IMAGE);
+    if (strncmp(failure.text, "execute program", 15) == 0)
+      return dome_error_set_errno(err, e, "program `%s` in image `%s`: cannot execute", c->argv[0],
+                                  c->image ? c->image : JAIL_DEFAULT_IMAGE);
+    return dome_error_set_errno(err, e, "set up jail: %s", failure.text);
+  }
+  return 0;
+}
+
+/* Supervise the running program: output, stdin, timeout, cancellation, exit. */
+static void supervise(struct run_state *s, const struct jail_config *c, struct jail_result *result,
+                      uint64_t timeout_ms, uint64_t output_limit, bool sample_pids) {
+  uint64_t start = now_ms(), deadline = start + timeout_ms, drain_deadline = 0;
+  size_t stdin_offset = 0;
+  char relay[65536];
+  size_t relay_length = 0, relay_offset = 0;
+  bool relay_eof = c->stdin_fd < 0, killed = false;
+  char buffer[65536];
+  if (s->stdin_write >= 0) fcntl(s->stdin_write, F_SETFL, O_NONBLOCK);
+  while (!s->reaped || s->out.fd >= 0 || s->err.fd >= 0) {
+    struct pollfd fds[7];
+    int count = 0, i_out = -1, i_err = -1, i_in = -1, i_relay = -1, i_pid = -1, i_cancel = -1, i_oom = -1;
+    if (s->out.fd >= 0) i_out = count, fds[count++] = (struct pollfd){s->out.fd, POLLIN, 0};
+    if (s->err.fd >= 0) i_err = count, fds[count++] = (struct pollfd){s->err.fd, POLLIN, 0};
+    bool have_input = c->stdin_data ? stdin_offset < c->stdin_length : relay_offset < relay_length;
+    if (s->stdin_write >= 0 && have_input)
+      i_in = count, fds[count++] = (struct pollfd){s->stdin_write, POLLOUT, 0};
+    if (s->stdin_write >= 0 && !relay_eof && relay_offset >= relay_length)
+      i_relay = count, fds[count++] = (struct pollfd){c->stdin_fd, POLLIN, 0};
+    if (!s->reaped) i_pid = count, fds[count++] = (struct pollfd){s->pidfd, POLLIN, 0};
+    if (c->cancel_fd >= 0 && !killed)
+      i_cancel = count, fds[count++] = (struct pollfd){c->cancel_fd, POLLIN, 0};
+    if (s->oom_event_fd >= 0 && !killed && !s->reaped)
+      i_oom = count, fds[count++] = (struct pollfd){s->oom_event_fd, POLLIN, 0};
+    uint64_t now = now_ms();
+    int wait_ms;
+    if (s->reaped)
+      wait_ms = now >= drain_deadline ? 0 : (int)(drain_deadline - now);
+    else if (killed)
+      wait_ms = 100;
+    else
+      wait_ms = now >= deadline ? 0 : (int)(deadline - now);
+    if (sample_pids && !s->reaped && wait_ms > 20) wait_ms = 20;
+    int ready = poll(fds, (nfds_t)count, wait_ms);
+    if (ready < 0 && errno != EINTR) break;
+    now = now_ms();
+    if (sample_pids && !s->reaped) {
+      uint64_t pids = jail_cgroup_current_pids(&s->leaf);
+      if (pids > result->peak_pids) result->peak_pids = pids;
+    }
+    if (!s->reaped && !killed && now >= deadline) {
+      result->timed_out = true;
+      killed = true;
+      kill_jail(s);
+    }
+    if (s->reaped && now >= drain_deadline) break; /* a writer we cannot see keeps a pipe open */
+    if (ready <= 0) continue;
+    struct stream *streams[2] = {&s->out, &s->err};
+    int indexes[2] = {i_out, i_err};
+    for (int k = 0; k < 2; k++) {
+      if (indexes[k] < 0 || !fds[indexes[k]].revents) continue;
+      ssize_t n = read(streams[k]->fd, buffer, sizeof buffer);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {
+        close_fd(&streams[k]->fd);
+        continue;
+      }
+      size_t before = streams[k]->length;
+      size_t kept = keep(streams[k], buffer, (size_t)n, output_limit);
+      if (kept && c->on_output)
+        c->on_output(c->hook_context, streams[k]->number, streams[k]->data + before, kept, now - start);
+    }
+    if (i_relay >= 0 && fds[i_relay].revents) {
+      ssize_t n = read(c->stdin_fd, relay, sizeof relay);
+      if (n > 0)
+        relay_length = (size_t)n, relay_offset = 0;
+      else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        relay_eof = true;
+        close_fd(&s->stdin_write);
+      }
+    }
+    if (i_in >= 0 && fds[i_in].revents) {
+      const char *data = c->stdin_data ? (const char *)c->stdin_data + stdin_offset : relay + relay_offset;
+      size_t left = c->stdin_data ? c->stdin_length - stdin_offset : relay_length - relay_offset;
+      ssize_t n = write_no_sigpipe(s->stdin_write, data, left);
+      if (n > 0) {
+        if (c->stdin_data)
+          stdin_offset += (size_t)n;
+        else
+          relay_offset += (size_t)n;
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        close_fd(&s->stdin_write); /* the program closed its stdin */
+        relay_eof = true;
+      }
+      if (s->stdin_write >= 0 && c->stdin_data && stdin_offset >= c->stdin_length) close_fd(&s->stdin_write);
+    }
+    if (i_cancel >= 0 && fds[i_cancel].revents && !s->reaped) {
+      result->cancelled = true;
+      killed = true;
+      kill_jail(s);
+    }
+    if (i_oom >= 0 && fds[i_oom].revents) {
+      /* memory.oom.group on a v1 host: one OOM kill ends the whole jail */
+      result->oom_killed = true;
+      killed = true;
+      kill_jail(s);
+    }
+    if (i_pid >= 0 && fds[i_pid].revents) {
+      siginfo_t info;
+      if (reap(s, &info) == 0) {
+        result->duration_ms = now_ms() - start;
+        /* The program's status as its init saw it; without a report the init itself was killed
+         * (timeout, cancellation, cgroup OOM kill of the whole jail). */
+        struct jail_init_report report;
+        if (read(s->status_read, &report, sizeof report) == (ssize_t)sizeof report) {
+          info.si_code = report.exited ? CLD_EXITED : CLD_KILLED;
+          info.si_status = report.code;
+        }
+        if (info.si_code == CLD_EXITED) {
+          result->exit_code = info.si_status;
+        } else {
+          result->signal = info.si_status;
+          result->exit_code = 128 + info.si_status;
+        }
+      }
+      /* The init of the pid namespace is gone: the kernel killed the rest. Drain what they wrote. */
+      close_fd(&s->stdin_write);
+      drain_deadline = now_ms() + DRAIN_BUDGET_MS;
+    }
+  }
+  if (!s->reaped) {
+    siginfo_t info;
+    kill_jail(s);
+    reap(s, &info);
+  }
+}
+
+int jail_run(const struct jail_config *c, struct jail_result *result, dome_error *err) {
+  memset(result, 0, sizeof *result);
+  result->exit_code = -1;
+  int r = validate(c, err);
+  if (r < 0) return r;
+  uint64_t memory = c->memory_bytes ? c->memory_bytes : JAIL_DEFAULT_MEMORY_BYTES;
+  uint32_t pids = c->pids ? c->pids : JAIL_DEFAULT_PIDS;
+  double cpus = c->cpus > 0 ? c->cpus : JAIL_DEFAULT_CPUS;
+  uint64_t timeout_ms = c->timeout_ms ? c->timeout_ms : JAIL_DEFAULT_TIMEOUT_MS;
+  uint64_t workspace_bytes = c->workspace_bytes ? c->workspace_bytes : JAIL_DEFAULT_WORKSPACE_BYTES;
+  uint64_t output_limit = c->output_limit ? c->output_limit : JAIL_DEFAULT_OUTPUT_LIMIT_BYTES;
+
+  struct run_state s = {.pidfd = -1,
+                        .workspace_fd = -1,
+                        .sync_fd = -1,
+                        .stdin_read = -1,
+                        .stdin_write = -1,
+                        .stdout_read = -1,
+                        .stdout_write = -1,
+                        .stderr_read = -1,
+                        .stderr_write = -1,
+                        .status_read = -1,
+                        .status_write = -1,
+                        .oom_event_fd = -1,
+                        .oom_control_fd = -1};
+  s.leaf.v2_fd = -1;
+  s.out.number = 1;
+  s.err.number = 2;
+  struct jail_plan plan = {0};
+  const struct sock_fprog *seccomp = NULL;
+
+  if ((r = jail_image_open(&s.image, c->image, c->image_store, err)) < 0) goto out;
+  if ((r = jail_workspace_collect(&s.workspace, c, workspace_bytes, err)) < 0) goto out;
+  if ((r = plan_workspace(&s, err)) < 0) goto out;
+  if ((r = jail_seccomp_program(&seccomp, err)) < 0) goto out;
+
+  int abi = jail_landlock_abi();
+  result->landlock_abi = abi;
+  result->landlock = abi > 0;
+  const struct jail_path_rule *rules = c->path_rules ? c->path_rules : jail_baseline_path_rules;
+  size_t rule_count = c->path_rules ? c->path_rule_count : jail_baseline_path_rule_count;
+  size_t landlock_count = 0;
+  for (size_t i = 0; i < rule_count; i++)
+    s.landlock_rules[landlock_count++] =
+        (struct jail_landlock_rule){rules[i].path, jail_landlock_access(rules[i].access, abi)};
+  /* The jail's own devices: /dev/null and friends are written by ordinary programs. */
+  s.landlock_rules[landlock_count++] =
+      (struct jail_landlock_rule){"/dev", jail_landlock_access(JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, abi)};
+  s.landlock_rules[landlock_count++] =
+      (struct jail_landlock_rule){"/proc", jail_landlock_access(JAIL_ACCESS_READ, abi)};
+
+  unsigned seq = atomic_fetch_add(&sequence, 1);
+  snprintf(result->jail_id, sizeof result->jail_id, "jail-%d-%u", (int)getpid(), seq);
+  struct jail_limits limits = {memory, pids, cpus};
+  if ((r = jail_cgroup_create(&s.leaf, result->jail_id, &limits, err)) < 0) goto out;
+  s.leaf_created = true;
+  result->enforcement = jail_enforcement_level(s.leaf.v2_path[0] != '\0', abi);
+  if (c->on_cgroup_ready) {
+    struct jail_cgroup cg = {s.leaf.v2_path, s.leaf.v2_fd, s.leaf.v2_id, result->jail_id};
+    if ((r = c->on_cgroup_ready(c->hook_context, &cg, err)) < 0) goto out;
+  }
+
+  /* Channels. All fds are close-on-exec in this process; the child dup2s its ends onto 0..3. */
+  int out_pipe[2], err_pipe[2], in_pipe[2], sync_pair[2], status_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) < 0 || (s.stdout_read = out_pipe[0], s.stdout_write = out_pipe[1], false) ||
+      pipe2(err_pipe, O_CLOEXEC) < 0 || (s.stderr_read = err_pipe[0], s.stderr_write = err_pipe[1], false) ||
+      pipe2(status_pipe, O_CLOEXEC) < 0 ||
+      (s.status_read = status_pipe[0], s.status_write = status_pipe[1], false) ||
+      socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0 ||
+      (s.sync_fd = sync_pair[0], false)) {
+    r = dome_error_set_errno(err, errno, "create jail channels");
+    goto out;
+  }
+  int child_sync = sync_pair[1];
+  if (c->stdin_data || c->stdin_fd >= 0) {
+    if (pipe2(in_pipe, O_CLOEXEC) < 0) {
+      close(child_sync);
+      r = dome_error_set_errno(err, errno, "create stdin pipe");
+      goto out;
+    }
+    s.stdin_read = in_pipe[0];
+    s.stdin_write = in_pipe[1];
+  } else {
+    s.stdin_read = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+
+  plan.root_is_tmpfs = s.image.host_ro;
+  plan.image_rootfs = s.image.rootfs;
+  plan.root_entries = s.image.entries;
+  plan.root_entry_count = s.image.entry_count;
+  plan.root_binds = s.image.binds;
+  plan.root_bind_count = s.image.bind_count;
+  /* Inodes bounded too (one per 2 KiB of size, at least 1024): empty files cost no bytes, and the
+   * workspace is walked after the run. */
+  uint64_t inodes = workspace_bytes / 2048 > 1024 ? workspace_bytes / 2048 : 1024;
+  snprintf(plan.tmpfs_options, sizeof plan.tmpfs_options, "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=1777",
+           workspace_bytes, inodes);
+  snprintf(plan.workspace_options, sizeof plan.workspace_options,
+           "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=0755", workspace_bytes, inodes);
+  plan.workspace_entries = s.workspace_entries;
+  plan.workspace_entry_count = s.workspace_entry_count;
+  static char *const empty_env[] = {NULL};
+  plan.argv = c->argv;
+  plan.envp = c->env ? c->env : empty_env;
+  plan.search_path = search_path_of(c->env);
+  plan.stdin_fd = s.stdin_read;
+  plan.stdout_fd = s.stdout_write;
+  plan.stderr_fd = s.stderr_write;
+  plan.sync_fd = child_sync;
+  plan.status_fd = s.status_write;
+  plan.landlock_abi = abi;
+  plan.landlock_rules = s.landlock_rules;
+  plan.landlock_rule_count = landlock_count;
+  plan.seccomp = seccomp;
+  plan.fsize_limit = workspace_bytes;
+  plan.nofile_limit = 1024;
+
+  struct clone_args args;
+  memset(&args, 0, sizeof args);
+  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
+               CLONE_NEWTIME | CLONE_PIDFD;
+  args.pidfd = (uint64_t)(uintptr_t)&s.pidfd;
+  args.exit_signal = 0; /* no SIGCHLD: nobody else's waitpid(-1) can reap the jail */
+  bool into_cgroup = s.leaf.v2_fd >= 0;
+  if (into_cgroup) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = (uint64_t)s.leaf.v2_fd;
+  }
+  pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+  if (pid == 0) jail_child_main(&plan);
+  close(child_sync);
+  if (pid < 0) {
+    r = dome_error_set_errno(err, errno, "clone3 into new namespaces");
+    goto out;
+  }
+  s.pid = pid;
+  close_fd(&s.stdout_write);
+  close_fd(&s.stderr_write);
+  close_fd(&s.status_write);
+  close_fd(&s.stdin_read);
+
+  char map[64];
+  unsigned host_id = HOST_UID_BASE + (seq % 65536u);
+  snprintf(map, sizeof map, "0 %u 1\n", host_id);
+  if ((r = write_proc(pid, "setgroups", "deny", err)) < 0 || (r = write_proc(pid, "uid_map", map, err)) < 0 ||
+      (r = write_proc(pid, "gid_map", map, err)) < 0) {
+    dome_error_wrap(err, "map ids of jail `%s`", result->jail_id);
+    goto out;
+  }
+  /* First hand-over: ids mapped, the child sets up its mounts while we move it into the v1 leaves. */
+  struct jail_sync_message go = {.kind = SYNC_GO};
+  if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
+    r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
+    goto out;
+  }
+  if ((r = jail_cgroup_attach(&s.leaf, pid, into_cgroup, err)) < 0) goto out;
+  if (c->on_namespaces_ready && (r = c->on_namespaces_ready(c->hook_context, pid, err)) < 0) goto out;
+  /* Second hand-over: in its cgroups, network ready; from here on the child works for the program. */
+  if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
+    r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
+    goto out;
+  }
+  if ((r = await_setup(&s, c, result, err)) < 0) goto out;
+
+  s.out.fd = dome_steal_fd(&s.stdout_read);
+  s.err.fd = dome_steal_fd(&s.stderr_read);
+  struct jail_cgroup_stats stats;
+  jail_cgroup_read_stats(&s.leaf, &stats);
+  bool sample_pids = stats.peak_pids == 0; /* the kernel keeps no pids.peak */
+  s.oom_event_fd = jail_cgroup_oom_eventfd(&s.leaf, &s.oom_control_fd);
+  supervise(&s, c, result, timeout_ms, output_limit, sample_pids);
+  close_fd(&s.out.fd);
+  close_fd(&s.err.fd);
+
+  jail_cgroup_read_stats(&s.leaf, &stats);
+  result->cpu_ms = stats.cpu_ns / 1000000u;
+  result->peak_memory_bytes = stats.peak_memory_bytes;
+  if (stats.peak_pids > result->peak_pids) result->peak_pids = stats.peak_pids;
+  result->oom_killed = result->oom_killed || stats.oom_killed;
+  result->pids_limited = stats.pids_limited;
+  result->stdout_truncated = s.out.truncated;
+  result->stderr_truncated = s.err.truncated;
+  result->truncated = s.out.truncated || s.err.truncated;
+  result->stdout_data = s.out.data ? s.out.data : strdup("");
+  result->stdout_length = s.out.length;
+  result->stderr_data = s.err.data ? s.err.data : strdup("");
+  result->stderr_length = s.err.length;
+  s.out.data = s.err.data = NULL;
+
+  if (s.workspace_fd >= 0) {
+    r = jail_workspace_outputs(s.workspace_fd, &s.workspace, &result->output_paths,
+                               &result->output_path_count, err);
+    if (r == 0 && c->copy_out && c->workspace_dir)
+      r = jail_workspace_copy_out(s.workspace_fd, c->workspace_dir, result->output_paths,
+                                  result->output_path_count, err);
+  }
+
+out:
+  if (s.pid > 0 && !s.reaped) {
+    siginfo_t info;
+    kill_jail(&s);
+    reap(&s, &info);
+  }
+  close_fd(&s.workspace_fd); /* releases the workspace tmpfs before its memory cgroup goes */
+  if (s.leaf_created) {
+    dome_error destroy_error = {0};
+    int d = jail_cgroup_destroy(&s.leaf, &destroy_error);
+    if (d < 0 && r == 0) {
+      *err = destroy_error;
+      r = d;
+    }
+  }
+  run_state_release(&s);
+  return r;
+}

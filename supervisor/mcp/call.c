@@ -1,0 +1,272 @@
+/* tools/call in flight: a thread runs the handler while the HTTP response streams Server-Sent
+ * Events (MCP basic/transports: the server may send notifications before the response on the SSE
+ * stream of a POST). Progress notifications (basic/utilities/progress) go out as they come;
+ * cancellation (basic/utilities/cancellation) makes the call's eventfd readable and the response is
+ * then not sent. */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "supervisor/mcp/mcp_internal.h"
+
+#define SSE_BUFFER_LIMIT (16u << 20) /* progress is dropped beyond this much unsent output */
+#define SSE_KEEPALIVE_S 15
+
+static void call_unref(mcp_call *call) {
+  pthread_mutex_lock(&call->lock);
+  int refs = --call->refs;
+  pthread_mutex_unlock(&call->lock);
+  if (refs > 0) return;
+  json_decref(call->request_id);
+  json_decref(call->progress_token);
+  json_decref(call->arguments);
+  free(call->request_id_text);
+  free(call->tool_name);
+  free(call->out);
+  if (call->cancel_fd >= 0) close(call->cancel_fd);
+  pthread_mutex_destroy(&call->lock);
+  pthread_cond_destroy(&call->cond);
+  free(call);
+}
+
+/* Append one SSE event carrying `message` (stolen). Under call->lock. */
+static void append_event_locked(mcp_call *call, json_t *message, bool essential) {
+  char *text = json_dumps(message, JSON_COMPACT);
+  json_decref(message);
+  if (text == NULL || call->stream_gone) {
+    free(text);
+    return;
+  }
+  static const char prefix[] = "event: message\ndata: ", suffix[] = "\n\n";
+  size_t length = strlen(text);
+  if (!essential && call->out_length - call->out_sent > SSE_BUFFER_LIMIT) {
+    free(text);
+    return;
+  }
+  if (call->out_sent > 0) { /* compact what was already sent */
+    memmove(call->out, call->out + call->out_sent, call->out_length - call->out_sent);
+    call->out_length -= call->out_sent;
+    call->out_sent = 0;
+  }
+  size_t needed = call->out_length + sizeof prefix - 1 + length + sizeof suffix; /* with the NUL */
+  if (needed > call->out_capacity) {
+    size_t capacity = call->out_capacity ? call->out_capacity : 4096;
+    while (capacity < needed) capacity *= 2;
+    char *grown = realloc(call->out, capacity);
+    if (grown == NULL) {
+      free(text);
+      return;
+    }
+    call->out = grown;
+    call->out_capacity = capacity;
+  }
+  memcpy(call->out + call->out_length, prefix, sizeof prefix - 1);
+  call->out_length += sizeof prefix - 1;
+  memcpy(call->out + call->out_length, text, length);
+  call->out_length += length;
+  memcpy(call->out + call->out_length, suffix, sizeof suffix - 1);
+  call->out_length += sizeof suffix - 1;
+  free(text);
+  pthread_cond_broadcast(&call->cond);
+}
+
+bool mcp_call_wants_progress(const mcp_call *call) {
+  return call->progress_token != NULL;
+}
+
+void mcp_call_progress(mcp_call *call, double progress, const char *message) {
+  if (call->progress_token == NULL || atomic_load(&call->cancelled)) return;
+  pthread_mutex_lock(&call->lock);
+  if (progress <= call->last_progress) progress = call->last_progress + 1;
+  call->last_progress = progress;
+  json_t *params = json_pack("{s:O,s:f}", "progressToken", call->progress_token, "progress", progress);
+  if (message) json_object_set_new(params, "message", json_string(message));
+  append_event_locked(
+      call,
+      json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress", "params", params),
+      false);
+  pthread_mutex_unlock(&call->lock);
+}
+
+int mcp_call_cancel_fd(const mcp_call *call) {
+  return call->cancel_fd;
+}
+bool mcp_call_cancelled(const mcp_call *call) {
+  return atomic_load(&((mcp_call *)call)->cancelled);
+}
+const char *mcp_call_protocol_version(const mcp_call *call) {
+  return call->protocol_version;
+}
+const char *mcp_call_request_id(const mcp_call *call) {
+  return call->request_id_text;
+}
+const char *mcp_call_session_id(const mcp_call *call) {
+  return call->session_id;
+}
+
+void mcp_call_cancel(mcp_call *call) {
+  if (atomic_exchange(&call->cancelled, true)) return;
+  uint64_t one = 1;
+  ssize_t written = write(call->cancel_fd, &one, sizeof one);
+  (void)written;
+  pthread_mutex_lock(&call->lock);
+  pthread_cond_broadcast(&call->cond);
+  pthread_mutex_unlock(&call->lock);
+}
+
+static void *call_thread(void *argument) {
+  mcp_call *call = argument;
+  mcp_server *server = call->server;
+  int rpc_error = 0;
+  dome_error err = {0};
+  json_t *result = server->handlers.call_tool(server->handlers.context, &call->identity, call->tool_name,
+                                              call->arguments, call, &rpc_error, &err);
+  json_t *message;
+  if (result != NULL)
+    message = mcp_jsonrpc_result(call->request_id, result);
+  else
+    message = mcp_jsonrpc_error(call->request_id, rpc_error ? rpc_error : MCP_INTERNAL_ERROR,
+                                err.message[0] ? err.message : "internal error");
+  pthread_mutex_lock(&call->lock);
+  if (atomic_load(&call->cancelled))
+    json_decref(message); /* a cancelled request gets no response (basic/utilities/cancellation) */
+  else
+    append_event_locked(call, message, true);
+  call->done = true;
+  pthread_cond_broadcast(&call->cond);
+  pthread_mutex_unlock(&call->lock);
+
+  pthread_mutex_lock(&server->lock);
+  for (mcp_call **link = &call->session->calls; *link; link = &(*link)->next_in_session)
+    if (*link == call) {
+      *link = call->next_in_session;
+      break;
+    }
+  struct mcp_session *session = call->session;
+  call->session = NULL;
+  server->calls_active--;
+  server->stats.calls_active = server->calls_active;
+  bool idle = server->calls_active == 0;
+  pthread_cond_broadcast(&server->idle);
+  pthread_mutex_unlock(&server->lock);
+  mcp_session_release(server, session);
+  call_unref(call);
+  if (idle) malloc_trim(0); /* give freed memory back after a burst of calls */
+  return NULL;
+}
+
+static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t max) {
+  (void)position;
+  mcp_call *call = cls;
+  pthread_mutex_lock(&call->lock);
+  while (call->out_length == call->out_sent && !call->done) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += SSE_KEEPALIVE_S;
+    if (pthread_cond_timedwait(&call->cond, &call->lock, &deadline) == ETIMEDOUT && !call->done &&
+        call->out_length == call->out_sent) {
+      pthread_mutex_unlock(&call->lock);
+      static const char keepalive[] = ": keepalive\n\n";
+      size_t length = sizeof keepalive - 1 < max ? sizeof keepalive - 1 : max;
+      memcpy(buffer, keepalive, length);
+      return (ssize_t)length;
+    }
+  }
+  size_t available = call->out_length - call->out_sent;
+  if (available == 0) {
+    pthread_mutex_unlock(&call->lock);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  }
+  size_t length = available < max ? available : max;
+  memcpy(buffer, call->out + call->out_sent, length);
+  call->out_sent += length;
+  pthread_mutex_unlock(&call->lock);
+  return (ssize_t)length;
+}
+
+static void stream_free(void *cls) {
+  mcp_call *call = cls;
+  pthread_mutex_lock(&call->lock);
+  call->stream_gone = true;
+  pthread_mutex_unlock(&call->lock);
+  call_unref(call);
+}
+
+int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
+                   const json_t *request_id, const char *name, json_t *arguments,
+                   const json_t *progress_token, struct MHD_Response **response, dome_error *err) {
+  mcp_call *call = calloc(1, sizeof *call);
+  if (call == NULL) return dome_error_set(err, ENOMEM, "allocate call");
+  call->server = server;
+  call->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (call->cancel_fd < 0) {
+    free(call);
+    return dome_error_set_errno(err, errno, "eventfd");
+  }
+  pthread_mutex_init(&call->lock, NULL);
+  pthread_cond_init(&call->cond, NULL);
+  call->request_id = json_deep_copy(request_id);
+  call->request_id_text = json_dumps(request_id, JSON_COMPACT | JSON_ENCODE_ANY);
+  call->progress_token = progress_token ? json_deep_copy(progress_token) : NULL;
+  call->tool_name = strdup(name);
+  call->arguments = json_incref(arguments);
+  call->identity = *identity;
+  snprintf(call->protocol_version, sizeof call->protocol_version, "%s", session->protocol_version);
+  snprintf(call->session_id, sizeof call->session_id, "%s", session->id);
+  call->refs = 2; /* the thread and the response */
+
+  *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, call, stream_free);
+  if (*response == NULL) {
+    call->refs = 1;
+    call_unref(call);
+    return dome_error_set(err, ENOMEM, "create event stream");
+  }
+  pthread_mutex_lock(&server->lock);
+  if (server->stopping || session->closed) {
+    pthread_mutex_unlock(&server->lock);
+    MHD_destroy_response(*response); /* drops the response's reference */
+    *response = NULL;
+    call_unref(call);
+    return dome_error_set(err, ESHUTDOWN, "server is shutting down");
+  }
+  session->refs++;
+  call->session = session;
+  call->next_in_session = session->calls;
+  session->calls = call;
+  server->calls_active++;
+  server->stats.calls_active = server->calls_active;
+  pthread_mutex_unlock(&server->lock);
+
+  pthread_t thread;
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attributes, 1u << 20);
+  int rc = pthread_create(&thread, &attributes, call_thread, call);
+  pthread_attr_destroy(&attributes);
+  if (rc != 0) {
+    /* undo: finish as if the handler failed */
+    pthread_mutex_lock(&call->lock);
+    append_event_locked(call, mcp_jsonrpc_error(call->request_id, MCP_SERVER_OVERLOADED, "cannot start call"),
+                        true);
+    call->done = true;
+    pthread_mutex_unlock(&call->lock);
+    pthread_mutex_lock(&server->lock);
+    for (mcp_call **link = &session->calls; *link; link = &(*link)->next_in_session)
+      if (*link == call) {
+        *link = call->next_in_session;
+        break;
+      }
+    server->calls_active--;
+    server->stats.calls_active = server->calls_active;
+    pthread_cond_broadcast(&server->idle);
+    pthread_mutex_unlock(&server->lock);
+    mcp_session_release(server, session);
+    call->session = NULL;
+    call_unref(call);
+  }
+  return 0;
+}

@@ -1,0 +1,413 @@
+/* Streamable HTTP transport (MCP 2025-11-25 basic/transports) over libmicrohttpd: routing of the
+ * gateway endpoints, the checks every request passes (Origin, Authorization, Content-Type, Accept,
+ * body size), and the server's life cycle. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "supervisor/mcp/mcp_internal.h"
+
+struct request {
+  char *body;
+  size_t length, capacity, discarded;
+  bool too_large;
+  struct timespec start;
+};
+
+static bool header_lists(const char *value, const char *media_type) {
+  if (value == NULL) return false;
+  return strcasestr(value, media_type) != NULL || strstr(value, "*/*") != NULL;
+}
+
+static bool loopback_origin(const char *origin) {
+  const char *rest = NULL;
+  if (strncmp(origin, "http://", 7) == 0) rest = origin + 7;
+  if (strncmp(origin, "https://", 8) == 0) rest = origin + 8;
+  if (rest == NULL) return false;
+  static const char *const hosts[] = {"localhost", "127.0.0.1", "[::1]"};
+  for (size_t i = 0; i < 3; i++) {
+    size_t length = strlen(hosts[i]);
+    if (strncmp(rest, hosts[i], length) != 0) continue;
+    const char *port = rest + length;
+    if (*port == '\0') return true;
+    if (*port != ':' || port[1] == '\0') return false;
+    for (port++; *port; port++)
+      if (*port < '0' || *port > '9') return false;
+    return true;
+  }
+  return false;
+}
+
+static bool origin_allowed(const mcp_server *server, const char *origin) {
+  if (origin == NULL) return true; /* non-browser clients send none */
+  if (server->allowed_origins == NULL) return loopback_origin(origin);
+  for (char **allowed = server->allowed_origins; *allowed; allowed++)
+    if (strcmp(*allowed, origin) == 0) return true;
+  return false;
+}
+
+/* "/gateways/<name>/mcp" -> name; the configured path -> "Default". Returns false otherwise. */
+static bool endpoint_gateway(const mcp_server *server, const char *url, char *gateway, size_t size) {
+  if (strcmp(url, server->path) == 0) {
+    snprintf(gateway, size, "%s", MCP_GATEWAY_DEFAULT);
+    return true;
+  }
+  static const char prefix[] = "/gateways/";
+  if (strncmp(url, prefix, sizeof prefix - 1) != 0) return false;
+  const char *name = url + sizeof prefix - 1;
+  const char *slash = strchr(name, '/');
+  if (slash == NULL || strcmp(slash, "/mcp") != 0) return false;
+  size_t length = (size_t)(slash - name);
+  if (length == 0 || length >= size || length > 64) return false;
+  for (size_t i = 0; i < length; i++) {
+    char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '_' || c == '.'))
+      return false;
+  }
+  memcpy(gateway, name, length);
+  gateway[length] = '\0';
+  return true;
+}
+
+static enum MHD_Result queue(mcp_server *server, struct MHD_Connection *connection, unsigned status,
+                             struct MHD_Response *response) {
+  if (response == NULL) return MHD_NO;
+  enum MHD_Result result = MHD_queue_response(connection, status, response);
+  MHD_destroy_response(response);
+  pthread_mutex_lock(&server->lock);
+  server->stats.http_requests++;
+  if (status >= 400) server->stats.http_errors++;
+  if (status == 401) server->stats.unauthorized++;
+  pthread_mutex_unlock(&server->lock);
+  return result;
+}
+
+static enum MHD_Result queue_error(mcp_server *server, struct MHD_Connection *connection, unsigned status,
+                                   int code, const char *message) {
+  struct MHD_Response *response = mcp_http_json_response(mcp_jsonrpc_error(NULL, code, message));
+  if (status == 401)
+    MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"dome\"");
+  if (status == 405) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+  return queue(server, connection, status, response);
+}
+
+static const char *bearer_token(struct MHD_Connection *connection) {
+  const char *value = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  if (value == NULL || strncasecmp(value, "Bearer ", 7) != 0) return NULL;
+  value += 7;
+  while (*value == ' ') value++;
+  return *value ? value : NULL;
+}
+
+static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection *connection,
+                                       const char *method, struct request *request, const char *gateway) {
+  const char *origin = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin");
+  if (!origin_allowed(server, origin))
+    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "origin not allowed");
+  bool is_post = strcmp(method, "POST") == 0, is_delete = strcmp(method, "DELETE") == 0;
+  if (!is_post && !is_delete)
+    return queue_error(server, connection, 405, MCP_INVALID_REQUEST,
+                       "method not allowed: use POST or DELETE");
+
+  mcp_identity identity = {0};
+  snprintf(identity.gateway, sizeof identity.gateway, "%s", gateway);
+  const char *actas = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Dome-Act-As");
+  if (actas) {
+    if (strlen(actas) >= sizeof identity.actas || strchr(actas, '"') || strchr(actas, '\\'))
+      return queue_error(server, connection, 400, MCP_INVALID_REQUEST, "X-Dome-Act-As: invalid identity");
+    snprintf(identity.actas, sizeof identity.actas, "%s", actas);
+  }
+  dome_error err = {0};
+  int rc = server->handlers.authenticate(server->handlers.context, bearer_token(connection), &identity, &err);
+  if (rc == -EPERM) return queue_error(server, connection, 403, MCP_INVALID_REQUEST, err.message);
+  if (rc < 0)
+    return queue_error(server, connection, 401, MCP_INVALID_REQUEST,
+                       err.message[0] ? err.message : "unauthorized");
+
+  const char *session_header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Mcp-Session-Id");
+  unsigned status = 500;
+  if (is_delete) {
+    struct MHD_Response *response = mcp_protocol_delete(server, &identity, session_header, &status);
+    return queue(server, connection, status, response);
+  }
+
+  const char *content_type =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  if (content_type == NULL || strncasecmp(content_type, "application/json", 16) != 0)
+    return queue_error(server, connection, 415, MCP_INVALID_REQUEST, "Content-Type must be application/json");
+  const char *accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+  if (!header_lists(accept, "application/json") || !header_lists(accept, "text/event-stream"))
+    return queue_error(server, connection, 406, MCP_INVALID_REQUEST,
+                       "Accept must list application/json and text/event-stream");
+  if (request->too_large) {
+    char text[120];
+    snprintf(text, sizeof text, "request body larger than %zu bytes", server->options.max_body_bytes);
+    return queue_error(server, connection, 413, MCP_INVALID_REQUEST, text);
+  }
+  struct mcp_post post = {
+      .identity = identity,
+      .session_header = session_header,
+      .version_header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "MCP-Protocol-Version"),
+      .body = request->body ? request->body : "",
+      .length = request->length,
+  };
+  struct MHD_Response *response = mcp_protocol_post(server, &post, &status);
+  return queue(server, connection, status, response);
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version, const char *upload_data,
+                                      size_t *upload_data_size, void **con_cls) {
+  (void)version;
+  mcp_server *server = cls;
+  struct request *request = *con_cls;
+  if (request == NULL) {
+    request = calloc(1, sizeof *request);
+    if (request == NULL) return MHD_NO;
+    clock_gettime(CLOCK_MONOTONIC, &request->start);
+    *con_cls = request;
+    const char *length =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length && strtoull(length, NULL, 10) > server->options.max_body_bytes) {
+      /* refused before reading the body; the connection is closed after the answer */
+      char text[120];
+      snprintf(text, sizeof text, "request body larger than %zu bytes", server->options.max_body_bytes);
+      return queue_error(server, connection, 413, MCP_INVALID_REQUEST, text);
+    }
+    return MHD_YES;
+  }
+  if (*upload_data_size > 0) {
+    size_t size = *upload_data_size;
+    *upload_data_size = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - request->start.tv_sec > 4 * (time_t)server->options.connection_timeout_s)
+      return MHD_NO; /* a body trickled in too slowly (slowloris) */
+    if (request->too_large || request->length + size > server->options.max_body_bytes) {
+      request->too_large = true;
+      request->discarded += size;
+      if (request->discarded > 4 * server->options.max_body_bytes) return MHD_NO; /* stop reading */
+      return MHD_YES;
+    }
+    if (request->length + size + 1 > request->capacity) {
+      size_t capacity = request->capacity ? request->capacity : 8192;
+      while (capacity < request->length + size + 1) capacity *= 2;
+      char *grown = realloc(request->body, capacity);
+      if (grown == NULL) return MHD_NO;
+      request->body = grown;
+      request->capacity = capacity;
+    }
+    memcpy(request->body + request->length, upload_data, size);
+    request->length += size;
+    request->body[request->length] = '\0';
+    return MHD_YES;
+  }
+  char gateway[128];
+  if (endpoint_gateway(server, url, gateway, sizeof gateway))
+    return handle_endpoint(server, connection, method, request, gateway);
+  if (strcmp(method, "GET") == 0 && server->handlers.http_get) {
+    char *body = NULL;
+    size_t length = 0;
+    const char *content_type = "text/plain";
+    if (server->handlers.http_get(server->handlers.context, url, &body, &length, &content_type) == 0) {
+      struct MHD_Response *response = MHD_create_response_from_buffer(length, body, MHD_RESPMEM_MUST_FREE);
+      MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+      return queue(server, connection, 200, response);
+    }
+  }
+  return queue_error(server, connection, 404, MCP_INVALID_REQUEST, "not found");
+}
+
+static void request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                              enum MHD_RequestTerminationCode code) {
+  (void)cls;
+  (void)connection;
+  (void)code;
+  struct request *request = *con_cls;
+  if (request == NULL) return;
+  free(request->body);
+  free(request);
+  *con_cls = NULL;
+}
+
+static void http_log(void *cls, const char *format, va_list arguments) {
+  (void)cls;
+  char text[512];
+  vsnprintf(text, sizeof text, format, arguments);
+  size_t length = strlen(text);
+  while (length && (text[length - 1] == '\n' || text[length - 1] == '\r')) text[--length] = '\0';
+  fprintf(stderr, "level=warn component=http msg=\"%s\"\n", text);
+}
+
+static int parse_listen(const char *listen, struct sockaddr_storage *address, socklen_t *length,
+                        dome_error *err) {
+  char host[256];
+  const char *port;
+  if (listen[0] == '[') {
+    const char *close = strchr(listen, ']');
+    if (close == NULL || close[1] != ':' || (size_t)(close - listen - 1) >= sizeof host)
+      return dome_error_set(err, EINVAL, "listen address `%s`: expected [ADDR6]:PORT", listen);
+    memcpy(host, listen + 1, (size_t)(close - listen - 1));
+    host[close - listen - 1] = '\0';
+    port = close + 2;
+  } else {
+    const char *colon = strrchr(listen, ':');
+    if (colon == NULL || (size_t)(colon - listen) >= sizeof host)
+      return dome_error_set(err, EINVAL, "listen address `%s`: expected ADDR:PORT", listen);
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    port = colon + 1;
+  }
+  char *end;
+  unsigned long number = strtoul(port, &end, 10);
+  if (*port == '\0' || *end != '\0' || number > 65535)
+    return dome_error_set(err, EINVAL, "listen address `%s`: invalid port", listen);
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE},
+                  *result;
+  int rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &result);
+  if (rc != 0) return dome_error_set(err, EINVAL, "listen address `%s`: %s", listen, gai_strerror(rc));
+  memcpy(address, result->ai_addr, result->ai_addrlen);
+  *length = result->ai_addrlen;
+  freeaddrinfo(result);
+  return 0;
+}
+
+int mcp_server_start(const struct mcp_server_options *options, const struct mcp_handlers *handlers,
+                     mcp_server **out, dome_error *err) {
+  struct sockaddr_storage address;
+  socklen_t address_length;
+  int rc = parse_listen(options->listen, &address, &address_length, err);
+  if (rc < 0) return rc;
+  if ((options->tls_cert_pem == NULL) != (options->tls_key_pem == NULL))
+    return dome_error_set(err, EINVAL, "TLS needs both a certificate and a key");
+  if (options->tls_cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+    return dome_error_set(err, ENOTSUP, "this libmicrohttpd has no TLS support");
+  mcp_server *server = calloc(1, sizeof *server);
+  if (server == NULL) return dome_error_set(err, ENOMEM, "allocate server");
+  server->options = *options;
+  server->handlers = *handlers;
+  server->path = strdup(options->path ? options->path : "/mcp");
+  if (!server->options.max_body_bytes) server->options.max_body_bytes = 4u << 20;
+  if (!server->options.connection_timeout_s) server->options.connection_timeout_s = 30;
+  if (!server->options.max_connections) server->options.max_connections = 1024;
+  if (!server->options.max_sessions) server->options.max_sessions = 4096;
+  if (!server->options.session_idle_timeout_s) server->options.session_idle_timeout_s = 3600;
+  if (!server->options.server_name) server->options.server_name = "dome";
+  if (!server->options.server_version) server->options.server_version = "0";
+  server->options.path = server->path;
+  server->options.listen = NULL;
+  server->options.tls_cert_pem = server->options.tls_key_pem = NULL;
+  if (options->allowed_origins) {
+    size_t count = 0;
+    while (options->allowed_origins[count]) count++;
+    server->allowed_origins = calloc(count + 1, sizeof(char *));
+    for (size_t i = 0; server->allowed_origins && i < count; i++)
+      server->allowed_origins[i] = strdup(options->allowed_origins[i]);
+  }
+  server->options.allowed_origins = NULL;
+  server->sessions = calloc(server->options.max_sessions, sizeof server->sessions[0]);
+  pthread_mutex_init(&server->lock, NULL);
+  pthread_cond_init(&server->idle, NULL);
+
+  unsigned flags =
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  if (address.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  struct MHD_OptionItem items[16];
+  size_t n = 0;
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)http_log, NULL};
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &address};
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_completed, NULL};
+  items[n++] =
+      (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, server->options.connection_timeout_s, NULL};
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, server->options.max_connections, NULL};
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, 512 * 1024, NULL};
+  if (options->tls_cert_pem) {
+    flags |= MHD_USE_TLS;
+    server->tls_cert = strdup(options->tls_cert_pem);
+    server->tls_key = strdup(options->tls_key_pem);
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, server->tls_cert};
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, server->tls_key};
+  }
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  errno = 0;
+  server->daemon =
+      MHD_start_daemon(flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+  if (server->daemon == NULL) {
+    int saved = errno ? errno : EADDRINUSE;
+    server->daemon = NULL;
+    mcp_server_stop(server);
+    return dome_error_set_errno(err, saved, "listen on `%s`", options->listen);
+  }
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  server->port = info ? info->port : 0;
+  *out = server;
+  return 0;
+}
+
+uint16_t mcp_server_port(const mcp_server *server) {
+  return server->port;
+}
+
+void mcp_server_quiesce(mcp_server *server) {
+  if (server && server->daemon) {
+    MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+  }
+}
+
+void mcp_server_cancel_all(mcp_server *server) {
+  pthread_mutex_lock(&server->lock);
+  server->stopping = true;
+  for (size_t i = 0; i < server->session_count; i++)
+    for (mcp_call *call = server->sessions[i]->calls; call; call = call->next_in_session)
+      mcp_call_cancel(call);
+  pthread_mutex_unlock(&server->lock);
+}
+
+bool mcp_server_wait_idle(mcp_server *server, unsigned timeout_ms) {
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += timeout_ms / 1000;
+  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&server->lock);
+  while (server->calls_active > 0)
+    if (pthread_cond_timedwait(&server->idle, &server->lock, &deadline) == ETIMEDOUT) break;
+  bool idle = server->calls_active == 0;
+  pthread_mutex_unlock(&server->lock);
+  return idle;
+}
+
+void mcp_server_stop(mcp_server *server) {
+  if (server == NULL) return;
+  mcp_server_cancel_all(server);
+  mcp_server_wait_idle(server, 30000);
+  mcp_session_close_all(server);
+  if (server->daemon) MHD_stop_daemon(server->daemon);
+  mcp_server_wait_idle(server, 5000);
+  if (server->allowed_origins)
+    for (char **origin = server->allowed_origins; *origin; origin++) free(*origin);
+  free(server->allowed_origins);
+  free(server->sessions);
+  free(server->path);
+  free(server->tls_cert);
+  free(server->tls_key);
+  pthread_mutex_destroy(&server->lock);
+  pthread_cond_destroy(&server->idle);
+  free(server);
+}
+
+void mcp_server_get_stats(mcp_server *server, struct mcp_server_stats *stats) {
+  pthread_mutex_lock(&server->lock);
+  *stats = server->stats;
+  pthread_mutex_unlock(&server->lock);
+}

@@ -1,0 +1,166 @@
+/* MCP server: the Streamable HTTP transport and the server side of the Model Context Protocol.
+ *
+ * Implements the MCP specification revision 2025-11-25 (basic/transports "Streamable HTTP",
+ * basic/lifecycle, server/tools, basic/utilities cancellation, progress and ping) and negotiates the
+ * revisions 2025-06-18 and 2025-03-26 as well. Transport behaviour:
+ *   - one endpoint per gateway: `path` (the `Default` gateway, e.g. /mcp) and /gateways/<name>/mcp;
+ *   - POST carries one JSON-RPC message (batches are refused with -32600); notifications and responses
+ *     get 202; requests get an application/json body, except tools/call which answers with a
+ *     text/event-stream carrying notifications/progress and then the response;
+ *   - GET on an endpoint answers 405 (no server-initiated stream); DELETE ends the session;
+ *   - Mcp-Session-Id: 256 random bits (libsodium), hex; missing on a non-initialize request -> 400,
+ *     unknown or expired -> 404; MCP-Protocol-Version: unsupported or not the negotiated one -> 400
+ *     (absent: the negotiated one is assumed);
+ *   - Origin, when present, must be in the allowed list (default: loopback origins) else 403;
+ *   - Authorization: Bearer <token> on every request, resolved by the authenticate handler
+ *     (401 with WWW-Authenticate on failure); X-Dome-Act-As passes a delegated identity through;
+ *   - bodies bounded (413), idle connections closed after a timeout (slowloris), connections capped.
+ * JSON-RPC error codes: -32700 parse error (HTTP 400), -32600 invalid request (HTTP 400),
+ * -32601 method not found, -32602 invalid params, -32603 internal error (HTTP 200 bodies).
+ *
+ * Threads: libmicrohttpd runs one thread per connection; each tools/call runs in its own thread so
+ * that its progress streams while it runs. Handlers must be thread-safe. */
+#ifndef DOME_MCP_MCP_H
+#define DOME_MCP_MCP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "supervisor/common/error.h"
+
+#define MCP_PROTOCOL_LATEST "2025-11-25"
+#define MCP_GATEWAY_DEFAULT "Default"
+
+/* JSON-RPC 2.0 error codes (JSON-RPC 2.0 section 5.1). */
+enum {
+  MCP_PARSE_ERROR = -32700,
+  MCP_INVALID_REQUEST = -32600,
+  MCP_METHOD_NOT_FOUND = -32601,
+  MCP_INVALID_PARAMS = -32602,
+  MCP_INTERNAL_ERROR = -32603,
+  MCP_SERVER_OVERLOADED = -32000, /* implementation-defined server error: too many concurrent calls */
+};
+
+typedef struct mcp_server mcp_server;
+typedef struct mcp_call mcp_call;
+
+/* Who is calling, as resolved by the authenticate handler. */
+typedef struct mcp_identity {
+  char agent[256];   /* agent name: the Cedar principal Dome::Agent::"<agent>" */
+  char actas[256];   /* X-Dome-Act-As header value, "" when absent (delegated identity) */
+  char gateway[128]; /* the endpoint's gateway: "Default" for `path`, else <name> of /gateways/<name>/mcp */
+} mcp_identity;
+
+struct mcp_handlers {
+  void *context; /* passed to every handler */
+  /* Resolve a bearer token (NULL when the request has no Authorization: Bearer header) for the
+   * gateway endpoint in identity->gateway. Fill identity->agent and return 0; return -EACCES (401:
+   * missing, invalid, suspended or revoked token) or -EPERM (403: agent not granted this gateway),
+   * with err->message a one-line reason that is sent to the client. */
+  int (*authenticate)(void *context, const char *bearer_token, mcp_identity *identity, dome_error *err);
+  /* tools/list: a new reference to a JSON array of MCP Tool objects visible to the identity. */
+  json_t *(*list_tools)(void *context, const mcp_identity *identity);
+  /* tools/call: called in its own thread. Return a new reference to a CallToolResult object, or
+   * NULL with *rpc_error set to a JSON-RPC error code and err->message (e.g. -32602 unknown tool,
+   * MCP_SERVER_OVERLOADED). `arguments` is borrowed (an object, possibly empty). */
+  json_t *(*call_tool)(void *context, const mcp_identity *identity, const char *name, json_t *arguments,
+                       mcp_call *call, int *rpc_error, dome_error *err);
+  /* Optional: GET on other paths (e.g. /metrics). Return 0 with a malloc'd *body (freed by the server)
+   * of *length bytes and a static *content_type, or -ENOENT for 404. */
+  int (*http_get)(void *context, const char *path, char **body, size_t *length, const char **content_type);
+};
+
+struct mcp_server_options {
+  const char *listen;                 /* "ADDR:PORT", "[ADDR6]:PORT"; PORT 0 picks a free one */
+  const char *path;                   /* endpoint of the Default gateway, e.g. "/mcp" */
+  const char *tls_cert_pem;           /* PEM contents (not paths); both set -> HTTPS through GnuTLS */
+  const char *tls_key_pem;            /* PEM contents */
+  size_t max_body_bytes;              /* largest accepted POST body, bytes (0: 4 MiB) */
+  unsigned connection_timeout_s;      /* idle connection timeout, seconds (0: 30) */
+  unsigned max_connections;           /* concurrent connections (0: 1024) */
+  unsigned max_sessions;              /* live sessions (0: 4096) */
+  unsigned session_idle_timeout_s;    /* sessions unused this long expire, seconds (0: 3600) */
+  const char *const *allowed_origins; /* NULL-terminated list of exact origins; NULL: loopback only */
+  const char *server_name;            /* serverInfo.name */
+  const char *server_version;         /* serverInfo.version */
+  const char *instructions;           /* InitializeResult.instructions, or NULL */
+};
+
+/* Counters for /metrics. */
+struct mcp_server_stats {
+  uint64_t http_requests;    /* requests answered */
+  uint64_t http_errors;      /* answered with a 4xx/5xx status */
+  uint64_t unauthorized;     /* 401 */
+  uint64_t sessions_active;  /* live sessions */
+  uint64_t sessions_created; /* since start */
+  uint64_t calls_active;     /* tools/call in flight */
+};
+
+/* Start listening. The handlers struct is copied. Returns 0 and *server, or -EINVAL (bad listen
+ * address, TLS material refused), -EADDRINUSE / -errno (bind failure) with *err. */
+int mcp_server_start(const struct mcp_server_options *options, const struct mcp_handlers *handlers,
+                     mcp_server **server, dome_error *err);
+
+/* The TCP port actually bound (useful with port 0). */
+uint16_t mcp_server_port(const mcp_server *server);
+
+/* Stop accepting new connections (SIGTERM, first step). Running calls continue. */
+void mcp_server_quiesce(mcp_server *server);
+
+/* Cancel every in-flight tools/call (their cancel fds become readable) without waiting. */
+void mcp_server_cancel_all(mcp_server *server);
+
+/* Wait until no tools/call is in flight, at most timeout_ms milliseconds. Returns true when idle. */
+bool mcp_server_wait_idle(mcp_server *server, unsigned timeout_ms);
+
+/* Stop: close all connections and sessions, wait for call threads, free. NULL is a no-op. */
+void mcp_server_stop(mcp_server *server);
+
+void mcp_server_get_stats(mcp_server *server, struct mcp_server_stats *stats);
+
+/* --- for call_tool handlers --- */
+
+/* True when the request carried params._meta.progressToken. */
+bool mcp_call_wants_progress(const mcp_call *call);
+
+/* Send notifications/progress (MCP basic/utilities/progress) with a progress value that increases on
+ * every call (bytes so far) and `message` (e.g. a redacted stdout chunk, UTF-8; may be NULL).
+ * No-op without a progress token. Thread-safe. */
+void mcp_call_progress(mcp_call *call, double progress, const char *message);
+
+/* A file descriptor (eventfd) that becomes readable when the client cancels the request
+ * (notifications/cancelled), ends the session, or the server shuts down. Owned by the call. */
+int mcp_call_cancel_fd(const mcp_call *call);
+bool mcp_call_cancelled(const mcp_call *call);
+
+/* The protocol revision negotiated for the call's session, e.g. "2025-11-25". */
+const char *mcp_call_protocol_version(const mcp_call *call);
+
+/* The JSON-RPC id of the request, as compact JSON text (for the journal). */
+const char *mcp_call_request_id(const mcp_call *call);
+
+/* The session id (hex) of the call. */
+const char *mcp_call_session_id(const mcp_call *call);
+
+/* --- JSON-RPC helpers (exposed for tests) --- */
+
+enum mcp_message_kind {
+  MCP_MESSAGE_INVALID,
+  MCP_MESSAGE_REQUEST,
+  MCP_MESSAGE_NOTIFICATION,
+  MCP_MESSAGE_RESPONSE
+};
+
+/* Classify one decoded JSON-RPC 2.0 message; on MCP_MESSAGE_INVALID *why names the offending member. */
+enum mcp_message_kind mcp_message_classify(const json_t *message, const char **why);
+
+/* The revision to answer an initialize request asking for `requested` (NULL: not given): the same
+ * when supported, else MCP_PROTOCOL_LATEST. */
+const char *mcp_negotiate_version(const char *requested);
+
+/* True when `version` is one of the supported revisions. */
+bool mcp_version_supported(const char *version);
+
+#endif

@@ -1,0 +1,99 @@
+/* Private structures of the MCP server, shared by its files. */
+#ifndef DOME_MCP_INTERNAL_H
+#define DOME_MCP_INTERNAL_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "supervisor/mcp/mcp.h"
+
+#define MCP_SESSION_ID_BYTES 32
+
+struct mcp_session {
+  char id[MCP_SESSION_ID_BYTES * 2 + 1];
+  char agent[256];
+  char gateway[128];
+  char protocol_version[16];
+  bool initialized;
+  bool closed;
+  time_t last_used;
+  int refs;               /* table + requests holding it; under server->lock */
+  struct mcp_call *calls; /* in-flight tools/call; under server->lock */
+};
+
+struct mcp_call {
+  mcp_server *server;
+  struct mcp_session *session;
+  json_t *request_id;
+  json_t *progress_token;
+  char *request_id_text;
+  char *tool_name;
+  json_t *arguments;
+  mcp_identity identity;
+  char protocol_version[16];
+  char session_id[MCP_SESSION_ID_BYTES * 2 + 1];
+  int cancel_fd;
+  atomic_bool cancelled;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  char *out; /* SSE bytes not yet sent */
+  size_t out_length, out_capacity, out_sent;
+  bool done;        /* no more bytes will be appended */
+  bool stream_gone; /* the HTTP response was destroyed */
+  double last_progress;
+  int refs;                         /* under lock */
+  struct mcp_call *next_in_session; /* under server->lock */
+};
+
+struct mcp_server {
+  struct MHD_Daemon *daemon;
+  struct mcp_server_options options;
+  struct mcp_handlers handlers;
+  char *path;
+  char *tls_cert, *tls_key;
+  char **allowed_origins;
+  uint16_t port;
+  pthread_mutex_t lock;
+  pthread_cond_t idle;
+  struct mcp_session **sessions;
+  size_t session_count;
+  unsigned calls_active;
+  bool stopping;
+  struct mcp_server_stats stats;
+};
+
+/* jsonrpc.c */
+json_t *mcp_jsonrpc_error(const json_t *id, int code, const char *message);
+json_t *mcp_jsonrpc_result(const json_t *id, json_t *result /* stolen */);
+
+/* session.c (all take server->lock themselves) */
+int mcp_session_create(mcp_server *server, const mcp_identity *identity, const char *version,
+                       struct mcp_session **session);
+struct mcp_session *mcp_session_find(mcp_server *server, const char *id); /* +1 ref or NULL */
+void mcp_session_release(mcp_server *server, struct mcp_session *session);
+void mcp_session_close(mcp_server *server, struct mcp_session *session); /* remove from table, cancel calls */
+void mcp_session_close_all(mcp_server *server);
+void mcp_session_cancel_request(mcp_server *server, struct mcp_session *session, const json_t *request_id);
+
+/* call.c */
+int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
+                   const json_t *request_id, const char *name, json_t *arguments,
+                   const json_t *progress_token, struct MHD_Response **response, dome_error *err);
+void mcp_call_cancel(mcp_call *call);
+
+/* protocol.c: handle one POSTed message; returns the HTTP response queued by the caller. */
+struct mcp_post {
+  mcp_identity identity;
+  const char *session_header;
+  const char *version_header;
+  const char *body;
+  size_t length;
+};
+struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post *post, unsigned *status);
+struct MHD_Response *mcp_protocol_delete(mcp_server *server, const mcp_identity *identity,
+                                         const char *session_header, unsigned *status);
+struct MHD_Response *mcp_http_json_response(json_t *body /* stolen, may be NULL */);
+
+#endif

@@ -1,0 +1,377 @@
+/* The egress side of a supervisor: open/close, the egress namespace and pasta (user mode), the host
+ * table (routed mode), and reclaim of what a crashed supervisor left in the state directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netlink/netlink.h>
+#include <netlink/route/link.h>
+
+#include "supervisor/common/cleanup.h"
+#include "supervisor/net/net_internal.h"
+
+#define TAP_NAME "dometap"
+#define PASTA_READY_TIMEOUT_MS 5000
+
+extern char **environ;
+
+static int read_small_file(const char *path, char *out, size_t size) {
+  _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  ssize_t n = read(fd, out, size - 1);
+  if (n < 0) return -errno;
+  out[n] = '\0';
+  return (int)n;
+}
+
+static int ip_forward_enabled(void) {
+  char text[8];
+  if (read_small_file("/proc/sys/net/ipv4/ip_forward", text, sizeof text) < 0) return 0;
+  return text[0] == '1';
+}
+
+/* ---- reclaim ---- */
+
+/* The pasta recorded in pasta.pid is ours only if its command line still names our state directory. */
+static int reclaim_pasta(const char *state_dir) {
+  char path[PATH_MAX + 16], text[32], cmdline[4096];
+  snprintf(path, sizeof path, "%s/pasta.pid", state_dir);
+  if (read_small_file(path, text, sizeof text) <= 0) return 0;
+  long pid = strtol(text, NULL, 10);
+  int removed = 0;
+  if (pid > 1) {
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/%ld/cmdline", pid);
+    int n = read_small_file(proc, cmdline, sizeof cmdline);
+    for (int i = 0; i < n; i++)
+      if (cmdline[i] == '\0') cmdline[i] = ' ';
+    if (n > 0 && strstr(cmdline, path) != NULL && kill((pid_t)pid, SIGKILL) == 0) removed = 1;
+  }
+  unlink(path);
+  return removed;
+}
+
+int dome_net_reclaim(const struct dome_net_config *config, dome_error *err) {
+  const char *state_dir = config->state_dir ? config->state_dir : DOME_NET_DEFAULT_STATE_DIR;
+  DIR *dir = opendir(state_dir);
+  if (dir == NULL)
+    return errno == ENOENT ? 0 : dome_error_set_errno(err, errno, "open state directory `%s`", state_dir);
+  int removed = reclaim_pasta(state_dir);
+  struct nl_sock *sock = NULL;
+  bool routed_leftover = false;
+  struct dirent *entry;
+  while ((entry = readdir(dir)) != NULL) {
+    unsigned slot;
+    char extra;
+    if (sscanf(entry->d_name, "slot-%u%c", &slot, &extra) != 1) continue;
+    char path[PATH_MAX + 300], content[64] = "";
+    snprintf(path, sizeof path, "%s/%s", state_dir, entry->d_name);
+    read_small_file(path, content, sizeof content);
+    /* "routed domeh7": the link lives in the host namespace and must go; in user mode it died with the
+     * egress namespace when its pasta was reclaimed. */
+    char mode[16], link[16];
+    if (sscanf(content, "%15s %15s", mode, link) == 2 && strcmp(mode, "routed") == 0 &&
+        strncmp(link, DOME_NET_LINK_PREFIX, strlen(DOME_NET_LINK_PREFIX)) == 0) {
+      routed_leftover = true;
+      if (sock == NULL && net_nl_open(&sock, NULL) < 0) sock = NULL;
+      if (sock && net_link_delete(sock, link, NULL) == 0) removed++;
+    }
+    unlink(path);
+  }
+  closedir(dir);
+  net_nl_close(sock);
+  char marker[PATH_MAX + 16];
+  snprintf(marker, sizeof marker, "%s/routed", state_dir);
+  if (access(marker, F_OK) == 0 || routed_leftover) {
+    if (net_nft_table_remove(NULL, NULL) == 0) removed++;
+    unlink(marker);
+  }
+  return removed;
+}
+
+/* ---- open / close ---- */
+
+/* Make the egress side's netlink socket and nftables context in the calling thread's namespace. */
+static int open_egress_handles(struct dome_net *net, dome_error *err) {
+  int r = net_nl_open(&net->egress_sock, err);
+  if (r < 0) return r;
+  net->egress_nft = net_nft_context();
+  if (net->egress_nft == NULL) return dome_error_set(err, ENOMEM, "nftables: cannot create a context");
+  return 0;
+}
+
+static int setup_egress_namespace(void *arg, dome_error *err) {
+  struct dome_net *net = arg;
+  int r = open_egress_handles(net, err);
+  if (r < 0) return r;
+  if ((r = net_link_set_up(net->egress_sock, "lo", err)) < 0) return r;
+  /* Forwarding in the egress namespace only (a per-namespace setting; the host's stays as it is). */
+  _cleanup_close_ int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, "1\n", 2) != 2)
+    return dome_error_set_errno(err, errno, "enable forwarding in the egress namespace");
+  return net_nft_table_install(net->egress_nft, net->pool, err);
+}
+
+struct tap_wait {
+  int ready;
+};
+
+static int check_tap(void *arg, dome_error *err) {
+  struct tap_wait *wait = arg;
+  struct nl_sock *sock = NULL;
+  int r = net_nl_open(&sock, err);
+  if (r < 0) return r;
+  struct rtnl_link *link = NULL;
+  wait->ready = rtnl_link_get_kernel(sock, 0, TAP_NAME, &link) >= 0 && (rtnl_link_get_flags(link) & IFF_UP);
+  if (link) rtnl_link_put(link);
+  net_nl_close(sock);
+  return 0;
+}
+
+static int start_pasta(struct dome_net *net, dome_error *err) {
+  char netns_path[64], pid_path[PATH_MAX + 16], address[16], gateway[16], length[8];
+  /* pasta opens its own inherited descriptor: opening ours through /proc/<pid>/fd would need ptrace
+   * access, which pasta (having dropped its capabilities) does not have over the supervisor. */
+  snprintf(netns_path, sizeof netns_path, "/proc/self/fd/%d", net->egress_netns_fd);
+  snprintf(pid_path, sizeof pid_path, "%s/pasta.pid", net->state_dir);
+  uint32_t gw, tap;
+  int r = dome_net_slot_addresses(net->pool, net->block_length, 0, &gw, &tap, err);
+  if (r < 0) return r;
+  net_format_ipv4(tap, address);
+  net_format_ipv4(gw, gateway);
+  snprintf(length, sizeof length, "%u", net->block_length);
+  /* No port forwarding in either direction (-t/-u/-T/-U none): nothing outside reaches a jail and the
+   * jails cannot reach the host's loopback through pasta; --no-map-gw keeps the gateway address from
+   * standing for the host. --runas 0: this pasta drops to nobody before joining the namespace. */
+  char *argv[] = {net->pasta_path,
+                  "-f",
+                  "-q",
+                  "--runas",
+                  "0",
+                  "--netns",
+                  netns_path,
+                  "--no-netns-quit",
+                  "--config-net",
+                  "-I",
+                  TAP_NAME,
+                  "-4",
+                  "-a",
+                  address,
+                  "-n",
+                  length,
+                  "-g",
+                  gateway,
+                  "--no-map-gw",
+                  "--no-dhcp",
+                  "--no-ndp",
+                  "--no-dhcpv6",
+                  "--no-ra",
+                  "-t",
+                  "none",
+                  "-u",
+                  "none",
+                  "-T",
+                  "none",
+                  "-U",
+                  "none",
+                  "-P",
+                  pid_path,
+                  NULL};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, net->egress_netns_fd, net->egress_netns_fd); /* clears CLOEXEC */
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  char log_path[PATH_MAX + 16];
+  snprintf(log_path, sizeof log_path, "%s/pasta.log", net->state_dir);
+  posix_spawn_file_actions_addopen(&actions, 2, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid;
+  r = posix_spawn(&pid, net->pasta_path, &actions, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (r != 0) return dome_error_set_errno(err, r, "start `%s`", net->pasta_path);
+  net->pasta_pid = pid;
+  /* Record it now (pasta writes the same file later, -P): a crash right after this still leaves the
+   * pid for dome_net_reclaim. */
+  FILE *pid_file = fopen(pid_path, "we");
+  if (pid_file) {
+    fprintf(pid_file, "%d\n", (int)pid);
+    fclose(pid_file);
+  }
+  for (int waited = 0; waited < PASTA_READY_TIMEOUT_MS; waited += 5) {
+    struct tap_wait wait = {0};
+    if ((r = net_in_netns(net->egress_netns_fd, check_tap, &wait, err)) < 0) return r;
+    if (wait.ready) return 0;
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      net->pasta_pid = 0;
+      return dome_error_set(err, EIO, "`%s` exited (status %d) before its interface came up (see %s)",
+                            net->pasta_path, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                            log_path);
+    }
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+  }
+  return dome_error_set(err, ETIMEDOUT, "pasta: interface " TAP_NAME " not up after %d ms",
+                        PASTA_READY_TIMEOUT_MS);
+}
+
+static int choose_pool(struct dome_net *net, const struct dome_net_config *config, dome_error *err) {
+  struct nl_sock *sock = NULL;
+  int r = net_nl_open(&sock, err);
+  if (r < 0) return r;
+  enum { HOST_PREFIX_MAX = 4096 };
+  _cleanup_free_ struct dome_net_prefix *host = calloc(HOST_PREFIX_MAX, sizeof *host);
+  size_t host_count = 0;
+  r = host ? net_host_prefixes(sock, host, HOST_PREFIX_MAX, &host_count, err)
+           : dome_error_set(err, ENOMEM, "host routes: out of memory");
+  net_nl_close(sock);
+  if (r < 0) return r;
+  if (config->pool.length == 0) return dome_net_choose_pool(host, host_count, 16, &net->pool, err);
+  for (size_t i = 0; i < host_count; i++) {
+    if (host[i].length != 0 && dome_net_prefix_overlaps(config->pool, host[i])) {
+      char text[16], pool_text[16];
+      net_format_ipv4(host[i].address, text);
+      net_format_ipv4(config->pool.address, pool_text);
+      return dome_error_set(err, EADDRINUSE, "address pool %s/%u overlaps the host's %s/%u", pool_text,
+                            config->pool.length, text, host[i].length);
+    }
+  }
+  net->pool = config->pool;
+  return 0;
+}
+
+int dome_net_open(const struct dome_net_config *config, struct dome_net **net_out, dome_error *err) {
+  struct dome_net_config defaults = {0};
+  if (config == NULL) config = &defaults;
+  if (config->mode != DOME_NET_MODE_AUTO && config->mode != DOME_NET_MODE_USER &&
+      config->mode != DOME_NET_MODE_ROUTED)
+    return dome_error_set(err, 0, "network mode %d: expected auto, user or routed", (int)config->mode);
+  uint8_t block = config->block_length ? config->block_length : 30;
+  if (block != 30 && block != 31)
+    return dome_error_set(err, 0, "pool block length /%u: must be 30 or 31", block);
+  struct dome_net *net = calloc(1, sizeof *net);
+  if (net == NULL) return dome_error_set(err, ENOMEM, "network: out of memory");
+  net->mode = config->mode;
+  pthread_mutex_init(&net->lock, NULL);
+  if (net->mode == DOME_NET_MODE_AUTO)
+    net->mode = ip_forward_enabled() ? DOME_NET_MODE_ROUTED : DOME_NET_MODE_USER;
+  net->egress_netns_fd = -1;
+  net->block_length = block;
+  net->mtu = config->mtu ? config->mtu : (net->mode == DOME_NET_MODE_USER ? 65520 : 1500);
+  snprintf(net->state_dir, sizeof net->state_dir, "%s",
+           config->state_dir ? config->state_dir : DOME_NET_DEFAULT_STATE_DIR);
+  snprintf(net->pasta_path, sizeof net->pasta_path, "%s",
+           config->pasta_path ? config->pasta_path : DOME_NET_DEFAULT_PASTA);
+  int r;
+  if (mkdir(net->state_dir, 0700) < 0 && errno != EEXIST) {
+    r = dome_error_set_errno(err, errno, "create state directory `%s`", net->state_dir);
+    goto fail;
+  }
+  if ((r = dome_net_reclaim(config, err)) < 0) goto fail;
+  if ((r = choose_pool(net, config, err)) < 0) goto fail;
+  if (net->pool.length > block) {
+    r = dome_error_set(err, 0, "address pool /%u is shorter than one /%u block", net->pool.length, block);
+    goto fail;
+  }
+  uint64_t slots = 1ull << (block - net->pool.length);
+  net->slot_count = slots > 65536 ? 65536 : (uint32_t)slots;
+  net->slot_used = calloc(net->slot_count, 1);
+  if (net->slot_used == NULL) {
+    r = dome_error_set(err, ENOMEM, "network: out of memory");
+    goto fail;
+  }
+  net->slot_used[0] = 1; /* the egress side's own link (pasta's tap) */
+  if (net->mode == DOME_NET_MODE_ROUTED) {
+    if (!ip_forward_enabled()) {
+      r = dome_error_set(
+          err, ENOTSUP,
+          "routed egress needs net.ipv4.ip_forward=1, which dome never sets: enable it (sysctl) or "
+          "use the user-mode egress (pasta)");
+      goto fail;
+    }
+    char marker[PATH_MAX + 16];
+    snprintf(marker, sizeof marker, "%s/routed", net->state_dir);
+    _cleanup_close_ int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if ((r = open_egress_handles(net, err)) < 0) goto fail;
+    if ((r = net_nft_table_install(net->egress_nft, net->pool, err)) < 0) goto fail;
+  } else {
+    if (access(net->pasta_path, X_OK) < 0) {
+      r = dome_error_set_errno(err, errno, "user-mode egress needs pasta (Debian package passt): `%s`",
+                               net->pasta_path);
+      goto fail;
+    }
+    if ((r = net_netns_create(err)) < 0) goto fail;
+    net->egress_netns_fd = r;
+    if ((r = net_in_netns(net->egress_netns_fd, setup_egress_namespace, net, err)) < 0) goto fail;
+    if ((r = start_pasta(net, err)) < 0) goto fail;
+  }
+  *net_out = net;
+  return 0;
+fail:
+  dome_error_wrap(err, "open jail networking (%s mode)", net->mode == DOME_NET_MODE_USER ? "user" : "routed");
+  dome_net_close(net);
+  return r;
+}
+
+void dome_net_close(struct dome_net *net) {
+  if (net == NULL) return;
+  while (net->jails) dome_net_jail_teardown(net, net->jails, NULL);
+  if (net->pasta_pid > 0) {
+    kill(net->pasta_pid, SIGTERM);
+    waitpid(net->pasta_pid, NULL, 0);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/pasta.pid", net->state_dir);
+    unlink(path);
+  }
+  if (net->mode == DOME_NET_MODE_ROUTED && net->egress_nft) {
+    net_nft_table_remove(net->egress_nft, NULL);
+    char marker[PATH_MAX + 16];
+    snprintf(marker, sizeof marker, "%s/routed", net->state_dir);
+    unlink(marker);
+  }
+  net_nft_context_free(net->egress_nft);
+  net_nl_close(net->egress_sock);
+  if (net->egress_netns_fd >= 0) close(net->egress_netns_fd); /* the namespace and its links go with it */
+  free(net->slot_used);
+  pthread_mutex_destroy(&net->lock);
+  free(net);
+}
+
+enum dome_net_mode dome_net_mode_in_effect(const struct dome_net *net) {
+  return net->mode;
+}
+
+const char *dome_net_mode_name(enum dome_net_mode mode) {
+  return mode == DOME_NET_MODE_USER ? "user" : mode == DOME_NET_MODE_ROUTED ? "routed" : "auto";
+}
+
+void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *report) {
+  memset(report, 0, sizeof *report);
+  if (pasta_path == NULL) pasta_path = DOME_NET_DEFAULT_PASTA;
+  report->ip_forward = ip_forward_enabled();
+  report->pasta = access(pasta_path, X_OK) == 0;
+  report->nftables = net_nft_run(NULL, "list tables\n", NULL) == 0;
+  report->routed_available = report->ip_forward && report->nftables;
+  report->user_available = report->pasta && report->nftables;
+  report->auto_mode = report->ip_forward ? DOME_NET_MODE_ROUTED : DOME_NET_MODE_USER;
+  size_t used = 0;
+#define REASON(...)                                \
+  used += (size_t)snprintf(report->reasons + used, \
+                           used < sizeof report->reasons ? sizeof report->reasons - used : 0, __VA_ARGS__)
+  if (!report->ip_forward)
+    REASON(
+        "routed egress: net.ipv4.ip_forward is 0 (dome never changes it; set it to use --net-mode routed)\n");
+  if (!report->nftables)
+    REASON("nftables: libnftables cannot list the ruleset (package nftables, CAP_NET_ADMIN)\n");
+  if (!report->pasta) REASON("user-mode egress: `%s` not executable (Debian package passt)\n", pasta_path);
+#undef REASON
+}

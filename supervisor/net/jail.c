@@ -1,0 +1,219 @@
+/* One jail's path: slot, veth pair, addresses, routes, nftables chain; and its teardown. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <netlink/netlink.h>
+
+#include "supervisor/common/cleanup.h"
+#include "supervisor/net/net_internal.h"
+
+#define JAIL_LINK_NAME "eth0"
+
+static void slot_path(const struct dome_net *net, uint32_t slot, char *out, size_t size) {
+  snprintf(out, size, "%s/slot-%u", net->state_dir, slot);
+}
+
+/* Take the lowest free slot and record it (O_EXCL: a second supervisor on the same state directory
+ * cannot take it too). The file names the egress-side link so that reclaim can remove it. */
+static int slot_take(struct dome_net *net, struct dome_net_jail *jail, dome_error *err) {
+  for (uint32_t slot = 1; slot < net->slot_count; slot++) {
+    if (net->slot_used[slot]) continue;
+    char path[PATH_MAX + 32], content[64];
+    slot_path(net, slot, path, sizeof path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;
+      return dome_error_set_errno(err, errno, "record slot in `%s`", path);
+    }
+    snprintf(jail->link_name, sizeof jail->link_name, DOME_NET_LINK_PREFIX "%u", slot);
+    int n = snprintf(content, sizeof content, "%s %s\n",
+                     net->mode == DOME_NET_MODE_ROUTED ? "routed" : "user", jail->link_name);
+    ssize_t written = write(fd, content, (size_t)n);
+    close(fd);
+    if (written != n) {
+      unlink(path);
+      return dome_error_set_errno(err, errno ? errno : EIO, "record slot in `%s`", path);
+    }
+    net->slot_used[slot] = 1;
+    jail->slot = slot;
+    return dome_net_slot_addresses(net->pool, net->block_length, slot, &jail->gateway, &jail->address, err);
+  }
+  return dome_error_set(err, ENOSPC, "address pool exhausted (%u jails)", net->slot_count - 1);
+}
+
+static void slot_release(struct dome_net *net, uint32_t slot) {
+  char path[PATH_MAX + 32];
+  slot_path(net, slot, path, sizeof path);
+  unlink(path);
+  net->slot_used[slot] = 0;
+}
+
+struct egress_side {
+  struct dome_net *net;
+  struct dome_net_jail *jail;
+  pid_t child_pid;
+  bool link_made, chain_made;
+};
+
+/* Egress side, through the handles bound to its namespace (no namespace switch). */
+static int build_egress_side(struct egress_side *side, dome_error *err) {
+  struct nl_sock *sock = side->net->egress_sock;
+  int r =
+      net_link_veth_create(sock, side->jail->link_name, JAIL_LINK_NAME, side->child_pid, side->net->mtu, err);
+  if (r < 0) return r;
+  side->link_made = true;
+  int ifindex = net_link_ifindex(sock, side->jail->link_name, err);
+  if (ifindex < 0) return ifindex;
+  if ((r = net_address_add(sock, ifindex, side->jail->gateway, side->net->block_length, err)) < 0) return r;
+  if ((r = net_link_set_up(sock, side->jail->link_name, err)) < 0) return r;
+  if ((r = net_nft_jail_add(side->net->egress_nft, side->jail, err)) < 0) return r;
+  side->chain_made = true;
+  return 0;
+}
+
+static int undo_egress_side(struct egress_side *side, dome_error *err) {
+  int result = 0;
+  if (side->chain_made) {
+    int r = net_nft_jail_remove(side->net->egress_nft, side->jail, err);
+    if (r < 0) result = r;
+  }
+  if (side->link_made) {
+    /* Gone already when the jail's namespace died: the kernel destroys both ends of the pair. */
+    int r = net_link_delete(side->net->egress_sock, side->jail->link_name, err);
+    if (r < 0 && r != -ENODEV) result = r;
+  }
+  return result;
+}
+
+static int build_jail_side(void *arg, dome_error *err) {
+  struct egress_side *side = arg;
+  const struct dome_net_jail *jail = side->jail;
+  struct nl_sock *sock = NULL;
+  int r = net_nl_open(&sock, err);
+  if (r < 0) return r;
+  int ifindex = 0;
+  if ((r = net_link_set_up(sock, "lo", err)) < 0) goto out;
+  if ((r = ifindex = net_link_ifindex(sock, JAIL_LINK_NAME, err)) < 0) goto out;
+  if ((r = net_address_add(sock, ifindex, jail->address, side->net->block_length, err)) < 0) goto out;
+  if ((r = net_link_set_up(sock, JAIL_LINK_NAME, err)) < 0) goto out;
+  /* One route per permitted prefix, nothing wider: addresses no rule names have no route at all. */
+  for (size_t i = 0; i < jail->plan.route_count; i++)
+    if ((r = net_route_add(sock, jail->plan.routes[i], jail->gateway, ifindex, err)) < 0) goto out;
+  r = 0;
+out:
+  net_nl_close(sock);
+  return r;
+}
+
+static int jail_setup_locked(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
+                             size_t count, struct dome_net_jail **jail_out, dome_error *err) {
+  if (net == NULL || jail_out == NULL) return dome_error_set(err, 0, "jail network set-up: missing argument");
+  struct dome_net_jail *jail = calloc(1, sizeof *jail);
+  if (jail == NULL) return dome_error_set(err, ENOMEM, "jail network: out of memory");
+  int r = dome_net_plan_from_entries(entries, count, &jail->plan, err);
+  if (r >= 0) r = dome_net_resolv_conf(&jail->plan, jail->resolv_conf, sizeof jail->resolv_conf, err);
+  if (r < 0) {
+    free(jail);
+    return dome_error_wrap(err, "jail network");
+  }
+  if (jail->plan.needs_egress) {
+    char ns_path[64];
+    snprintf(ns_path, sizeof ns_path, "/proc/%d/ns/net", (int)child_pid);
+    _cleanup_close_ int jail_netns = open(ns_path, O_RDONLY | O_CLOEXEC);
+    if (jail_netns < 0) {
+      r = dome_error_set_errno(err, errno == ENOENT ? ESRCH : errno, "open `%s`", ns_path);
+      free(jail);
+      return dome_error_wrap(err, "jail network");
+    }
+    if ((r = slot_take(net, jail, err)) < 0) {
+      free(jail);
+      return dome_error_wrap(err, "jail network");
+    }
+    struct egress_side side = {net, jail, child_pid, false, false};
+    r = build_egress_side(&side, err);
+    if (r >= 0) r = net_in_netns(jail_netns, build_jail_side, &side, err);
+    if (r < 0) {
+      undo_egress_side(&side, NULL);
+      slot_release(net, jail->slot);
+      free(jail);
+      return dome_error_wrap(err, "jail network (pid %d)", (int)child_pid);
+    }
+    jail->has_link = true;
+  }
+  jail->next = net->jails;
+  net->jails = jail;
+  *jail_out = jail;
+  return 0;
+}
+
+static int jail_teardown_locked(struct dome_net *net, struct dome_net_jail *jail, dome_error *err) {
+  for (struct dome_net_jail **p = &net->jails; *p; p = &(*p)->next)
+    if (*p == jail) {
+      *p = jail->next;
+      break;
+    }
+  int r = 0;
+  if (jail->has_link) {
+    struct egress_side side = {net, jail, 0, true, true};
+    r = undo_egress_side(&side, err);
+    slot_release(net, jail->slot);
+  }
+  free(jail);
+  return r < 0 ? dome_error_wrap(err, "jail network teardown") : 0;
+}
+
+int dome_net_jail_setup(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
+                        size_t count, struct dome_net_jail **jail_out, dome_error *err) {
+  if (net == NULL || jail_out == NULL) return dome_error_set(err, 0, "jail network set-up: missing argument");
+  pthread_mutex_lock(&net->lock);
+  int r = jail_setup_locked(net, child_pid, entries, count, jail_out, err);
+  pthread_mutex_unlock(&net->lock);
+  return r;
+}
+
+int dome_net_jail_teardown(struct dome_net *net, struct dome_net_jail *jail, dome_error *err) {
+  if (net == NULL || jail == NULL) return 0;
+  pthread_mutex_lock(&net->lock);
+  int r = jail_teardown_locked(net, jail, err);
+  pthread_mutex_unlock(&net->lock);
+  return r;
+}
+
+const char *dome_net_jail_resolv_conf(const struct dome_net_jail *jail) {
+  return jail ? jail->resolv_conf : NULL;
+}
+uint32_t dome_net_jail_address(const struct dome_net_jail *jail) {
+  return jail && jail->has_link ? jail->address : 0;
+}
+uint32_t dome_net_jail_gateway(const struct dome_net_jail *jail) {
+  return jail && jail->has_link ? jail->gateway : 0;
+}
+const struct dome_net_plan *dome_net_jail_plan(const struct dome_net_jail *jail) {
+  return jail ? &jail->plan : NULL;
+}
+
+int dome_net_on_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
+  struct dome_net_hook *hook = context;
+  if (hook == NULL || hook->net == NULL) return dome_error_set(err, 0, "network hook: no context");
+  return dome_net_jail_setup(hook->net, child_pid, hook->entries, hook->count, &hook->jail, err);
+}
+
+static int count_owned_locked(struct dome_net *net, size_t *links_out, size_t *chains_out, dome_error *err) {
+  char(*names)[16] = calloc(1024, 16);
+  if (names == NULL) return dome_error_set(err, ENOMEM, "count links: out of memory");
+  int r = net_links_with_prefix(net->egress_sock, DOME_NET_LINK_PREFIX, names, 1024, links_out, err);
+  free(names);
+  if (r < 0) return r;
+  return net_nft_count_jail_chains(net->egress_nft, chains_out, err);
+}
+
+int dome_net_count_owned(struct dome_net *net, size_t *links_out, size_t *chains_out, dome_error *err) {
+  pthread_mutex_lock(&net->lock);
+  int r = count_owned_locked(net, links_out, chains_out, err);
+  pthread_mutex_unlock(&net->lock);
+  return r;
+}

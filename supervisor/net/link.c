@@ -1,0 +1,276 @@
+/* Links, addresses and routes through libnl-route (rtnetlink(7)); no `ip` is ever run.
+ * Every function acts in the network namespace of the calling thread (see netns.c). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+
+#include "supervisor/net/net_internal.h"
+
+void net_format_ipv4(uint32_t address, char out[16]) {
+  struct in_addr in = {htonl(address)};
+  inet_ntop(AF_INET, &in, out, 16);
+}
+
+int net_nl_error(dome_error *err, int nl_error, const char *what) {
+  int e;
+  switch (nl_error < 0 ? -nl_error : nl_error) {
+    case NLE_EXIST:
+      e = EEXIST;
+      break;
+    case NLE_NOMEM:
+      e = ENOMEM;
+      break;
+    case NLE_PERM:
+      e = EPERM;
+      break;
+    case NLE_NOACCESS:
+      e = EACCES;
+      break;
+    case NLE_OBJ_NOTFOUND:
+      e = ENOENT;
+      break;
+    case NLE_NODEV:
+      e = ENODEV;
+      break;
+    case NLE_INVAL:
+      e = EINVAL;
+      break;
+    case NLE_BUSY:
+      e = EBUSY;
+      break;
+    case NLE_RANGE:
+      e = ERANGE;
+      break;
+    case NLE_AF_NOSUPPORT:
+      e = EAFNOSUPPORT;
+      break;
+    default:
+      e = EIO;
+      break;
+  }
+  return dome_error_set(err, e, "%s: %s", what, nl_geterror(nl_error));
+}
+
+int net_nl_open(struct nl_sock **sock_out, dome_error *err) {
+  struct nl_sock *sock = nl_socket_alloc();
+  if (sock == NULL) return dome_error_set(err, ENOMEM, "netlink socket: out of memory");
+  int r = nl_connect(sock, NETLINK_ROUTE);
+  if (r < 0) {
+    nl_socket_free(sock);
+    return net_nl_error(err, r, "connect rtnetlink socket");
+  }
+  /* Never inherited by a jail forked later (libnl does not always ask for SOCK_CLOEXEC). */
+  int flags = fcntl(nl_socket_get_fd(sock), F_GETFD);
+  if (flags >= 0) fcntl(nl_socket_get_fd(sock), F_SETFD, flags | FD_CLOEXEC);
+  *sock_out = sock;
+  return 0;
+}
+
+void net_nl_close(struct nl_sock *sock) {
+  if (sock) nl_socket_free(sock);
+}
+
+int net_link_veth_create(struct nl_sock *sock, const char *name, const char *peer_name, pid_t peer_pid,
+                         uint32_t mtu, dome_error *err) {
+  struct rtnl_link *link = rtnl_link_veth_alloc();
+  if (link == NULL) return dome_error_set(err, ENOMEM, "veth `%s`: out of memory", name);
+  struct rtnl_link *peer = rtnl_link_veth_get_peer(link);
+  rtnl_link_set_name(link, name);
+  rtnl_link_set_name(peer, peer_name);
+  if (mtu) {
+    rtnl_link_set_mtu(link, mtu);
+    rtnl_link_set_mtu(peer, mtu);
+  }
+  /* The peer is born in the jail's namespace (IFLA_NET_NS_PID): it never exists on the egress side, so
+   * its name cannot collide there and a crash between two steps cannot strand it outside the jail. */
+  rtnl_link_set_ns_pid(peer, peer_pid);
+  int r = rtnl_link_add(sock, link, NLM_F_CREATE | NLM_F_EXCL);
+  rtnl_link_put(peer);
+  rtnl_link_veth_release(link);
+  if (r < 0) {
+    char what[96];
+    snprintf(what, sizeof what, "create veth `%s` (peer `%s` in pid %d's namespace)", name, peer_name,
+             (int)peer_pid);
+    return net_nl_error(err, r, what);
+  }
+  return 0;
+}
+
+int net_link_ifindex(struct nl_sock *sock, const char *name, dome_error *err) {
+  struct rtnl_link *link = NULL;
+  int r = rtnl_link_get_kernel(sock, 0, name, &link);
+  if (r < 0) {
+    char what[64];
+    snprintf(what, sizeof what, "find link `%s`", name);
+    return net_nl_error(err, r, what);
+  }
+  int index = rtnl_link_get_ifindex(link);
+  rtnl_link_put(link);
+  return index;
+}
+
+int net_link_set_up(struct nl_sock *sock, const char *name, dome_error *err) {
+  struct rtnl_link *link = NULL;
+  char what[64];
+  snprintf(what, sizeof what, "set link `%s` up", name);
+  int r = rtnl_link_get_kernel(sock, 0, name, &link);
+  if (r < 0) return net_nl_error(err, r, what);
+  struct rtnl_link *change = rtnl_link_alloc();
+  if (change == NULL) {
+    rtnl_link_put(link);
+    return dome_error_set(err, ENOMEM, "%s: out of memory", what);
+  }
+  rtnl_link_set_flags(change, IFF_UP);
+  r = rtnl_link_change(sock, link, change, 0);
+  rtnl_link_put(change);
+  rtnl_link_put(link);
+  return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+static struct nl_addr *ipv4_addr(uint32_t address, uint8_t length) {
+  uint32_t network = htonl(address);
+  struct nl_addr *addr = nl_addr_build(AF_INET, &network, sizeof network);
+  if (addr) nl_addr_set_prefixlen(addr, length);
+  return addr;
+}
+
+int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t length, dome_error *err) {
+  char text[16], what[80];
+  net_format_ipv4(address, text);
+  snprintf(what, sizeof what, "add address %s/%u to link %d", text, length, ifindex);
+  struct rtnl_addr *rtaddr = rtnl_addr_alloc();
+  struct nl_addr *local = ipv4_addr(address, length);
+  int r = -NLE_NOMEM;
+  if (rtaddr && local) {
+    rtnl_addr_set_ifindex(rtaddr, ifindex);
+    rtnl_addr_set_family(rtaddr, AF_INET);
+    r = rtnl_addr_set_local(rtaddr, local);
+    if (r >= 0) r = rtnl_addr_add(sock, rtaddr, 0);
+  }
+  if (local) nl_addr_put(local);
+  if (rtaddr) rtnl_addr_put(rtaddr);
+  return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
+                  dome_error *err) {
+  char dst_text[16], gw_text[16], what[96];
+  net_format_ipv4(dst.address, dst_text);
+  net_format_ipv4(gateway, gw_text);
+  snprintf(what, sizeof what, "add route %s/%u via %s", dst_text, dst.length, gw_text);
+  struct rtnl_route *route = rtnl_route_alloc();
+  struct rtnl_nexthop *hop = rtnl_route_nh_alloc();
+  struct nl_addr *dst_addr = ipv4_addr(dst.address, dst.length);
+  struct nl_addr *gw_addr = ipv4_addr(gateway, 32);
+  int r = -NLE_NOMEM;
+  if (route && hop && dst_addr && gw_addr) {
+    rtnl_route_set_family(route, AF_INET);
+    rtnl_route_set_table(route, RT_TABLE_MAIN);
+    rtnl_route_set_scope(route, RT_SCOPE_UNIVERSE);
+    rtnl_route_set_protocol(route, RTPROT_STATIC);
+    r = rtnl_route_set_dst(route, dst_addr);
+    rtnl_route_nh_set_ifindex(hop, ifindex);
+    rtnl_route_nh_set_gateway(hop, gw_addr);
+    if (r >= 0) {
+      rtnl_route_add_nexthop(route, hop);
+      hop = NULL; /* owned by the route now */
+      r = rtnl_route_add(sock, route, NLM_F_CREATE | NLM_F_EXCL);
+    }
+  }
+  if (hop) rtnl_route_nh_free(hop);
+  if (dst_addr) nl_addr_put(dst_addr);
+  if (gw_addr) nl_addr_put(gw_addr);
+  if (route) rtnl_route_put(route);
+  return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+int net_link_delete(struct nl_sock *sock, const char *name, dome_error *err) {
+  char what[64];
+  snprintf(what, sizeof what, "delete link `%s`", name);
+  struct rtnl_link *link = rtnl_link_alloc();
+  if (link == NULL) return dome_error_set(err, ENOMEM, "%s: out of memory", what);
+  rtnl_link_set_name(link, name);
+  int r = rtnl_link_delete(sock, link);
+  rtnl_link_put(link);
+  if (r == -NLE_NODEV || r == -NLE_OBJ_NOTFOUND) return dome_error_set(err, ENODEV, "%s: no such link", what);
+  return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+struct prefix_collect {
+  struct dome_net_prefix *out;
+  size_t max, count;
+};
+
+static void collect_prefix(struct prefix_collect *collect, struct nl_addr *addr) {
+  if (addr == NULL || nl_addr_get_family(addr) != AF_INET || collect->count == collect->max) return;
+  uint32_t network = 0; /* a default route's destination carries no address bytes at all */
+  if (nl_addr_get_len(addr) >= sizeof network) memcpy(&network, nl_addr_get_binary_addr(addr), sizeof network);
+  unsigned length = nl_addr_get_prefixlen(addr);
+  if (length > 32) return;
+  uint32_t value = ntohl(network);
+  if (length < 32) value &= length == 0 ? 0 : 0xffffffffu << (32 - length);
+  collect->out[collect->count++] = (struct dome_net_prefix){value, (uint8_t)length};
+}
+
+static void collect_route(struct nl_object *object, void *opaque) {
+  struct rtnl_route *route = (struct rtnl_route *)object;
+  uint32_t table = rtnl_route_get_table(route);
+  if (table != RT_TABLE_MAIN && table != RT_TABLE_LOCAL) return;
+  if (rtnl_route_get_type(route) != RTN_UNICAST && rtnl_route_get_type(route) != RTN_LOCAL) return;
+  collect_prefix(opaque, rtnl_route_get_dst(route));
+}
+
+static void collect_address(struct nl_object *object, void *opaque) {
+  collect_prefix(opaque, rtnl_addr_get_local((struct rtnl_addr *)object));
+}
+
+int net_host_prefixes(struct nl_sock *sock, struct dome_net_prefix *out, size_t max, size_t *count_out,
+                      dome_error *err) {
+  struct prefix_collect collect = {out, max, 0};
+  struct nl_cache *cache = NULL;
+  int r = rtnl_route_alloc_cache(sock, AF_INET, 0, &cache);
+  if (r < 0) return net_nl_error(err, r, "read host routes");
+  nl_cache_foreach(cache, collect_route, &collect);
+  nl_cache_free(cache);
+  r = rtnl_addr_alloc_cache(sock, &cache);
+  if (r < 0) return net_nl_error(err, r, "read host addresses");
+  nl_cache_foreach(cache, collect_address, &collect);
+  nl_cache_free(cache);
+  *count_out = collect.count;
+  return 0;
+}
+
+struct name_collect {
+  const char *prefix;
+  char (*names)[16];
+  size_t max, count;
+};
+
+static void collect_link(struct nl_object *object, void *opaque) {
+  struct name_collect *collect = opaque;
+  const char *name = rtnl_link_get_name((struct rtnl_link *)object);
+  if (name == NULL || strncmp(name, collect->prefix, strlen(collect->prefix)) != 0) return;
+  if (collect->count == collect->max) return;
+  snprintf(collect->names[collect->count++], 16, "%s", name);
+}
+
+int net_links_with_prefix(struct nl_sock *sock, const char *prefix, char (*names)[16], size_t max,
+                          size_t *count_out, dome_error *err) {
+  struct nl_cache *cache = NULL;
+  int r = rtnl_link_alloc_cache(sock, AF_UNSPEC, &cache);
+  if (r < 0) return net_nl_error(err, r, "list links");
+  struct name_collect collect = {prefix, names, max, 0};
+  nl_cache_foreach(cache, collect_link, &collect);
+  nl_cache_free(cache);
+  *count_out = collect.count;
+  return 0;
+}

@@ -1,0 +1,219 @@
+/* dome jail networking: the egress path of jails whose compiled network rules permit destinations beyond
+ * loopback.
+ *
+ * A jail starts with loopback only. When its decision tables (supervisor/kernel/kernel.h) hold an ALLOW
+ * entry for net:connect or net:send to a non-loopback IPv4 prefix, dome_net_jail_setup() builds a path:
+ *
+ *   jail netns                 egress side (see modes)                      outside
+ *   eth0 100.64.P.(4i+2)/30 ── domeh<i> 100.64.P.(4i+1)/30 ── nftables ── routed out / pasta ── peer
+ *
+ *   - a veth pair made with libnl-route (rtnl_link_veth_add): `domeh<i>` on the egress side, `eth0`
+ *     created directly in the jail's network namespace (IFLA_NET_NS_PID), addressed from the pool;
+ *   - in the jail: one route per permitted prefix via the egress side (a permitted /32 gives a /32 route,
+ *     never its /24; a default route only when 0.0.0.0/0 itself is permitted);
+ *   - on the egress side, nftables table `inet dome`: per jail a chain accepting only the permitted
+ *     (prefix, protocol, port range) triples from the jail's own address, rejecting everything else,
+ *     jail-to-jail traffic, traffic addressed to the egress side itself, and inbound connections;
+ *     masquerade of the pool towards the outside.
+ * The cgroup BPF programs remain the enforcement point (deny exceptions inside a permitted prefix are
+ * theirs); this plumbing only ever narrows.
+ *
+ * Modes (struct dome_net_config.mode; the default DOME_NET_MODE_AUTO picks ROUTED when the host already
+ * forwards (net.ipv4.ip_forward=1, set by the operator) and USER otherwise — routed measured ~2.5x the
+ * throughput of pasta here, and USER is the one that works on a host like this one, forwarding off):
+ *   DOME_NET_MODE_USER — the egress side is a network namespace owned by dome (forwarding is
+ *     enabled in that namespace only) connected to the host by pasta (Debian's passt), which turns the
+ *     jail's flows into ordinary sockets of the host. No host setting changes; works with
+ *     net.ipv4.ip_forward=0. pasta runs with -t/-u/-T/-U none (no port is forwarded in either direction)
+ *     and --no-map-gw (the host's loopback is not reachable through the gateway address).
+ *   DOME_NET_MODE_ROUTED — the egress side is the host's own network namespace; traffic is forwarded
+ *     and masqueraded by the host. Needs net.ipv4.ip_forward=1, which dome never sets (the operator
+ *     does; dome_net_probe_host() reports it).
+ * See docs/networking.md for the measurements behind the default.
+ *
+ * Crash safety: every owned object is named with the prefix `domeh` / table `dome` and recorded in the
+ * state directory (slot-<i> files, pasta.pid). dome_net_open() first reclaims what a previous process
+ * left there — and only objects recorded there.
+ *
+ * Threading: set-up, teardown and counting may be called from several threads (jail_run is); they are
+ * serialized inside. open/close from one thread, with no set-up running. Netlink work inside other namespaces
+ * runs in short-lived helper threads (setns(2) of CLONE_NEWNET affects only the calling thread). Specs:
+ * rtnetlink(7), veth(4), nft(8) (nftables ruleset syntax), passt(1)/pasta, resolv.conf(5), RFC 6598
+ * (100.64.0.0/10 shared address space). */
+#ifndef DOME_NET_NET_H
+#define DOME_NET_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "supervisor/common/error.h"
+#include "supervisor/kernel/kernel.h"
+
+/* ---------------------------------------------------------------- the plan (pure, no system calls) */
+
+#define DOME_NET_MAX_ROUTES 256   /* distinct permitted IPv4 prefixes routed into one jail */
+#define DOME_NET_MAX_FILTERS 1024 /* distinct (prefix, protocol, ports) accept rules of one jail */
+#define DOME_NET_MAX_RESOLVERS 3  /* resolv.conf(5) MAXNS */
+
+struct dome_net_prefix {
+  uint32_t address; /* IPv4, host byte order, host bits zero */
+  uint8_t length;   /* 0..32 */
+};
+
+/* One accept rule of the egress filter: destination prefix, protocol (DOME_PROTOCOL_TCP/UDP), ports. */
+struct dome_net_filter {
+  struct dome_net_prefix prefix;
+  uint8_t protocol;
+  uint16_t port_first, port_last; /* inclusive, host byte order */
+};
+
+/* What a jail needs, derived from its decision tables. */
+struct dome_net_plan {
+  bool needs_egress; /* some ALLOW connect/send entry names a non-loopback IPv4 prefix */
+  struct dome_net_prefix routes[DOME_NET_MAX_ROUTES];
+  size_t route_count;
+  struct dome_net_filter filters[DOME_NET_MAX_FILTERS];
+  size_t filter_count;
+  uint32_t resolvers[DOME_NET_MAX_RESOLVERS]; /* IPv4, host order: permitted UDP port 53 on a /32 */
+  size_t resolver_count;
+  size_t ipv6_allow_ignored; /* IPv6 ALLOW entries not plumbed (IPv6 egress is not built: fails closed) */
+};
+
+/* Derive the plan from flattened network entries (struct dome_net_entry, kernel.h): only ALLOW entries
+ * of net:connect and net:send count (net:bind never needs egress); prefixes inside 127.0.0.0/8 are
+ * loopback and need nothing; duplicates are merged. Resolvers are ALLOW entries for protocol UDP on a
+ * /32 whose port range holds 53, in entry order. entries may be NULL when count is 0.
+ * Returns 0, or -EINVAL (bad family/prefix length/port order, naming "network entry N") or -E2BIG
+ * (more than DOME_NET_MAX_ROUTES / DOME_NET_MAX_FILTERS) with *plan zeroed. */
+int dome_net_plan_from_entries(const struct dome_net_entry *entries, size_t count, struct dome_net_plan *plan,
+                               dome_error *err);
+
+/* The resolv.conf(5) text the jail must install as /etc/resolv.conf: one `nameserver` line per permitted
+ * resolver plus `options timeout:1 attempts:1`; with no permitted resolver, no nameserver line (glibc
+ * then asks 127.0.0.1 in the jail's own namespace, which refuses at once: lookups fail fast with
+ * EAI_AGAIN) and a comment saying why. Writes at most `size` bytes with the NUL.
+ * Returns the length (bytes, without the NUL) or -ENOSPC. */
+int dome_net_resolv_conf(const struct dome_net_plan *plan, char *out, size_t size, dome_error *err);
+
+/* ---------------------------------------------------------------- address pool (pure) */
+
+/* Addresses of slot `slot` in pool `pool` (a /16 or shorter) carved in blocks of 2^(32-block_length)
+ * addresses (block_length 30 or 31): gateway (egress side) and jail address, host byte order.
+ * Returns 0 or -ERANGE (slot beyond the pool). */
+int dome_net_slot_addresses(struct dome_net_prefix pool, uint8_t block_length, uint32_t slot,
+                            uint32_t *gateway, uint32_t *jail, dome_error *err);
+
+/* Choose the pool: the first /pool_length inside 100.64.0.0/10 (RFC 6598) that overlaps none of the
+ * given host prefixes (routes and addresses of the host). Returns 0 or -EADDRNOTAVAIL. */
+int dome_net_choose_pool(const struct dome_net_prefix *host, size_t host_count, uint8_t pool_length,
+                         struct dome_net_prefix *pool, dome_error *err);
+
+/* True when two prefixes overlap. */
+bool dome_net_prefix_overlaps(struct dome_net_prefix a, struct dome_net_prefix b);
+
+/* Parse "a.b.c.d/len" (len optional = 32). Returns 0 or -EINVAL naming the text. */
+int dome_net_prefix_parse(const char *text, struct dome_net_prefix *prefix, dome_error *err);
+
+/* ---------------------------------------------------------------- runtime */
+
+enum dome_net_mode {
+  DOME_NET_MODE_AUTO = 0,   /* default: ROUTED when the operator enabled ip_forward, else USER */
+  DOME_NET_MODE_USER = 1,   /* dome-owned egress namespace + pasta; no host change */
+  DOME_NET_MODE_ROUTED = 2, /* host namespace, forwarding + nftables masquerade on the host */
+};
+
+#define DOME_NET_DEFAULT_STATE_DIR "/run/dome/net"
+#define DOME_NET_DEFAULT_PASTA "/usr/bin/pasta"
+#define DOME_NET_LINK_PREFIX "domeh" /* egress-side veth ends: domeh<slot> */
+#define DOME_NET_TABLE "dome"        /* nftables table (family inet) */
+
+struct dome_net_config {
+  enum dome_net_mode mode;
+  const char *state_dir;  /* NULL = DOME_NET_DEFAULT_STATE_DIR; created 0700 if missing */
+  const char *pasta_path; /* NULL = DOME_NET_DEFAULT_PASTA (user mode only) */
+  /* Pool: pool.length 0 = choose a /16 of 100.64.0.0/10 free of host routes (dome_net_choose_pool);
+   * an explicit pool that overlaps a host route is refused (-EADDRINUSE). */
+  struct dome_net_prefix pool;
+  uint8_t block_length; /* 30 (default when 0) or 31 */
+  uint32_t mtu;         /* veth MTU in bytes; 0 = 65520 in user mode (pasta's tap), 1500 routed */
+};
+
+struct dome_net;      /* the egress side of one supervisor */
+struct dome_net_jail; /* the plumbing of one jail */
+
+/* Reclaim leftovers recorded in the state directory (see dome_net_reclaim), then prepare the egress
+ * side: user mode creates the egress namespace, enables forwarding in it, installs table inet dome and
+ * starts pasta (waits up to 5 s for its interface); routed mode checks /proc/sys/net/ipv4/ip_forward
+ * (-ENOTSUP with the reason when 0) and installs the table in the host namespace.
+ * Needs CAP_NET_ADMIN and CAP_SYS_ADMIN. Returns 0 or -errno (-ENOTSUP, -ENOENT pasta missing,
+ * -EADDRINUSE / -EADDRNOTAVAIL pool, -EIO netlink/nftables, ...). */
+int dome_net_open(const struct dome_net_config *config, struct dome_net **net_out, dome_error *err);
+
+/* Tear down every jail still set up, the table, pasta and the egress namespace; remove the state files.
+ * NULL is accepted. */
+void dome_net_close(struct dome_net *net);
+
+/* The mode in effect (USER or ROUTED; AUTO resolved by dome_net_open). */
+enum dome_net_mode dome_net_mode_in_effect(const struct dome_net *net);
+/* "auto", "user", "routed". */
+const char *dome_net_mode_name(enum dome_net_mode mode);
+
+/* Remove what a dead process with this state directory left: the links named by slot-<i> files (and
+ * only those), table inet dome of the host namespace in routed mode, the pasta recorded in pasta.pid
+ * (only if /proc/<pid>/cmdline still names this state directory). Returns the number of objects removed
+ * (>= 0) or -errno. */
+int dome_net_reclaim(const struct dome_net_config *config, dome_error *err);
+
+/* Build the path for one jail (see the top of this file). child_pid: a process in the jail's network
+ * namespace (the jail's init; /proc/<pid>/ns/net). entries: the jail's flattened network entries.
+ * When the plan needs no egress, *jail_out is still set (no link is made) so that the resolv.conf text
+ * is available. Returns 0, -E2BIG/-EINVAL (tables), -ENOSPC (pool exhausted), -ESRCH (pid gone),
+ * -EIO (netlink/nftables, message from libnl/libnftables). On failure nothing is left behind. */
+int dome_net_jail_setup(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
+                        size_t count, struct dome_net_jail **jail_out, dome_error *err);
+
+/* Remove the jail's veth (both ends), its nftables chain and map element, and its slot. Safe after the
+ * jail's namespace died (the kernel destroyed the pair with it). NULL is accepted. Returns 0 or -errno
+ * (the objects are released in any case). */
+int dome_net_jail_teardown(struct dome_net *net, struct dome_net_jail *jail, dome_error *err);
+
+/* The resolv.conf text for this jail (valid until teardown). The jail must write it as /etc/resolv.conf
+ * of its root (e.g. a read-only bind mount of a file over /etc/resolv.conf) before exec. */
+const char *dome_net_jail_resolv_conf(const struct dome_net_jail *jail);
+/* The jail's address and gateway (host byte order); 0 when the jail has no egress. */
+uint32_t dome_net_jail_address(const struct dome_net_jail *jail);
+uint32_t dome_net_jail_gateway(const struct dome_net_jail *jail);
+const struct dome_net_plan *dome_net_jail_plan(const struct dome_net_jail *jail);
+
+/* Adapter for jail_config.on_namespaces_ready: context is a struct dome_net_hook filled by the caller;
+ * on success hook->jail is set (tear it down after jail_run returns). */
+struct dome_net_hook {
+  struct dome_net *net;
+  const struct dome_net_entry *entries;
+  size_t count;
+  struct dome_net_jail *jail; /* out */
+};
+int dome_net_on_namespaces_ready(void *context, pid_t child_pid, dome_error *err);
+
+/* Count what this supervisor owns on the egress side right now: links named DOME_NET_LINK_PREFIX* and
+ * per-jail chains of table inet dome (for tests, metrics and leak checks). Returns 0 or -errno. */
+int dome_net_count_owned(struct dome_net *net, size_t *links_out, size_t *chains_out, dome_error *err);
+
+/* ---------------------------------------------------------------- dome doctor */
+
+struct dome_net_host_report {
+  bool ip_forward; /* /proc/sys/net/ipv4/ip_forward == 1 */
+  bool nftables;   /* libnftables can list the ruleset */
+  bool pasta;      /* the pasta binary is executable */
+  bool routed_available;
+  bool user_available;
+  enum dome_net_mode auto_mode; /* what DOME_NET_MODE_AUTO would choose on this host */
+  char reasons[1024];           /* '\n'-separated lines saying what is missing and why */
+};
+
+/* Probe without changing the host. Never fails. */
+void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *report);
+
+#endif

@@ -1,0 +1,81 @@
+/* Internals of supervisor/net shared between its files (not a public interface). */
+#ifndef DOME_NET_INTERNAL_H
+#define DOME_NET_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+
+#include "supervisor/net/net.h"
+
+struct nl_sock;
+struct nft_ctx;
+
+struct dome_net_jail {
+  struct dome_net_jail *next;
+  bool has_link;
+  uint32_t slot;
+  char link_name[16];        /* domeh<slot> on the egress side */
+  uint32_t gateway, address; /* host byte order */
+  struct dome_net_plan plan;
+  char resolv_conf[1024];
+};
+
+struct dome_net {
+  enum dome_net_mode mode;
+  char state_dir[PATH_MAX];
+  char pasta_path[PATH_MAX];
+  struct dome_net_prefix pool;
+  uint8_t block_length;
+  uint32_t mtu;
+  int egress_netns_fd; /* user mode: the dome-owned egress namespace; routed: -1 (the caller's) */
+  /* Bound to the egress side's namespace when created (sockets keep their namespace), so per-jail work
+   * there needs no namespace switch. */
+  struct nl_sock *egress_sock;
+  struct nft_ctx *egress_nft;
+  pid_t pasta_pid;
+  uint8_t *slot_used; /* one byte a slot; slot 0 is reserved for the egress side's own link */
+  uint32_t slot_count;
+  struct dome_net_jail *jails;
+  pthread_mutex_t lock; /* serializes set-up, teardown and counting (shared sockets, slots, list) */
+};
+
+/* Run fn(arg, err) with the calling thread's network namespace switched to netns_fd: in a short-lived
+ * thread (setns(2) CLONE_NEWNET affects only that thread). netns_fd < 0 runs fn here, unchanged. */
+typedef int (*net_netns_fn)(void *arg, dome_error *err);
+int net_in_netns(int netns_fd, net_netns_fn fn, void *arg, dome_error *err);
+/* Create a fresh network namespace; returns an O_CLOEXEC fd naming it (>= 0) or -errno. */
+int net_netns_create(dome_error *err);
+
+/* libnl (link.c); all act in the namespace of the calling thread. */
+int net_nl_open(struct nl_sock **sock_out, dome_error *err);
+void net_nl_close(struct nl_sock *sock);
+int net_nl_error(dome_error *err, int nl_error, const char *what);
+int net_link_veth_create(struct nl_sock *sock, const char *name, const char *peer_name, pid_t peer_pid,
+                         uint32_t mtu, dome_error *err);
+int net_link_ifindex(struct nl_sock *sock, const char *name, dome_error *err); /* > 0, or -ENODEV */
+int net_link_set_up(struct nl_sock *sock, const char *name, dome_error *err);
+int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t length, dome_error *err);
+int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
+                  dome_error *err);
+int net_link_delete(struct nl_sock *sock, const char *name, dome_error *err); /* -ENODEV when absent */
+/* Destination prefixes of the main routing table and the local addresses (as /len), bounded by max. */
+int net_host_prefixes(struct nl_sock *sock, struct dome_net_prefix *out, size_t max, size_t *count_out,
+                      dome_error *err);
+/* Names of links starting with prefix (up to max, 16 bytes each). */
+int net_links_with_prefix(struct nl_sock *sock, const char *prefix, char (*names)[16], size_t max,
+                          size_t *count_out, dome_error *err);
+
+/* nftables (firewall.c). ctx: a context made by net_nft_context() (it acts in the namespace where it was
+ * made), or NULL for a temporary one in the calling thread's namespace. */
+struct nft_ctx *net_nft_context(void);
+void net_nft_context_free(struct nft_ctx *ctx);
+int net_nft_run(struct nft_ctx *ctx, const char *commands, dome_error *err);
+int net_nft_table_install(struct nft_ctx *ctx, struct dome_net_prefix pool, dome_error *err);
+int net_nft_table_remove(struct nft_ctx *ctx, dome_error *err);
+int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail, dome_error *err);
+int net_nft_count_jail_chains(struct nft_ctx *ctx, size_t *count_out, dome_error *err);
+int net_nft_jail_remove(struct nft_ctx *ctx, const struct dome_net_jail *jail, dome_error *err);
+
+void net_format_ipv4(uint32_t address, char out[16]);
+
+#endif

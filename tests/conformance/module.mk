@@ -1,0 +1,2 @@
+PROGRAMS += cedar-conformance
+cedar-conformance_SOURCES := tests/conformance/cedar-conformance.c

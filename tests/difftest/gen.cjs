@@ -1,0 +1,254 @@
+// Differential-test generator: random Cedar policies (well-formed and, sometimes, mutated into
+// ill-formed text), entities and requests, answered by the reference implementation
+// @cedar-policy/cedar-wasm. Writes a batch file for build/cedar-conformance:
+//   {"tests": [{"policyText", "parseError", "entitiesValue", "requests": [{..., decision, reason, errors}]}]}
+//
+// usage: node gen.cjs --requests N [--seed S] [--out FILE]
+'use strict';
+const path = require('path');
+const fs = require('fs');
+const cedar = require(path.join(__dirname, '..', 'node', 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs'));
+
+const args = process.argv.slice(2);
+function opt(name, def) {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : def;
+}
+const wanted = parseInt(opt('--requests', '1000'), 10);
+let seed = parseInt(opt('--seed', String(Date.now() % 1000000)), 10) >>> 0;
+const out = opt('--out', '/dev/stdout');
+
+// mulberry32: small deterministic PRNG so a failing seed can be replayed.
+function rand() {
+  seed = (seed + 0x6d2b79f5) >>> 0;
+  let t = seed;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+const int = (n) => Math.floor(rand() * n);
+const pick = (a) => a[int(a.length)];
+const chance = (p) => rand() < p;
+
+const TYPES = ['User', 'Group', 'Photo', 'NS::Doc'];
+const IDS = ['a', 'b', 'c', '', 'a b', 'ü'];
+const ATTRS = ['age', 'name', 'tags', 'owner', 'rec', 'ip', 'level', 'flag', 'a b'];
+const STRINGS = ['', 'a', 'ab', 'abc', 'a*c', 'xyz', 'é', 'a\\b', '*', 'hello world'];
+const LONGS = [0, 1, -1, 2, 7, 100, -100, 9223372036854775807n, -9223372036854775808n, 4611686018427387904n];
+const IPS = ['10.0.0.1', '10.0.0.0/8', '192.168.1.1/24', '127.0.0.1', '::1', 'ff00::1', '224.0.0.1', '1.2.3',
+  '::ffff:1.2.3.4', '2001:db8::/32', '0.0.0.0/0', '10.0.0.1/33', '01.2.3.4'];
+const DECIMALS = ['1.0', '0.5', '-2.25', '922337203685477.5807', '1.23456', '1', '-0.0001', '3.1'];
+const DATETIMES = ['2024-01-01', '2024-01-01T12:30:00Z', '2024-02-29T00:00:00.123Z', '2024-01-01T00:00:00+0100',
+  '1970-01-01', '2023-02-29', '2024-13-01', '9999-12-31T23:59:59Z'];
+const DURATIONS = ['1d', '2h30m', '-1s', '1ms', '1d2h3m4s5ms', '0ms', '1x', '9223372036854775807ms', '1h1h'];
+
+function uid() {
+  return { type: pick(TYPES), id: pick(IDS) };
+}
+function uidText(u) {
+  return `${u.type}::${JSON.stringify(u.id)}`;
+}
+function strLit(s) {
+  return JSON.stringify(s).replace(/\u00e9/g, '\\u{e9}');
+}
+function longLit(v) {
+  return String(v);
+}
+
+// Expressions: each generator returns Cedar text.
+function gen(depth) {
+  if (depth <= 0 || chance(0.25)) return leaf();
+  const d = depth - 1;
+  switch (int(26)) {
+    case 0: return `(${gen(d)} && ${gen(d)})`;
+    case 1: return `(${gen(d)} || ${gen(d)})`;
+    case 2: return `!${paren(gen(d))}`;
+    case 3: return `(if ${gen(d)} then ${gen(d)} else ${gen(d)})`;
+    case 4: return `(${gen(d)} ${pick(['==', '!='])} ${gen(d)})`;
+    case 5: return `(${gen(d)} ${pick(['<', '<=', '>', '>='])} ${gen(d)})`;
+    case 6: return `(${gen(d)} ${pick(['+', '-', '*'])} ${gen(d)})`;
+    case 7: return `-${paren(gen(d))}`;
+    case 8: return `(${entityish(d)} in ${chance(0.5) ? entityish(d) : `[${entityish(d)}, ${entityish(d)}]`})`;
+    case 9: return `(${recordish(d)} has ${pick(ATTRS.map((a) => (a.includes(' ') ? JSON.stringify(a) : a)))})`;
+    case 10: return `${recordish(d)}${attrAccess()}`;
+    case 11: return `(${stringish(d)} like ${pattern()})`;
+    case 12: return `(${entityish(d)} is ${pick(TYPES)}${chance(0.3) ? ` in ${entityish(d)}` : ''})`;
+    case 13: return `[${Array.from({ length: int(4) }, () => gen(d)).join(', ')}]`;
+    case 14: return `{${Array.from({ length: int(3) }, (_, i) => `${pick(['a', 'b', '"c d"'])}${i}: ${gen(d)}`).join(', ')}}`;
+    case 15: return `${setish(d)}.${pick(['contains', 'containsAll', 'containsAny'])}(${chance(0.5) ? setish(d) : gen(d)})`;
+    case 16: return `${setish(d)}.isEmpty()`;
+    case 17: return `${entityish(d)}.${pick(['getTag', 'hasTag'])}(${chance(0.8) ? strLit(pick(['t', 'u', 'a'])) : gen(d)})`;
+    case 18: return `ip(${strLit(pick(IPS))}).${pick(['isIpv4', 'isIpv6', 'isLoopback', 'isMulticast'])}()`;
+    case 19: return `ip(${strLit(pick(IPS))}).isInRange(ip(${strLit(pick(IPS))}))`;
+    case 20: return `decimal(${strLit(pick(DECIMALS))}).${pick(['lessThan', 'lessThanOrEqual', 'greaterThan', 'greaterThanOrEqual'])}(decimal(${strLit(pick(DECIMALS))}))`;
+    case 21: return `(${timeish(d)} ${pick(['<', '<=', '>', '>=', '==', '!='])} ${timeish(d)})`;
+    case 22: return `duration(${strLit(pick(DURATIONS))}).${pick(['toDays', 'toHours', 'toMinutes', 'toSeconds', 'toMilliseconds'])}()`;
+    case 23: return `principal.${pick(['level', 'age'])} ${pick(['<', '>', '=='])} ${longLit(pick(LONGS))}`;
+    case 24: return `(${gen(d)} == ${leaf()})`;
+    default: return `context${attrAccess()}`;
+  }
+}
+function paren(t) {
+  return `(${t})`;
+}
+function attrAccess() {
+  const a = pick(ATTRS);
+  return a.includes(' ') || chance(0.1) ? `[${JSON.stringify(a)}]` : `.${a}`;
+}
+function leaf() {
+  switch (int(9)) {
+    case 0: return pick(['true', 'false']);
+    case 1: return longLit(pick(LONGS));
+    case 2: return strLit(pick(STRINGS));
+    case 3: return uidText(uid());
+    case 4: return pick(['principal', 'action', 'resource', 'context']);
+    case 5: return `${pick(['principal', 'resource', 'context'])}${attrAccess()}`;
+    case 6: return pick(['ip("10.0.0.1")', 'decimal("1.5")', 'datetime("2024-01-01")', 'duration("1h")']);
+    case 7: return 'context.flag';
+    default: return `principal${attrAccess()}`;
+  }
+}
+function entityish(d) {
+  return chance(0.7) ? pick(['principal', 'resource', 'action', uidText(uid()), 'principal.owner', 'resource.owner']) : gen(d);
+}
+function recordish(d) {
+  return chance(0.8) ? pick(['principal', 'resource', 'context', 'context.rec', 'principal.rec', '{a: 1, "b c": "x"}']) : gen(d);
+}
+function stringish(d) {
+  return chance(0.8) ? pick(['principal.name', 'context.name', strLit(pick(STRINGS))]) : gen(d);
+}
+function setish(d) {
+  return chance(0.8) ? pick(['principal.tags', 'context.tags', '[1, 2, "a"]', '[]', `[${uidText(uid())}]`]) : gen(d);
+}
+function timeish(d) {
+  if (chance(0.1)) return gen(d);
+  if (chance(0.5)) {
+    const base = `datetime(${strLit(pick(DATETIMES))})`;
+    switch (int(4)) {
+      case 0: return base;
+      case 1: return `${base}.offset(duration(${strLit(pick(DURATIONS))}))`;
+      case 2: return `${base}.${pick(['toDate', 'toTime'])}()`;
+      default: return `${base}.durationSince(datetime(${strLit(pick(DATETIMES))}))`;
+    }
+  }
+  return `duration(${strLit(pick(DURATIONS))})`;
+}
+function pattern() {
+  let p = '';
+  const n = 1 + int(4);
+  for (let i = 0; i < n; i++) p += pick(['a', 'b', '*', '\\*', 'c', ' ', 'é', 'llo']);
+  return `"${p}"`;
+}
+
+function scope(v) {
+  const r = int(6);
+  if (v === 'action') {
+    if (r === 0) return `action == Action::${JSON.stringify(pick(['view', 'edit']))}`;
+    if (r === 1) return `action in [Action::"view", Action::"all"]`;
+    if (r === 2) return `action in Action::"all"`;
+    return 'action';
+  }
+  if (r === 0) return `${v} == ${uidText(uid())}`;
+  if (r === 1) return `${v} in ${uidText(uid())}`;
+  if (r === 2) return `${v} is ${pick(TYPES)}`;
+  if (r === 3) return `${v} is ${pick(TYPES)} in ${uidText(uid())}`;
+  return v;
+}
+
+function policy() {
+  let text = chance(0.2) ? '@note("x") ' : '';
+  text += `${chance(0.6) ? 'permit' : 'forbid'}(${scope('principal')}, ${scope('action')}, ${scope('resource')})`;
+  const conds = chance(0.3) ? 0 : 1 + int(2);
+  for (let i = 0; i < conds; i++) text += ` ${chance(0.7) ? 'when' : 'unless'} { ${gen(int(4))} }`;
+  return text + ';';
+}
+
+function mutate(text) {
+  const i = int(text.length + 1);
+  switch (int(3)) {
+    case 0: return text.slice(0, i) + text.slice(i + 1);
+    case 1: return text.slice(0, i) + pick(['(', ')', '!', '-', '"', ',', '.', '=', '[', '}', ' if ', '::', '?']) + text.slice(i);
+    default: return text.slice(0, i) + text.slice(i, i + 3).split('').reverse().join('') + text.slice(i + 3);
+  }
+}
+
+function value(depth) {
+  switch (int(depth > 0 ? 9 : 6)) {
+    case 0: return chance(0.5);
+    case 1: return Number(pick(LONGS.filter((x) => typeof x === 'number')));
+    case 2: return pick(STRINGS);
+    case 3: return { __entity: uid() };
+    case 4: return { __extn: { fn: 'ip', arg: pick(IPS.slice(0, 7)) } };
+    case 5: return { __extn: { fn: 'decimal', arg: pick(DECIMALS.slice(0, 4)) } };
+    case 6: return Array.from({ length: int(4) }, () => value(depth - 1));
+    case 7: { const o = {}; for (const k of ['a', 'b', 'c d'].slice(0, int(4))) o[k] = value(depth - 1); return o; }
+    default: return { __extn: { fn: 'duration', arg: pick(DURATIONS.slice(0, 6)) } };
+  }
+}
+
+function attrs() {
+  const o = {};
+  for (const a of ATTRS) if (chance(0.5)) o[a] = value(2);
+  if (chance(0.7)) o.tags = Array.from({ length: int(4) }, () => pick(['a', 'b', 1, 'x']));
+  if (chance(0.7)) o.owner = { __entity: uid() };
+  if (chance(0.7)) o.name = pick(STRINGS);
+  return o;
+}
+
+function entities() {
+  const seen = new Set();
+  const list = [];
+  const n = 2 + int(6);
+  for (let i = 0; i < n; i++) {
+    const u = uid();
+    const key = uidText(u);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const e = { uid: u, attrs: attrs(), parents: Array.from({ length: int(3) }, () => uid()) };
+    if (chance(0.5)) e.tags = { t: value(1), a: value(0) };
+    list.push(e);
+  }
+  list.push({ uid: { type: 'Action', id: 'view' }, attrs: {}, parents: [{ type: 'Action', id: 'all' }] });
+  return list;
+}
+
+const tests = [];
+let produced = 0;
+let cases = 0;
+while (produced < wanted) {
+  const n = 1 + int(4);
+  let text = Array.from({ length: n }, policy).join('\n');
+  if (chance(0.1)) text = mutate(text);
+  const parsed = cedar.checkParsePolicySet({ staticPolicies: text });
+  const test = { policyText: text };
+  cases++;
+  if (parsed.type !== 'success') {
+    test.parseError = true;
+    test.requests = [];
+    tests.push(test);
+    produced++;
+    continue;
+  }
+  const ents = entities();
+  test.entitiesValue = ents;
+  test.requests = [];
+  for (let r = 0; r < 5; r++) {
+    const principal = chance(0.7) ? pick(ents.slice(0, -1)).uid : uid();
+    const resource = chance(0.7) ? pick(ents.slice(0, -1)).uid : uid();
+    const action = { type: 'Action', id: pick(['view', 'edit']) };
+    const context = { flag: chance(0.5), name: pick(STRINGS), tags: ['a', 1], rec: { a: 1, b: { c: true } } };
+    if (chance(0.3)) context.n = Number(pick(LONGS.filter((x) => typeof x === 'number')));
+    const ans = cedar.isAuthorized({ principal, action, resource, context, policies: { staticPolicies: text }, entities: ents });
+    if (ans.type !== 'success') continue; // entity/context data upstream rejects: not a comparable case
+    test.requests.push({
+      description: `request ${r}`, principal, action, resource, context,
+      decision: ans.response.decision,
+      reason: ans.response.diagnostics.reason,
+      errors: ans.response.diagnostics.errors.map((e) => e.policyId),
+    });
+    produced++;
+  }
+  tests.push(test);
+}
+fs.writeFileSync(out, JSON.stringify({ seed: parseInt(opt('--seed', '0'), 10), tests }));
+process.stderr.write(`difftest: ${produced} cases (${cases} policy sets, ${tests.filter((t) => t.parseError).length} rejected by the parser)\n`);

@@ -1,0 +1,145 @@
+// Test harness for domed: start a private domed (loopback, random free port, its own state, journal and
+// control socket in a temp dir), drive the `dome` CLI against it, and connect the official MCP
+// TypeScript SDK client over Streamable HTTP.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export const ROOT = process.env.DOME_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
+export const BUILD = process.env.DOME_BUILD || path.join(ROOT, 'build');
+export const SHARED = process.env.DOME_SHARED || path.join(ROOT, '../shared');
+const SDK = path.join(ROOT, 'tests/node/node_modules/@modelcontextprotocol/sdk/dist/esm');
+export const { Client } = await import(`${SDK}/client/index.js`);
+export const { StreamableHTTPClientTransport } = await import(`${SDK}/client/streamableHttp.js`);
+
+let passed = 0;
+let failed = 0;
+export function check(condition, name, detail) {
+  if (condition) {
+    passed++;
+    console.log(`ok - ${name}`);
+  } else {
+    failed++;
+    console.log(`FAIL - ${name}${detail !== undefined ? `: ${typeof detail === 'string' ? detail : JSON.stringify(detail)}` : ''}`);
+  }
+  return condition;
+}
+export function finish() {
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exitCode = failed ? 1 : 0;
+}
+
+export class Domed {
+  constructor(extraArgs = []) {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dome-mcp-'));
+    this.socket = path.join(this.dir, 'control.sock');
+    this.args = ['--listen', '127.0.0.1:0', '--state-dir', path.join(this.dir, 'state'), '--journal-dir',
+      path.join(this.dir, 'journal'), '--control-socket', this.socket, ...extraArgs];
+    this.log = '';
+  }
+
+  async start() {
+    this.process = spawn(path.join(BUILD, 'domed'), this.args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.exited = new Promise((resolve) => this.process.on('exit', (code, signal) => resolve({ code, signal })));
+    this.process.stderr.on('data', (chunk) => { this.log += chunk; });
+    const deadline = Date.now() + 10000;
+    while (Date.now() < deadline) {
+      const match = /msg=listening .* listen=([0-9.]+):(\d+) /.exec(this.log);
+      if (match) {
+        this.port = Number(match[2]);
+        this.url = `http://127.0.0.1:${this.port}/mcp`;
+        return this;
+      }
+      if (this.process.exitCode !== null) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`domed did not start:\n${this.log}`);
+  }
+
+  dome(...args) {
+    return execFileSync(path.join(BUILD, 'dome'), args, {
+      env: { ...process.env, DOME_CONTROL_SOCKET: this.socket }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
+
+  domeStatus(...args) { // -> {status, stdout, stderr} without throwing
+    try {
+      return { status: 0, stdout: this.dome(...args), stderr: '' };
+    } catch (e) {
+      return { status: e.status, stdout: String(e.stdout), stderr: String(e.stderr) };
+    }
+  }
+
+  register(name, capabilities) {
+    const out = this.dome('agents', 'register', '--name', name, '--capabilities', capabilities);
+    const token = /^Token: (\S+)$/m.exec(out);
+    if (!token) throw new Error(`no token in: ${out}`);
+    return token[1];
+  }
+
+  async client(token, headers = {}) {
+    const transport = new StreamableHTTPClientTransport(new URL(this.url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}`, ...headers } },
+    });
+    const client = new Client({ name: 'dome-tests', version: '1.0.0' });
+    await client.connect(transport);
+    client.transportRef = transport;
+    return client;
+  }
+
+  async stop() {
+    if (this.process && this.process.exitCode === null) {
+      this.process.kill('SIGTERM');
+      const timer = setTimeout(() => this.process.kill('SIGKILL'), 20000);
+      this.result = await this.exited;
+      clearTimeout(timer);
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+    return this.result;
+  }
+}
+
+// Journal events of a domed (read with zstdcat: segments are independent zstd frames of JSON lines).
+export function journalEvents(domed) {
+  const dir = path.join(domed.dir, 'journal');
+  const events = [];
+  for (const file of fs.readdirSync(dir).filter((f) => f.startsWith('segment-')).sort()) {
+    let text = '';
+    try {
+      text = execFileSync('zstdcat', [path.join(dir, file)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch (e) {
+      text = String(e.stdout || ''); // the active segment may end in an open frame
+    }
+    for (const line of text.split('\n')) if (line.trim()) try { events.push(JSON.parse(line)); } catch { /* torn */ }
+  }
+  return events;
+}
+
+// The cgroups beneath domed's own cgroup (v1 memory controller and the cgroup2 hierarchy).
+export function cgroupLeaves(pid) {
+  const leaves = [];
+  let lines = [];
+  try { lines = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n'); } catch { return leaves; }
+  for (const line of lines) {
+    const [, controllers, relative] = line.split(':');
+    const mount = controllers === '' ? (fs.existsSync('/sys/fs/cgroup/unified') ? '/sys/fs/cgroup/unified' : '/sys/fs/cgroup')
+      : controllers.includes('memory') ? '/sys/fs/cgroup/memory' : controllers.includes('pids') ? '/sys/fs/cgroup/pids' : null;
+    if (!mount) continue;
+    const base = path.join(mount, relative);
+    try {
+      for (const entry of fs.readdirSync(base, { withFileTypes: true })) if (entry.isDirectory() && entry.name.startsWith('jail')) leaves.push(path.join(base, entry.name));
+    } catch { /* not mounted */ }
+  }
+  return leaves;
+}
+
+export function openFds(pid) {
+  try { return fs.readdirSync(`/proc/${pid}/fd`).length; } catch { return -1; }
+}
+
+export function rssKiB(pid) {
+  try { return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch { return -1; }
+}
+
+export const RULES = fs.readFileSync(path.join(SHARED, 'seed/code-exec-rules.cedar'), 'utf8');

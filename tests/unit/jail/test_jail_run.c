@@ -1,0 +1,202 @@
+/* Library-level tests of jail_run (needs root, user namespaces and cgroups, as every jail does): the hooks
+ * other components attach to (cgroup ready, namespaces ready, output, cancellation), aborting from a hook,
+ * input files and stdin bytes, and several jails from several threads at once. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "supervisor/jail/jail.h"
+
+static char *const path_env[] = {"PATH=/usr/bin:/bin", NULL};
+
+struct hook_log {
+  char cgroup_path[700];
+  uint64_t cgroup_id;
+  uint64_t inode;
+  pid_t child;
+  bool other_netns;
+  size_t output_bytes[3];
+  int abort_with;
+};
+
+static int on_cgroup(void *context, const struct jail_cgroup *leaf, dome_error *err) {
+  struct hook_log *log = context;
+  snprintf(log->cgroup_path, sizeof log->cgroup_path, "%s", leaf->path);
+  log->cgroup_id = leaf->id;
+  struct stat st;
+  if (fstat(leaf->fd, &st) == 0) log->inode = st.st_ino;
+  if (log->abort_with) return dome_error_set(err, log->abort_with, "hook refused");
+  return 0;
+}
+
+static int on_namespaces(void *context, pid_t child, dome_error *err) {
+  (void)err;
+  struct hook_log *log = context;
+  log->child = child;
+  char path[64];
+  struct stat mine, theirs;
+  snprintf(path, sizeof path, "/proc/%d/ns/net", (int)child);
+  log->other_netns =
+      stat("/proc/self/ns/net", &mine) == 0 && stat(path, &theirs) == 0 && mine.st_ino != theirs.st_ino;
+  return 0;
+}
+
+static void on_output(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
+  (void)data;
+  (void)offset_ms;
+  struct hook_log *log = context;
+  if (stream == 1 || stream == 2) log->output_bytes[stream] += length;
+}
+
+static int open_fds(void) {
+  int count = 0;
+  DIR *d = opendir("/proc/self/fd");
+  while (d && readdir(d)) count++;
+  if (d) closedir(d);
+  return count;
+}
+
+static void hooks_called_in_order(void **state) {
+  (void)state;
+  int fds_before = open_fds();
+  char *argv[] = {"sh", "-c", "cat /workspace/in/data.txt; cat; echo err >&2; exit 5", NULL};
+  struct hook_log log = {0};
+  struct jail_input_file files[] = {{"in/data.txt", "file-data\n", 10, 0}};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.stdin_data = "stdin-data\n";
+  c.stdin_length = 11;
+  c.input_files = files;
+  c.input_file_count = 1;
+  c.hook_context = &log;
+  c.on_cgroup_ready = on_cgroup;
+  c.on_namespaces_ready = on_namespaces;
+  c.on_output = on_output;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_int_equal(r.exit_code, 5);
+  assert_string_equal(r.stdout_data, "file-data\nstdin-data\n");
+  assert_string_equal(r.stderr_data, "err\n");
+  assert_int_equal(log.output_bytes[1], r.stdout_length);
+  assert_int_equal(log.output_bytes[2], r.stderr_length);
+  assert_true(log.cgroup_path[0] != '\0');
+  assert_int_equal(log.cgroup_id, log.inode);
+  assert_true(log.child > 1);
+  assert_true(log.other_netns);
+  assert_non_null(strstr(log.cgroup_path, r.jail_id));
+  struct stat st;
+  assert_int_equal(stat(log.cgroup_path, &st), -1); /* the leaf is gone */
+  assert_int_equal(r.output_path_count, 0);         /* the input file was not modified */
+  jail_result_release(&r);
+  assert_int_equal(open_fds(), fds_before); /* no fd left behind */
+}
+
+static void hook_aborts_run(void **state) {
+  (void)state;
+  char *argv[] = {"sh", "-c", "echo SHOULD-NOT-RUN", NULL};
+  struct hook_log log = {.abort_with = EACCES};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.hook_context = &log;
+  c.on_cgroup_ready = on_cgroup;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), -EACCES);
+  assert_non_null(strstr(err.message, "hook refused"));
+  struct stat st;
+  assert_int_equal(stat(log.cgroup_path, &st), -1);
+  jail_result_release(&r);
+}
+
+static void cancel_fd_kills(void **state) {
+  (void)state;
+  char *argv[] = {"sleep", "30", NULL};
+  int pipe_fds[2];
+  assert_int_equal(pipe(pipe_fds), 0);
+  assert_int_equal(write(pipe_fds[1], "x", 1), 1); /* already cancelled: readable at once */
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.cancel_fd = pipe_fds[0];
+  struct jail_result r;
+  dome_error err = {0};
+  int rc = jail_run(&c, &r, &err);
+  assert_true(rc == 0 || rc == -ECANCELED);
+  assert_true(r.cancelled);
+  if (rc == 0) assert_int_equal(r.signal, 9);
+  jail_result_release(&r);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+}
+
+static int thread_failures;
+static pthread_mutex_t failure_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *worker(void *arg) {
+  long id = (long)arg;
+  for (int i = 0; i < 4; i++) {
+    char code[128], want[64];
+    snprintf(code, sizeof code, "echo %ld-%d > /workspace/f; cat /workspace/f; cat", id, i);
+    snprintf(want, sizeof want, "%ld-%d\nin-%ld\n", id, i, id);
+    char input[32];
+    snprintf(input, sizeof input, "in-%ld\n", id);
+    char *argv[] = {"sh", "-c", code, NULL};
+    struct jail_config c;
+    jail_config_init(&c);
+    c.argv = argv;
+    c.env = path_env;
+    c.stdin_data = input;
+    c.stdin_length = strlen(input);
+    struct jail_result r;
+    dome_error err = {0};
+    int rc = jail_run(&c, &r, &err);
+    if (rc < 0 || r.exit_code != 0 || !r.stdout_data || strcmp(r.stdout_data, want) != 0 ||
+        r.output_path_count != 1) {
+      pthread_mutex_lock(&failure_lock);
+      thread_failures++;
+      print_error("thread %ld run %d: rc %d (%s), stdout `%s`\n", id, i, rc, err.message,
+                  r.stdout_data ? r.stdout_data : "");
+      pthread_mutex_unlock(&failure_lock);
+    }
+    jail_result_release(&r);
+  }
+  return NULL;
+}
+
+static void concurrent_threads(void **state) {
+  (void)state;
+  pthread_t threads[4];
+  int fds_before = open_fds();
+  for (long i = 0; i < 4; i++) assert_int_equal(pthread_create(&threads[i], NULL, worker, (void *)i), 0);
+  for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+  assert_int_equal(thread_failures, 0);
+  assert_int_equal(open_fds(), fds_before);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(hooks_called_in_order),
+      cmocka_unit_test(hook_aborts_run),
+      cmocka_unit_test(cancel_fd_kills),
+      cmocka_unit_test(concurrent_threads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
