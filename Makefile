@@ -16,7 +16,7 @@ CC := gcc
 endif
 
 PACKAGES := jansson libzstd libsodium libseccomp libcap libmicrohttpd libpcre2-8 \
-            libnl-3.0 libnl-route-3.0 libbpf libcurl libhs
+            libnl-3.0 libnl-route-3.0 libbpf libcurl libhs libnftables
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PACKAGES) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PACKAGES) 2>/dev/null)
@@ -25,10 +25,10 @@ CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -I. -I$(BUILD)/
                  -fno-omit-frame-pointer -Wno-missing-field-initializers
 ifeq ($(SANITIZE),1)
 CFLAGS_COMMON += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
-LDFLAGS_COMMON := -fsanitize=address,undefined
+LDFLAGS_COMMON := -fsanitize=address,undefined -Wl,--as-needed
 else
 CFLAGS_COMMON += -O2
-LDFLAGS_COMMON :=
+LDFLAGS_COMMON := -Wl,--as-needed
 endif
 CFLAGS  ?=
 LDFLAGS ?=

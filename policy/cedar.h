@@ -134,8 +134,9 @@ typedef struct cedar_context cedar_context;
 /* Parse an entities JSON array ([{"uid", "attrs", "parents", "tags"?}]). With a schema, attribute and
  * tag values are typed by it (entity references and extension values may be written implicitly),
  * entities are checked against it, and the schema's action entities (with their action groups) are
- * added. The parent relation is closed transitively (cycles allowed). Errors name the file and the
- * entity. Returns 0, -EINVAL, -E2BIG (size or nesting), -ENOMEM. */
+ * added. The parent relation is closed transitively; a cycle in it is an error, as upstream. An entity
+ * listed twice must be identical. Unknown fields of an entity are ignored; `attrs` and `parents` are
+ * required. Errors name the file and the entity. Returns 0, -EINVAL, -E2BIG (size or nesting), -ENOMEM. */
 int cedar_entities_parse_json(const char *text, size_t length, const char *file,
                               const struct cedar_schema *schema, cedar_entities **out,
                               cedar_diagnostic *diag);
@@ -203,10 +204,13 @@ int cedar_evaluate(const cedar_expression *expression, const cedar_entities *ent
 
 /* A request whose principal, action, resource or context may be unknown. Parts of the context may be
  * unknown too: {"__extn": {"fn": "unknown", "arg": NAME}} in the context JSON. */
+/* principal/action/resource: type NULL: unknown; type set and id NULL: an unknown entity of that type
+ * (e.g. the resource of an fs: action is some Dome::Path), which decides `is` tests and `==` against
+ * entities of other types. */
 typedef struct cedar_partial_request {
-  cedar_uid_ref principal;      /* type NULL: unknown */
-  cedar_uid_ref action;         /* type NULL: unknown */
-  cedar_uid_ref resource;       /* type NULL: unknown */
+  cedar_uid_ref principal;
+  cedar_uid_ref action;
+  cedar_uid_ref resource;
   const cedar_context *context; /* NULL: the empty record (unless context_unknown) */
   bool context_unknown;         /* the whole context is unknown */
 } cedar_partial_request;

@@ -100,7 +100,7 @@ static int table_insert(cedar_entities *es, cedar_entity *e, size_t capacity_hin
 }
 
 /* Ancestors of every entity: depth-first over parents, marking visits with a per-entity generation. */
-static int close_parents(cedar_entities *es) {
+static int close_parents(cedar_entities *es, const cedar_entity **cycle) {
   size_t n = es->count;
   uint32_t *mark = calloc(n ? n : 1, sizeof *mark);
   size_t *stack = malloc((n ? n : 1) * sizeof *stack);
@@ -114,25 +114,26 @@ static int close_parents(cedar_entities *es) {
   for (size_t i = 0; i < n; i++) {
     uint32_t gen = (uint32_t)i + 1;
     size_t sp = 0, na = 0;
+    bool cyclic = false;
     stack[sp++] = i;
     mark[i] = gen;
     while (sp) {
       cedar_entity *e = es->list[stack[--sp]];
       for (size_t k = 0; k < e->parent_count; k++) {
         const cedar_euid *p = &e->parents[k];
-        const cedar_entity *pe = cedar_entities_find(es, p);
-        if (pe) {
-          /* index of pe: linear lookup avoided by storing it in the table slot order */
-          size_t idx = 0;
-          size_t mask = es->table_size - 1;
-          for (size_t h = (size_t)cedar_euid_hash(p) & mask;; h = (h + 1) & mask) {
-            uint32_t slot = es->table[h];
-            if (cedar_euid_eq(&es->list[slot - 1]->uid, p)) {
-              idx = slot - 1;
-              break;
-            }
+        /* index of the parent in the set, if it is there */
+        size_t mask = es->table_size - 1;
+        uint32_t slot = 0;
+        for (size_t h = (size_t)cedar_euid_hash(p) & mask;; h = (h + 1) & mask) {
+          slot = es->table[h];
+          if (!slot || cedar_euid_eq(&es->list[slot - 1]->uid, p)) break;
+        }
+        if (slot) {
+          size_t idx = slot - 1;
+          if (mark[idx] == gen) {
+            if (idx == i) cyclic = true;
+            continue;
           }
-          if (mark[idx] == gen) continue;
           mark[idx] = gen;
           stack[sp++] = idx;
         }
@@ -169,12 +170,35 @@ static int close_parents(cedar_entities *es) {
     if (m) memcpy(anc, acc, m * sizeof *anc);
     es->list[i]->ancestors = anc;
     es->list[i]->ancestor_count = m;
+    if (cyclic) {
+      /* upstream (cedar-policy 4.x) refuses a parent relation with a cycle */
+      *cycle = es->list[i];
+      rc = -ELOOP;
+      goto out;
+    }
   }
 out:
   free(mark);
   free(stack);
   free(acc);
   return rc;
+}
+
+static bool same_parents(const cedar_entity *a, const cedar_entity *b) {
+  for (int pass = 0; pass < 2; pass++) {
+    const cedar_entity *x = pass ? b : a, *y = pass ? a : b;
+    for (size_t i = 0; i < x->parent_count; i++) {
+      bool found = false;
+      for (size_t k = 0; k < y->parent_count && !found; k++)
+        found = cedar_euid_eq(&x->parents[i], &y->parents[k]);
+      if (!found) return false;
+    }
+  }
+  return true;
+}
+
+static bool same_entity(const cedar_entity *a, const cedar_entity *b) {
+  return cedar_value_eq(&a->attrs, &b->attrs) && cedar_value_eq(&a->tags, &b->tags) && same_parents(a, b);
 }
 
 static char *uid_text(const cedar_euid *uid, char *buf, size_t size) {
@@ -193,13 +217,11 @@ static int parse_entity(cedar_json_reader *rd, json_t *ej, const cedar_schema *s
   if (r < 0) return r;
   char t[160];
   snprintf(rd->where, sizeof rd->where, "entity `%s`", uid_text(&e->uid, t, sizeof t));
-  const char *key;
-  json_t *v;
-  json_object_foreach(ej, key, v) {
-    if (strcmp(key, "uid") && strcmp(key, "attrs") && strcmp(key, "parents") && strcmp(key, "tags"))
-      return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: unexpected field `%s`", rd->where, key),
-             -EINVAL;
-  }
+  /* Other fields are ignored, as upstream does; `attrs` and `parents` are required. */
+  if (!json_object_get(ej, "attrs") || !json_object_get(ej, "parents"))
+    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: missing field `%s`", rd->where,
+                          json_object_get(ej, "attrs") ? "parents" : "attrs"),
+           -EINVAL;
   const cedar_schema_entity_type *et = NULL;
   bool is_action = false;
   if (schema) {
@@ -354,8 +376,9 @@ int cedar_entities_parse_json(const char *text, size_t length, const char *file,
     if (r < 0) break;
     cedar_entity *existing;
     r = table_insert(es, e, capacity, &existing);
-    if (r >= 0 && existing) {
-      cedar_diag_set(diag, file, 0, 0, NULL, "%s: duplicate entity entry", rd.where);
+    if (r >= 0 && existing && !same_entity(existing, e)) {
+      /* upstream accepts an entity listed twice only when both entries are identical */
+      cedar_diag_set(diag, file, 0, 0, NULL, "%s: duplicate entity entry with different data", rd.where);
       r = -EINVAL;
     }
   }
@@ -366,7 +389,14 @@ int cedar_entities_parse_json(const char *text, size_t length, const char *file,
     if (!es->table || !es->list) r = -ENOMEM;
   }
   if (r >= 0 && schema) r = add_schema_actions(es, schema, capacity);
-  if (r >= 0) r = close_parents(es);
+  const cedar_entity *cycle = NULL;
+  if (r >= 0) r = close_parents(es, &cycle);
+  if (r == -ELOOP) {
+    char t[160];
+    cedar_diag_set(diag, file, 0, 0, NULL, "the entity hierarchy has a cycle containing `%s`",
+                   uid_text(&cycle->uid, t, sizeof t));
+    r = -EINVAL;
+  }
   json_decref(root);
   if (r < 0) {
     cedar_entities_free(es);

@@ -19,13 +19,18 @@ static int copy_str(cedar_json_reader *rd, json_t *s, cedar_str *out) {
   return cedar_json_copy_bytes(rd->arena, json_string_value(s), json_string_length(s), out);
 }
 
+/* {"type": T, "id": I} (other fields ignored, as upstream's serde structs do). */
+static bool is_uid_object(json_t *j) {
+  return json_is_object(j) && json_is_string(json_object_get(j, "type")) &&
+         json_is_string(json_object_get(j, "id"));
+}
+
 int cedar_json_to_euid(cedar_json_reader *rd, json_t *json, const char *what, cedar_euid *out) {
-  if (json_is_object(json) && json_object_size(json) == 1 && json_object_get(json, "__entity"))
+  if (json_is_object(json) && json_object_size(json) == 1 && is_uid_object(json_object_get(json, "__entity")))
     json = json_object_get(json, "__entity");
-  json_t *type = json_is_object(json) ? json_object_get(json, "type") : NULL;
-  json_t *id = json_is_object(json) ? json_object_get(json, "id") : NULL;
-  if (!json_is_string(type) || !json_is_string(id) || json_object_size(json) != 2)
-    return bad(rd, "%s: expected an entity uid {\"type\": ..., \"id\": ...}", what);
+  if (!is_uid_object(json))
+    return bad(rd, "%s: expected a literal entity reference {\"type\": ..., \"id\": ...}", what);
+  json_t *type = json_object_get(json, "type"), *id = json_object_get(json, "id");
   int r;
   if ((r = copy_str(rd, type, &out->type)) < 0 || (r = copy_str(rd, id, &out->id)) < 0) return r;
   if (!cedar_is_name(out->type))
@@ -167,14 +172,17 @@ int cedar_json_to_value(cedar_json_reader *rd, json_t *json, const cedar_schema_
   }
   memset(out, 0, sizeof *out);
   /* Escapes are accepted whatever the expected type; the kind is checked below. */
+  /* A one-key object {"__extn": {fn, arg|args}} or {"__entity": {type, id}} is an escape; other shapes
+   * (extra keys, missing fields) are plain records, as upstream's untagged JSON reading does. */
   if (json_is_object(json) && json_object_size(json) == 1) {
     json_t *ext = json_object_get(json, "__extn");
-    if (ext) {
+    if (json_is_object(ext) && json_is_string(json_object_get(ext, "fn")) &&
+        (json_object_get(ext, "arg") || json_is_array(json_object_get(ext, "args")))) {
       int r = read_extn(rd, ext, depth, out);
       if (r < 0) return r;
       goto check;
     }
-    if (json_object_get(json, "__entity")) {
+    if (is_uid_object(json_object_get(json, "__entity"))) {
       out->kind = CV_ENTITY;
       int r = cedar_json_to_euid(rd, json, "entity reference", &out->u.uid);
       if (r < 0) return r;

@@ -236,7 +236,7 @@ static int eval_in(cedar_eval *ev, const cedar_value *a, const cedar_value *b, b
   for (size_t i = 0; i < b->u.set.count; i++)
     if (b->u.set.items[i].kind != CV_ENTITY) return type_error(ev, "entity", &b->u.set.items[i]);
   *out = false;
-  if (cedar_euid_eq(&a->u.uid, &a->u.uid) && b->u.set.count) {
+  if (b->u.set.count) {
     const cedar_entity *ent = ev->entities ? cedar_entities_find(ev->entities, &a->u.uid) : NULL;
     for (size_t i = 0; i < b->u.set.count; i++) {
       const cedar_euid *u = &b->u.set.items[i].u.uid;

@@ -24,6 +24,7 @@ typedef struct pval {
 typedef struct pctx {
   cedar_eval ev; /* concrete evaluation; its arena is the residual set's arena */
   bool unknown[4];
+  cedar_str known_type[4]; /* entity type of an unknown principal/action/resource when given */
   int oom;
 } pctx;
 
@@ -164,6 +165,30 @@ static bool certainly_bool(const cedar_expr *e) {
 
 static pval peval(pctx *c, const cedar_expr *e);
 
+/* The entity type of a residual that is a bare unknown variable of known type, else NULL. */
+static const cedar_str *typed_var(const pctx *c, const cedar_expr *e) {
+  if (e->kind != CX_VAR || !c->unknown[e->var] || !c->known_type[e->var].ptr) return NULL;
+  return &c->known_type[e->var];
+}
+
+/* `x == E` / `E == x` for a variable of known type and an entity of another type (or any non-entity
+ * value) is false; `x is T` is decided by the type. NULL when the types do not decide. */
+static const bool *decided_by_type(const pctx *c, const cedar_expr *e, const pval *a, const pval *b) {
+  static const bool t = true, f = false;
+  if (e->kind == CX_IS && !e->u.op.b && a->kind == PV_RESIDUAL) {
+    const cedar_str *type = typed_var(c, a->e);
+    if (type) return cedar_str_eq(*type, e->u.op.name) ? &t : &f;
+  }
+  if ((e->kind == CX_EQ || e->kind == CX_NE) && b) {
+    const pval *var = a->kind == PV_RESIDUAL ? a : b, *lit = a->kind == PV_RESIDUAL ? b : a;
+    const cedar_str *type = var->kind == PV_RESIDUAL ? typed_var(c, var->e) : NULL;
+    if (type && lit->kind == PV_VALUE &&
+        (lit->v.kind != CV_ENTITY || !cedar_str_eq(lit->v.u.uid.type, *type)))
+      return e->kind == CX_EQ ? &f : &t;
+  }
+  return NULL;
+}
+
 /* Concrete evaluation of node e whose operands are the given values. */
 static pval eval_with(pctx *c, const cedar_expr *e, cedar_expr **operands, size_t count, bool list) {
   cedar_expr tmp = *e;
@@ -189,13 +214,19 @@ static pval strict(pctx *c, const cedar_expr *e) {
   cedar_expr **operands = cedar_arena_alloc(c->ev.arena, (count + 1) * sizeof *operands);
   if (!operands) return c->oom = 1, error();
   bool any_residual = false;
+  pval first[2];
   for (size_t i = 0; i < count; i++) {
     pval p = peval(c, list ? e->u.list.items[i] : ops[i]);
     if (p.kind == PV_ERROR) return error();
     if (p.kind == PV_RESIDUAL) any_residual = true;
+    if (i < 2) first[i] = p;
     if (!(operands[i] = as_expr(c, &p))) return error();
   }
   if (!any_residual) return eval_with(c, e, operands, count, list);
+  if (!list) {
+    const bool *decided = decided_by_type(c, e, &first[0], count > 1 ? &first[1] : NULL);
+    if (decided) return boolean(*decided);
+  }
   cedar_expr *n = cedar_arena_alloc(c->ev.arena, sizeof *n);
   if (!n) return c->oom = 1, error();
   *n = *e;
@@ -258,6 +289,8 @@ static pval is_in(pctx *c, const cedar_expr *e) {
     if (!cedar_str_eq(a.v.u.uid.type, e->u.op.name)) return boolean(false);
     return strict(c, e);
   }
+  const cedar_str *type = typed_var(c, a.e);
+  if (type && !cedar_str_eq(*type, e->u.op.name)) return boolean(false);
   pval b = peval(c, e->u.op.b);
   cedar_expr *be = keep(c, &b, e->u.op.b);
   cedar_expr *n = be ? new_node(c, CX_IS, a.e, be, NULL) : NULL;
@@ -394,7 +427,11 @@ int cedar_partially_authorize(const cedar_policy_set *set, const cedar_entities 
   const cedar_uid_ref *refs[3] = {&request->principal, &request->action, &request->resource};
   cedar_eval_init(&c.ev, response->residuals->arena, entities, &concrete);
   cedar_var vars[3] = {CEDAR_VAR_PRINCIPAL, CEDAR_VAR_ACTION, CEDAR_VAR_RESOURCE};
-  for (int i = 0; i < 3; i++) c.unknown[vars[i]] = refs[i]->type == NULL;
+  for (int i = 0; i < 3; i++) {
+    c.unknown[vars[i]] = refs[i]->type == NULL || refs[i]->id == NULL;
+    if (refs[i]->type && !refs[i]->id)
+      c.known_type[vars[i]] = (cedar_str){refs[i]->type, strlen(refs[i]->type)};
+  }
   c.unknown[CEDAR_VAR_CONTEXT] = request->context_unknown;
   size_t n = set->count;
   unsigned char *outcome = calloc(n + 1, 1); /* 1 satisfied, 2 residual */

@@ -112,6 +112,10 @@ static bool fill_uid(cedar_arena *arena, const cedar_uid_ref *ref, cedar_euid *u
 int cedar_policy_set_link(cedar_policy_set *set, const char *template_id, const char *new_id,
                           const cedar_uid_ref *principal, const cedar_uid_ref *resource,
                           cedar_diagnostic *diag) {
+  if (!template_id || !new_id) {
+    cedar_diag_set(diag, NULL, 0, 0, NULL, "a template link needs a template id and a new policy id");
+    return -EINVAL;
+  }
   const cedar_policy *t = cedar_policy_set_find(set, template_id);
   if (!t || !t->is_template) {
     cedar_diag_set(diag, NULL, 0, 0, new_id, "no template with id `%s`", template_id);

@@ -6,6 +6,9 @@
 #include "policy/syntax/syntax.h"
 #include "policy/validate/validate.h"
 
+/* Nesting bound of the typechecker's recursion (expressions are bounded by the parser too). */
+#define MAX_TYPECHECK_DEPTH 512
+
 /* Validator types (cedar-policy validator types.rs, strict mode); see types.h for operations. */
 typedef enum vt_kind {
   VT_NEVER,
@@ -67,6 +70,23 @@ typedef struct checker {
   int depth;
   bool failed_alloc;
 } checker;
+
+/* A capability: `on has attr` (attr set) or `on.hasTag(tag)` (tag set) is known true. */
+typedef struct cap cap;
+struct cap {
+  const cedar_expr *on;
+  const char *attr;      /* attribute capability */
+  const cedar_expr *tag; /* tag capability (attr NULL) */
+  const cap *next;
+};
+
+/* Structural equality of expressions, source positions ignored (depth: recursion so far). */
+bool expr_equal(const cedar_expr *a, const cedar_expr *b, int depth);
+/* A one-element capability set (NULL and c->failed_alloc on ENOMEM). */
+const cap *cap_single(checker *c, const cedar_expr *on, const char *attr, const cedar_expr *tag);
+bool cap_contains(const cap *caps, const cedar_expr *on, const char *attr, const cedar_expr *tag);
+const cap *cap_union(checker *c, const cap *a, const cap *b);
+const cap *cap_intersect(checker *c, const cap *a, const cap *b);
 
 /* Typecheck `condition` (the whole policy condition) in one environment. Returns its type (NULL when it
  * has none) and sets *typechecked. Errors are appended to c->errors. */

@@ -43,6 +43,8 @@ enum {
   CEDAR_OPT_EXPRESSION,
   CEDAR_OPT_CONTEXT_UNKNOWN,
   CEDAR_OPT_RESIDUAL_FORMAT,
+  CEDAR_OPT_PRINCIPAL_TYPE,
+  CEDAR_OPT_RESOURCE_TYPE,
 };
 
 /* Handle one option shared by the subcommands. Returns 1 when handled, 0 when not a shared option. */

@@ -15,8 +15,10 @@ static const char usage_text[] =
     "         [--entities FILE] [-s SCHEMA] [--schema-format cedar|json]\n"
     "         [-l PRINCIPAL] [-a ACTION] [-r RESOURCE] [-c CONTEXT | --context-unknown] [--request-json "
     "FILE]\n"
-    "         [--residual-format cedar|json] [-v]\n"
-    "Omitted principal/action/resource are unknown. Exit: 0 allow or unknown, 2 deny, 1 failure.\n";
+    "         [--principal-type TYPE] [--resource-type TYPE] [--residual-format cedar|json] [-v]\n"
+    "Omitted principal/action/resource are unknown (of the given type with "
+    "--principal-type/--resource-type).\n"
+    "Exit: 0 allow or unknown, 2 deny, 1 failure.\n";
 
 static int partially_authorize_main(int argc, char **argv) {
   static const struct option options[] = {
@@ -33,18 +35,25 @@ static int partially_authorize_main(int argc, char **argv) {
       {"context-unknown", no_argument, 0, CEDAR_OPT_CONTEXT_UNKNOWN},
       {"request-json", required_argument, 0, CEDAR_OPT_REQUEST_JSON},
       {"residual-format", required_argument, 0, CEDAR_OPT_RESIDUAL_FORMAT},
+      {"principal-type", required_argument, 0, CEDAR_OPT_PRINCIPAL_TYPE},
+      {"resource-type", required_argument, 0, CEDAR_OPT_RESOURCE_TYPE},
       {"verbose", no_argument, 0, 'v'},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   const char *cmd = "cedar partially-authorize";
   cedar_cli cli = {0};
   bool context_unknown = false, json = false;
+  const char *principal_type = NULL, *resource_type = NULL;
   int opt;
   optind = 1;
   while ((opt = getopt_long(argc, argv, "p:k:s:l:a:r:c:vh", options, NULL)) != -1) {
     if (opt == 'h') {
       fputs(usage_text, stdout);
       return 0;
+    } else if (opt == CEDAR_OPT_PRINCIPAL_TYPE) {
+      principal_type = optarg;
+    } else if (opt == CEDAR_OPT_RESOURCE_TYPE) {
+      resource_type = optarg;
     } else if (opt == CEDAR_OPT_CONTEXT_UNKNOWN) {
       context_unknown = true;
     } else if (opt == CEDAR_OPT_RESIDUAL_FORMAT) {
@@ -70,6 +79,8 @@ static int partially_authorize_main(int argc, char **argv) {
   if (rc == 0) {
     cedar_partial_request pr = {request.principal, request.action, request.resource, context,
                                 context_unknown};
+    if (!pr.principal.type && principal_type) pr.principal = (cedar_uid_ref){principal_type, NULL, 0};
+    if (!pr.resource.type && resource_type) pr.resource = (cedar_uid_ref){resource_type, NULL, 0};
     cedar_partial_response response;
     if (cedar_partially_authorize(set, entities, &pr, &response) < 0) {
       rc = cedar_cli_fail(cmd, "out of memory");

@@ -294,7 +294,8 @@ static int redact_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   struct output out = {.to_stdout = !json};
-  struct guard_sink sink = {emit_output, collect_finding, &out};
+  /* Findings are kept only for --json (memory grows with their number); plain text needs none. */
+  struct guard_sink sink = {emit_output, json ? collect_finding : NULL, &out};
   static char chunk[READ_CHUNK];
   r = 0;
   /* read(2), not fread: pass on what arrived without waiting for a full buffer (streamed output). */

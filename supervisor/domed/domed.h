@@ -93,6 +93,7 @@ struct domed {
   control_server *control;
   void *journal; /* struct journal * when the journal is built in */
   void *engine;  /* engine-wide state (schema) of the authorizer */
+  void *kernel;  /* struct domed_kernel *: BPF enforcement, NULL when unavailable */
   pthread_mutex_t rules_lock;
   struct domed_rules *rules; /* the active version; swapped atomically under rules_lock */
   /* concurrency cap on jails */
@@ -174,6 +175,23 @@ int domed_guard_acquire(const struct guard_options *options, struct guard **guar
                         dome_error *err);
 void domed_guard_release(void *handle);
 void domed_guard_cache_clear(void);
+
+/* ---- kernel.c: cgroup BPF enforcement and denial events of jails ---- */
+struct jail_cgroup;
+struct domed_kernel_run {
+  uint64_t cgroup_id;
+  void *attachment; /* struct dome_kernel_attachment * */
+  json_t *denials;  /* array of {hook, object, pid, action, policy}; owned by the caller */
+  uint64_t count;
+  struct domed_kernel_run *next;
+};
+void domed_kernel_init(struct domed *domed); /* never fatal: logs the level or why it is missing */
+void domed_kernel_cleanup(struct domed *domed);
+/* Attach the programs to a jail's leaf (the jail's on_cgroup_ready hook). 0 when unavailable. */
+int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const struct jail_cgroup *leaf,
+                        bool egress, dome_error *err);
+/* After the jail ended: collect its last denials and detach. */
+void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run);
 
 /* ---- commands.c: the control socket handler ---- */
 json_t *domed_control_handle(void *context, const struct control_request *request, dome_error *err);

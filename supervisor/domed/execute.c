@@ -55,7 +55,13 @@ struct run_context {
   struct guard_stream *streams[3]; /* [1] stdout, [2] stderr */
   uint64_t streamed;
   int stream; /* being fed */
+  struct domed_kernel_run kernel_run;
 };
+
+static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_error *err) {
+  struct run_context *run = context;
+  return domed_kernel_attach(run->domed, &run->kernel_run, leaf, run->execution->quota.egress, err);
+}
 
 static int emit_progress(const char *data, size_t length, void *context) {
   struct run_context *run = context;
@@ -201,6 +207,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   };
   struct run_context run = {.domed = domed, .execution = execution};
   void *guard_handle = NULL;
+  json_t *denials = NULL;
   json_t *result = NULL;
   struct jail_result jail_result;
   memset(&jail_result, 0, sizeof jail_result);
@@ -254,8 +261,20 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   config.cancel_fd = mcp_call_cancel_fd(execution->call);
   config.hook_context = &run;
   config.on_output = on_output;
+  config.on_cgroup_ready = on_cgroup_ready;
   atomic_fetch_add(&domed->metrics.executions, 1);
   rc = jail_run(&config, &jail_result, err);
+  domed_kernel_finish(domed, &run.kernel_run);
+  denials = run.kernel_run.denials ? json_incref(run.kernel_run.denials) : json_array();
+  atomic_fetch_add(&domed->metrics.denials_kernel, run.kernel_run.count);
+  size_t d;
+  json_t *denial;
+  json_array_foreach(denials, d, denial) {
+    json_t *event = base_event(execution, "exec.denial");
+    json_object_update(event, denial);
+    domed_audit_append(domed, event);
+    json_decref(event);
+  }
   for (int s = 1; s <= 2; s++)
     if (run.streams[s]) {
       struct guard_sink sink = {.emit = emit_progress, .context = &run};
@@ -295,11 +314,11 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
     free(clean);
   }
   json_t *structured = json_pack(
-      "{s:s,s:s,s:i,s:i,s:b,s:b,s:I,s:o,s:O,s:b,s:[],s:b,s:I,s:I,s:I,s:s}", "stdout",
-      out_text ? out_text : "", "stderr", err_text ? err_text : "", "exit_code", jail_result.exit_code,
-      "signal", jail_result.signal, "timed_out", jail_result.timed_out, "oom_killed", jail_result.oom_killed,
-      "duration_ms", (json_int_t)jail_result.duration_ms, "output_paths", paths, "env_vars", environment,
-      "truncated", jail_result.truncated, "denials", "cancelled", jail_result.cancelled, "peak_pids",
+      "{s:s,s:s,s:i,s:i,s:b,s:b,s:I,s:o,s:O,s:b,s:O,s:b,s:I,s:I,s:I,s:s}", "stdout", out_text ? out_text : "",
+      "stderr", err_text ? err_text : "", "exit_code", jail_result.exit_code, "signal", jail_result.signal,
+      "timed_out", jail_result.timed_out, "oom_killed", jail_result.oom_killed, "duration_ms",
+      (json_int_t)jail_result.duration_ms, "output_paths", paths, "env_vars", environment, "truncated",
+      jail_result.truncated, "denials", denials, "cancelled", jail_result.cancelled, "peak_pids",
       (json_int_t)jail_result.peak_pids, "cpu_ms", (json_int_t)jail_result.cpu_ms, "peak_memory_bytes",
       (json_int_t)jail_result.peak_memory_bytes, "enforcement",
       jail_enforcement_name(jail_result.enforcement));
@@ -369,6 +388,8 @@ out:
   free(input_files);
   free(guard_secrets);
   free_strings(env);
+  json_decref(denials);
+  json_decref(run.kernel_run.denials);
   json_decref(secrets);
   json_decref(environment);
   return result;

@@ -207,6 +207,7 @@ int main(int argc, char **argv) {
     return 125;
   }
   load_active_rules(domed);
+  domed_kernel_init(domed);
 
   _cleanup_free_ char *cert = NULL;
   _cleanup_free_ char *key = NULL;
@@ -285,6 +286,7 @@ int main(int argc, char **argv) {
     mcp_server_cancel_all(domed->mcp);
   }
   mcp_server_stop(domed->mcp);
+  domed_kernel_cleanup(domed);
   domed_guard_cache_clear();
   domed_audit_close(domed);
   domed_authz_cleanup(domed);

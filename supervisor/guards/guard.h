@@ -222,9 +222,12 @@ int guard_redact_buffer(const struct guard *guard, const char *field, const void
 
 /* Redact a JSON value in place (an MCP structuredContent object): every string value is redacted with
  * the class of the nearest enclosing object key that the classification names (PUBLIC when none; the
- * top-level key for a top-level string), and finding fields name the top-level key. Keys, numbers,
- * booleans and structure are unchanged. Nesting deeper than 64 levels is an error (-EINVAL, checked before
- * anything is changed). A redaction that would leave invalid UTF-8 replaces the whole string value with
+ * top-level key for a top-level string), and finding fields name the top-level key. Inside a SENSITIVE
+ * field, a string member of an object whose key is an environment-variable name ([A-Z_][A-Z0-9_]*, e.g.
+ * env_vars {"HOME": "/workspace"}) is an environment value and is replaced whole (env-assignment). Keys,
+ * numbers, booleans and structure are unchanged. Nesting deeper than 64 levels is an error (-EINVAL, checked
+ * before anything is changed). A redaction that would leave invalid UTF-8 replaces the whole string value
+ * with
  * `[REDACTED:invalid-utf8]`. Returns 0, -EINVAL, -ENOMEM or -EIO. */
 int guard_redact_json(const struct guard *guard, json_t *value, struct guard_findings *findings,
                       dome_error *err);

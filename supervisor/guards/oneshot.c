@@ -1,4 +1,5 @@
 /* One-shot redaction of a buffer or of the string values of a JSON structure, and the findings array. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,29 @@ static int json_depth_ok(json_t *value, int depth) {
   return 1;
 }
 
+/* An environment variable name as POSIX shells accept it: [A-Z_][A-Z0-9_]*. */
+static bool env_name(const char *key) {
+  if (!(isupper((unsigned char)*key) || *key == '_')) return false;
+  for (const char *p = key; *p; p++)
+    if (!(isupper((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_')) return false;
+  return true;
+}
+
+static int redact_env_value(const struct guard *guard, json_t *value, const char *field,
+                            struct guard_findings *findings, dome_error *err) {
+  size_t length = json_string_length(value);
+  if (length == 0) return 0;
+  int detector = guard_detector_index("env-assignment");
+  struct guard_finding finding = {
+      .field = field, .detector = guard_detectors[detector].info.id, .length = length};
+  guard_hmac_hex(guard, json_string_value(value), length, finding.hmac_hex);
+  if (findings && guard_findings_add(findings, &finding) < 0)
+    return dome_error_set(err, ENOMEM, "redact JSON: out of memory");
+  if (json_string_set(value, "[REDACTED:env-assignment]") < 0)
+    return dome_error_set(err, ENOMEM, "redact JSON: out of memory");
+  return 0;
+}
+
 static int redact_json_value(const struct guard *guard, json_t *value, const char *field,
                              enum guard_class class_, struct guard_findings *findings, dome_error *err) {
   int r = 0;
@@ -135,6 +159,11 @@ static int redact_json_value(const struct guard *guard, json_t *value, const cha
       for (size_t i = 0; i < guard->classification.count; i++)
         if (strcmp(guard->classification.entries[i].field, key) == 0)
           member_class = guard->classification.entries[i].class_;
+      if (field != NULL && member_class == GUARD_CLASS_SENSITIVE && json_is_string(member) && env_name(key)) {
+        /* {"NAME": "value"} inside a SENSITIVE field (env_vars): the value of an environment variable. */
+        if ((r = redact_env_value(guard, member, field, findings, err)) < 0) return r;
+        continue;
+      }
       if ((r = redact_json_value(guard, member, field ? field : key, member_class, findings, err)) < 0)
         return r;
     }

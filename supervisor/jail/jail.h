@@ -154,10 +154,12 @@ void jail_config_init(struct jail_config *config);
 
 /* What the jail enforced, from strongest to weakest (see jail_probe_host). */
 enum jail_enforcement {
-  JAIL_ENFORCEMENT_FULL = 0, /* cgroup v2 controllers, Landlock, seccomp, BPF-LSM available */
-  JAIL_ENFORCEMENT_HYBRID =
-      1, /* cgroup v1 controllers + cgroup2 leaf for BPF, Landlock, seccomp; no BPF-LSM */
-  JAIL_ENFORCEMENT_REDUCED = 2 /* some layer missing (no Landlock or no cgroup2 leaf); see doctor */
+  /* cgroup v2 controllers, Landlock, seccomp, BPF-LSM available */
+  JAIL_ENFORCEMENT_FULL = 0,
+  /* cgroup v1 controllers + a cgroup2 leaf for cgroup BPF, Landlock, seccomp; no BPF-LSM */
+  JAIL_ENFORCEMENT_HYBRID = 1,
+  /* some layer missing (no Landlock or no cgroup2 leaf); `dome doctor` says which */
+  JAIL_ENFORCEMENT_REDUCED = 2,
 };
 const char *jail_enforcement_name(enum jail_enforcement level); /* "full", "hybrid", "reduced" */
 
@@ -171,7 +173,8 @@ struct jail_result {
   /* When the whole jail is killed (timeout, cancel_fd) signal is SIGKILL. */
   int signal;           /* terminating signal, 0 if it exited */
   bool timed_out;       /* killed by the wall-clock timeout */
-  bool oom_killed;      /* the cgroup's OOM killer killed a process of the jail */
+  bool oom_killed;      /* the cgroup hit its memory limit and the OOM killer ended the jail (on v1
+                         * hosts the OOM event makes jail_run kill the whole jail, as memory.oom.group) */
   bool cancelled;       /* killed because cancel_fd became readable */
   bool pids_limited;    /* a fork/clone failed because pids.max was reached */
   uint64_t duration_ms; /* wall clock from exec to the end of the jail */

@@ -9,7 +9,8 @@
  * Enforcement levels (dome_kernel_level()):
  *   - DOME_LEVEL_FULL: BPF-LSM programs (file_open, file_receive, bprm_check_security, socket_create,
  * socket_connect, ptrace_access_check, task_kill, bpf, bpf_map, bpf_prog) acting only for cgroups present in
- * the jail map, plus the cgroup programs below.
+ * the jail map, plus the cgroup programs below; six more global hooks (inode_rename, sb_mount, sb_umount,
+ * move_mount, sb_pivotroot, path_chroot) only invalidate the file-verdict cache (docs/kernel-enforcement.md).
  *   - DOME_LEVEL_REDUCED: no BPF-LSM (the kernel refuses it, or `lsm=` lacks bpf). The network is
  *     enforced by cgroup programs attached to the jail's leaf (connect4/6, sendmsg4/6, bind4/6,
  *     sock_create, cgroup_skb egress byte quota); file tables by Landlock (dome_landlock_*), which
@@ -244,6 +245,18 @@ int dome_kernel_install_tables(struct dome_kernel *kernel, uint32_t ruleset,
  * kept until the next install (a program that read the old generation just before the switch still finds
  * its entries), older ones are removed. Returns 0 or -errno. */
 int dome_kernel_rule_entries(const struct dome_kernel *kernel, size_t counts[3]);
+
+/* Run-time statistics of the loaded programs (for benchmarks and `dome doctor`): calls fn once per loaded
+ * program with its name, the total ns spent in it and the number of runs since load. The kernel only counts
+ * while statistics are enabled (dome_kernel_enable_stats, or sysctl kernel.bpf_stats_enabled=1).
+ * Returns 0 or -errno. */
+int dome_kernel_program_stats(const struct dome_kernel *kernel,
+                              void (*fn)(void *context, const char *program, uint64_t run_ns, uint64_t runs),
+                              void *context);
+
+/* Enable BPF run-time statistics while the returned fd stays open (BPF_ENABLE_STATS). Returns fd or -errno.
+ */
+int dome_kernel_enable_stats(void);
 
 /* Socket families a jail may create (sock_create); bits are 1 << AF_*. */
 #define DOME_FAMILY_BIT(af) (1ULL << (af))

@@ -303,6 +303,26 @@ int dome_kernel_rule_entries(const struct dome_kernel *kernel, size_t counts[3])
   return 0;
 }
 
+int dome_kernel_program_stats(const struct dome_kernel *kernel,
+                              void (*fn)(void *context, const char *program, uint64_t run_ns, uint64_t runs),
+                              void *context) {
+  struct bpf_program *program;
+  bpf_object__for_each_program(program, kernel->skel->obj) {
+    int fd = bpf_program__fd(program);
+    if (fd < 0) continue; /* not loaded at this level */
+    struct bpf_prog_info info = {0};
+    uint32_t length = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &length) != 0) return -errno;
+    fn(context, bpf_program__name(program), info.run_time_ns, info.run_cnt);
+  }
+  return 0;
+}
+
+int dome_kernel_enable_stats(void) {
+  int fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+  return fd < 0 ? -errno : fd;
+}
+
 static int copy_tables(struct dome_rule_tables *to, const struct dome_rule_tables *from, dome_error *err) {
   char *json = NULL;
   int r = dome_rule_tables_to_json(from, false, &json, err);

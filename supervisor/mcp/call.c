@@ -13,7 +13,6 @@
 #include "supervisor/mcp/mcp_internal.h"
 
 #define SSE_BUFFER_LIMIT (16u << 20) /* progress is dropped beyond this much unsent output */
-#define SSE_KEEPALIVE_S 15
 
 static void call_unref(mcp_call *call) {
   pthread_mutex_lock(&call->lock);
@@ -165,7 +164,10 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
   while (call->out_length == call->out_sent && !call->done) {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += SSE_KEEPALIVE_S;
+    /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
+     * otherwise close it while the call waits for a jail slot or runs) */
+    unsigned keepalive_s = call->server->options.connection_timeout_s / 2;
+    deadline.tv_sec += keepalive_s ? keepalive_s : 1;
     if (pthread_cond_timedwait(&call->cond, &call->lock, &deadline) == ETIMEDOUT && !call->done &&
         call->out_length == call->out_sent) {
       pthread_mutex_unlock(&call->lock);

@@ -42,10 +42,11 @@ static int ip_forward_enabled(void) {
 
 /* ---- reclaim ---- */
 
-/* The pasta recorded in pasta.pid is ours only if its command line still names our state directory. */
+/* The pasta recorded in pasta.pid is ours only if its command line still names our log file (-l). */
 static int reclaim_pasta(const char *state_dir) {
-  char path[PATH_MAX + 16], text[32], cmdline[4096];
+  char path[PATH_MAX + 16], log_path[PATH_MAX + 16], text[32], cmdline[4096];
   snprintf(path, sizeof path, "%s/pasta.pid", state_dir);
+  snprintf(log_path, sizeof log_path, "%s/pasta.log", state_dir);
   if (read_small_file(path, text, sizeof text) <= 0) return 0;
   long pid = strtol(text, NULL, 10);
   int removed = 0;
@@ -55,7 +56,7 @@ static int reclaim_pasta(const char *state_dir) {
     int n = read_small_file(proc, cmdline, sizeof cmdline);
     for (int i = 0; i < n; i++)
       if (cmdline[i] == '\0') cmdline[i] = ' ';
-    if (n > 0 && strstr(cmdline, path) != NULL && kill((pid_t)pid, SIGKILL) == 0) removed = 1;
+    if (n > 0 && strstr(cmdline, log_path) != NULL && kill((pid_t)pid, SIGKILL) == 0) removed = 1;
   }
   unlink(path);
   return removed;
@@ -139,11 +140,14 @@ static int check_tap(void *arg, dome_error *err) {
 }
 
 static int start_pasta(struct dome_net *net, dome_error *err) {
-  char netns_path[64], pid_path[PATH_MAX + 16], address[16], gateway[16], length[8];
+  char netns_path[64], pid_path[PATH_MAX + 16], log_path[PATH_MAX + 16], stderr_path[PATH_MAX + 16];
+  char address[16], gateway[16], length[8];
   /* pasta opens its own inherited descriptor: opening ours through /proc/<pid>/fd would need ptrace
    * access, which pasta (having dropped its capabilities) does not have over the supervisor. */
   snprintf(netns_path, sizeof netns_path, "/proc/self/fd/%d", net->egress_netns_fd);
   snprintf(pid_path, sizeof pid_path, "%s/pasta.pid", net->state_dir);
+  snprintf(log_path, sizeof log_path, "%s/pasta.log", net->state_dir);
+  snprintf(stderr_path, sizeof stderr_path, "%s/pasta.stderr", net->state_dir);
   uint32_t gw, tap;
   int r = dome_net_slot_addresses(net->pool, net->block_length, 0, &gw, &tap, err);
   if (r < 0) return r;
@@ -184,24 +188,22 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
                   "none",
                   "-U",
                   "none",
-                  "-P",
-                  pid_path,
+                  "-l",
+                  log_path,
                   NULL};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, net->egress_netns_fd, net->egress_netns_fd); /* clears CLOEXEC */
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  char log_path[PATH_MAX + 16];
-  snprintf(log_path, sizeof log_path, "%s/pasta.log", net->state_dir);
-  posix_spawn_file_actions_addopen(&actions, 2, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid;
   r = posix_spawn(&pid, net->pasta_path, &actions, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   if (r != 0) return dome_error_set_errno(err, r, "start `%s`", net->pasta_path);
   net->pasta_pid = pid;
-  /* Record it now (pasta writes the same file later, -P): a crash right after this still leaves the
-   * pid for dome_net_reclaim. */
+  /* Recorded by us at once (pasta's own -P file would come later: a crash in between would lose it). The
+   * log path (-l) on pasta's command line is what proves to dome_net_reclaim that the pid is still ours. */
   FILE *pid_file = fopen(pid_path, "we");
   if (pid_file) {
     fprintf(pid_file, "%d\n", (int)pid);
@@ -214,9 +216,9 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       net->pasta_pid = 0;
-      return dome_error_set(err, EIO, "`%s` exited (status %d) before its interface came up (see %s)",
+      return dome_error_set(err, EIO, "`%s` exited (status %d) before its interface came up (see %s, %s)",
                             net->pasta_path, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-                            log_path);
+                            stderr_path, log_path);
     }
     nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
   }

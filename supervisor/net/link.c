@@ -213,7 +213,8 @@ struct prefix_collect {
 static void collect_prefix(struct prefix_collect *collect, struct nl_addr *addr) {
   if (addr == NULL || nl_addr_get_family(addr) != AF_INET || collect->count == collect->max) return;
   uint32_t network = 0; /* a default route's destination carries no address bytes at all */
-  if (nl_addr_get_len(addr) >= sizeof network) memcpy(&network, nl_addr_get_binary_addr(addr), sizeof network);
+  if (nl_addr_get_len(addr) >= sizeof network)
+    memcpy(&network, nl_addr_get_binary_addr(addr), sizeof network);
   unsigned length = nl_addr_get_prefixlen(addr);
   if (length > 32) return;
   uint32_t value = ntohl(network);

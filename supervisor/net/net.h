@@ -97,6 +97,14 @@ int dome_net_plan_from_entries(const struct dome_net_entry *entries, size_t coun
  * Returns the length (bytes, without the NUL) or -ENOSPC. */
 int dome_net_resolv_conf(const struct dome_net_plan *plan, char *out, size_t size, dome_error *err);
 
+/* The same text straight from the entries (plan + dome_net_resolv_conf): for the jail, which must lay
+ * out /etc (resolv.conf, and `hosts: files dns` in nsswitch.conf when a resolver is permitted) before
+ * its root turns read-only, i.e. before on_namespaces_ready runs. The text does not depend on the
+ * jail's addresses. *has_resolver_out (may be NULL): at least one nameserver line.
+ * Returns the length or -EINVAL/-E2BIG/-ENOSPC/-ENOMEM as the two functions above. */
+int dome_net_resolv_conf_for_entries(const struct dome_net_entry *entries, size_t count, char *out,
+                                     size_t size, bool *has_resolver_out, dome_error *err);
+
 /* ---------------------------------------------------------------- address pool (pure) */
 
 /* Addresses of slot `slot` in pool `pool` (a /16 or shorter) carved in blocks of 2^(32-block_length)

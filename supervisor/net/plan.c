@@ -196,3 +196,14 @@ int dome_net_choose_pool(const struct dome_net_prefix *host, size_t host_count, 
   return dome_error_set(err, EADDRNOTAVAIL, "address pool: every /%u of 100.64.0.0/10 overlaps a host route",
                         pool_length);
 }
+
+int dome_net_resolv_conf_for_entries(const struct dome_net_entry *entries, size_t count, char *out,
+                                     size_t size, bool *has_resolver_out, dome_error *err) {
+  struct dome_net_plan *plan = malloc(sizeof *plan);
+  if (plan == NULL) return dome_error_set(err, ENOMEM, "resolv.conf: out of memory");
+  int r = dome_net_plan_from_entries(entries, count, plan, err);
+  if (r >= 0) r = dome_net_resolv_conf(plan, out, size, err);
+  if (r >= 0 && has_resolver_out) *has_resolver_out = plan->resolver_count > 0;
+  free(plan);
+  return r;
+}

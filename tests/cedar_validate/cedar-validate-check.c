@@ -10,7 +10,8 @@
  * requests). Exit status 0 only when none failed.
  *
  * usage: cedar-validate-check --batch
- *   Reads JSON lines {"schema": TEXT, "policies": TEXT} from standard input and writes one JSON line a case:
+ *   Reads JSON lines {"schema": TEXT, "policies": TEXT, "schemaIsJson"?: bool} from standard input and writes
+ * one JSON line a case:
  *   {"parsed": bool, "valid": bool, "errors": [messages]} ("parsed": false when schema or policies do not
  *   parse). Used by test_cedar_validate_diff against cedar-wasm. */
 #include <errno.h>
@@ -161,9 +162,12 @@ static int batch(void) {
     cedar_policy_set *set = NULL;
     cedar_schema_error serr;
     cedar_diagnostic diag;
-    bool parsed = schema_text && policies &&
-                  cedar_schema_parse(schema_text, strlen(schema_text), "schema", &schema, &serr) == 0 &&
-                  cedar_policy_set_parse(policies, strlen(policies), "policies", 0, &set, &diag) == 0;
+    bool json_schema = json_is_true(json_object_get(input, "schemaIsJson"));
+    bool parsed =
+        schema_text && policies &&
+        (json_schema ? cedar_schema_parse_json(schema_text, strlen(schema_text), "schema", &schema, &serr)
+                     : cedar_schema_parse(schema_text, strlen(schema_text), "schema", &schema, &serr)) == 0 &&
+        cedar_policy_set_parse(policies, strlen(policies), "policies", 0, &set, &diag) == 0;
     bool valid = false;
     cedar_validation_result result;
     if (parsed && cedar_validate(schema, set, &result) == 0) {

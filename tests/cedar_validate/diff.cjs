@@ -235,7 +235,7 @@ function genPolicies(s) {
 
 // ---------------- run ----------------
 const chunk = 2000;
-let passed = 0, failed = 0, shown = 0, wasmParseFailures = 0, wasmValid = 0;
+let passed = 0, failed = 0, shown = 0, wasmParseFailures = 0, wasmValid = 0, jsonSchemas = 0;
 for (let done = 0; done < cases; done += chunk) {
   const batch = [];
   for (let i = 0; i < Math.min(chunk, cases - done); i++) {
@@ -252,9 +252,17 @@ for (let done = 0; done < cases; done += chunk) {
       if (valid) wasmValid++;
       expected = { parsed: true, valid, errors: answer.validationErrors.map((e) => `${e.policyId}: ${e.error.message}`) };
     }
-    batch.push({ seed: caseSeed, schema: s.text, policies: policies.text, expected });
+    // sometimes hand dome the JSON form of the schema (cedar-wasm's translation) to test that parser too
+    let schemaText = s.text, schemaIsJson = false;
+    if (chance(0.3)) {
+      const j = cedar.schemaToJson(s.text);
+      if (j.type === 'success') (schemaText = JSON.stringify(j.json)), (schemaIsJson = true), jsonSchemas++;
+    }
+    batch.push({ seed: caseSeed, schema: schemaText, schemaIsJson, policies: policies.text, expected });
   }
-  const input = batch.map((c) => JSON.stringify({ schema: c.schema, policies: c.policies })).join('\n') + '\n';
+  const input =
+    batch.map((c) => JSON.stringify({ schema: c.schema, schemaIsJson: c.schemaIsJson, policies: c.policies })).join('\n') +
+    '\n';
   if (process.env.DIFF_DUMP) require('fs').writeFileSync(process.env.DIFF_DUMP, input);
   const run = spawnSync(check, ['--batch'], { input, maxBuffer: 1 << 30 });
   const lines = run.stdout.toString().split('\n').filter((l) => l.length);
@@ -279,6 +287,6 @@ for (let done = 0; done < cases; done += chunk) {
     }
   });
 }
-console.log(`validation difftest: seed ${startSeed}, ${cases} cases (cedar-wasm: ${wasmValid} valid, ${wasmParseFailures} parse errors)`);
+console.log(`validation difftest: seed ${startSeed}, ${cases} cases (cedar-wasm: ${wasmValid} valid, ${wasmParseFailures} parse errors; ${jsonSchemas} schemas given to dome in JSON form)`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -133,8 +133,9 @@ static bool uid_from_json(json_t *j, cedar_uid_ref *uid) {
 }
 
 /* --partial: each request is also partially authorized with the principal, resource and/or context
- * unknown (6 combinations); the residuals, evaluated with the request's real values, together with the
- * policies decided without them must give the expected decision, reason and errors. */
+ * unknown (10 combinations, some with the entity type known); the residuals, evaluated with the request's
+ * real values, together with the policies decided without them must give the expected decision, reason and
+ * errors. */
 static bool partial_mode;
 /* --validate: each test file's shouldValidate is checked (one case per file) and requests marked
  * validateRequest must pass request validation. */
@@ -142,13 +143,16 @@ static bool validate_mode;
 
 static bool check_partial(const char *test, const char *desc, const cedar_policy_set *set,
                           const cedar_entities *entities, const cedar_request *r, json_t *req, bool quiet) {
-  static const unsigned masks[] = {1, 2, 4, 3, 6, 7}; /* 1 principal, 2 resource, 4 context unknown */
+  /* unknown: 1 principal, 2 resource, 4 context; 8 principal id only (type known), 16 resource id only */
+  static const unsigned masks[] = {1, 2, 4, 3, 6, 7, 8, 16, 24, 28};
   const char *want = json_string_value(json_object_get(req, "decision"));
   bool want_allow = want && strcasecmp(want, "allow") == 0;
   for (size_t m = 0; m < sizeof masks / sizeof *masks; m++) {
     cedar_partial_request pr = {r->principal, r->action, r->resource, r->context, (masks[m] & 4) != 0};
     if (masks[m] & 1) pr.principal.type = NULL;
     if (masks[m] & 2) pr.resource.type = NULL;
+    if (masks[m] & 8) pr.principal.id = NULL;
+    if (masks[m] & 16) pr.resource.id = NULL;
     cedar_partial_response resp;
     if (cedar_partially_authorize(set, entities, &pr, &resp) < 0) return false;
     size_t cap = set->count + 1, ns = 0, ne = 0;
@@ -179,7 +183,8 @@ static bool check_partial(const char *test, const char *desc, const cedar_policy
     if (!ok && !quiet) {
       char *text = cedar_policy_set_to_text(resp.residuals);
       printf(
-          "FAIL %s: %s: partial evaluation (unknown mask %u: 1 principal, 2 resource, 4 context): partial "
+          "FAIL %s: %s: partial evaluation (unknown mask %u: 1 principal, 2 resource, 4 context, 8/16 "
+          "principal/resource id): partial "
           "decision %d, concretized %s reason ",
           test, desc, masks[m], (int)resp.decision, allow ? "allow" : "deny");
       print_ids(stdout, reason, nr);
@@ -336,8 +341,48 @@ static void run_test(const char *root, const char *path, bool quiet, counts *c) 
 }
 
 /* One test: "policies"/"entities"/"schema" name files under root; a difftest batch test may instead carry
- * "policyText" (Cedar text), "entitiesValue" (entities JSON) and "parseError" (upstream rejected the
- * policies: dome must reject them too, counted as one case). */
+ * "policyText" (Cedar text), "entitiesValue" (entities JSON), "parseError" (upstream rejected the
+ * policies: dome must reject them too, counted as one case) and "entitiesError" (likewise for the
+ * entities). */
+/* Difftest batches may add templates {"id": text} and links [{templateId, newId, values}]. */
+static int inline_templates_and_links(const char *path, json_t *test, cedar_policy_set *set, counts *c) {
+  json_t *templates = json_object_get(test, "templates");
+  const char *id;
+  json_t *text;
+  cedar_diagnostic diag = {0};
+  json_object_foreach(templates, id, text) {
+    char *annotated = NULL;
+    if (asprintf(&annotated, "@id(\"%s\") %s", id, json_string_value(text) ? json_string_value(text) : "") <
+        0)
+      return -ENOMEM;
+    int r = cedar_parse_policies(set, annotated, strlen(annotated), path, CEDAR_PARSE_ID_ANNOTATIONS, &diag);
+    free(annotated);
+    if (r < 0) {
+      char dm[900];
+      printf("FAIL %s: template `%s`: %s\n", path, id, cedar_diagnostic_format(&diag, dm, sizeof dm));
+      c->failed++;
+      return r;
+    }
+  }
+  json_t *links = json_object_get(test, "templateLinks");
+  for (size_t i = 0; i < json_array_size(links); i++) {
+    json_t *l = json_array_get(links, i), *values = json_object_get(l, "values");
+    cedar_uid_ref slot[2];
+    json_t *v[2] = {json_object_get(values, "?principal"), json_object_get(values, "?resource")};
+    for (int k = 0; k < 2; k++)
+      if (v[k] && !uid_from_json(v[k], &slot[k])) v[k] = NULL;
+    int r = cedar_policy_set_link(set, json_string_value(json_object_get(l, "templateId")),
+                                  json_string_value(json_object_get(l, "newId")), v[0] ? &slot[0] : NULL,
+                                  v[1] ? &slot[1] : NULL, &diag);
+    if (r < 0) {
+      printf("FAIL %s: template link #%zu: %s\n", path, i, diag.message);
+      c->failed++;
+      return r;
+    }
+  }
+  return 0;
+}
+
 static void run_one(const char *root, const char *path, json_t *test, bool quiet, counts *c) {
   json_t *requests = json_object_get(test, "requests");
   const char *pol = json_string_value(json_object_get(test, "policies"));
@@ -369,9 +414,36 @@ static void run_one(const char *root, const char *path, json_t *test, bool quiet
       c->passed++;
       goto out;
     }
+    if (inline_templates_and_links(path, test, set, c) < 0) goto out;
+    json_t *est = json_object_get(test, "policyJson");
+    if (est) {
+      /* the same policies as upstream's EST: they must read back to an equivalent set */
+      char *etxt = json_dumps(est, JSON_COMPACT);
+      cedar_policy_set *from_est = NULL;
+      r = etxt ? cedar_policy_set_parse_json(etxt, strlen(etxt), path, &from_est, &diag) : -ENOMEM;
+      free(etxt);
+      if (r < 0) {
+        char dm[900];
+        printf("FAIL %s: upstream EST rejected: %s\n", path, cedar_diagnostic_format(&diag, dm, sizeof dm));
+        c->failed++;
+        goto out;
+      }
+      cedar_policy_set_free(set);
+      set = from_est;
+    }
     char *etext = json_dumps(inline_entities ? inline_entities : json_array(), JSON_COMPACT);
     r = etext ? cedar_entities_parse_json(etext, strlen(etext), path, NULL, &entities, &diag) : -ENOMEM;
     free(etext);
+    if (json_is_true(json_object_get(test, "entitiesError"))) {
+      /* upstream rejects these entities: dome must reject them too (one case) */
+      if (r < 0) {
+        c->passed++;
+      } else {
+        printf("FAIL %s: upstream rejects the entities, dome accepts them\n", path);
+        c->failed++;
+      }
+      goto out;
+    }
     if (r < 0) {
       char dm[900];
       snprintf(msg, sizeof msg, "entities: %s", cedar_diagnostic_format(&diag, dm, sizeof dm));
@@ -451,8 +523,8 @@ static void run_one(const char *root, const char *path, json_t *test, bool quiet
       if (json_is_boolean(should) && passed != json_is_true(should)) {
         char im[1200] = "";
         if (vr.count) cedar_validation_issue_format(&vr.issues[0], im, sizeof im);
-        printf("FAIL %s: shouldValidate is %s but validation %s %s\n", path, json_is_true(should) ? "true" : "false",
-               passed ? "passed" : "failed:", im);
+        printf("FAIL %s: shouldValidate is %s but validation %s %s\n", path,
+               json_is_true(should) ? "true" : "false", passed ? "passed" : "failed:", im);
         c->failed++;
       } else {
         c->passed++;
@@ -487,7 +559,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[first], "--quiet") == 0) {
       quiet = true;
     } else if (strcmp(argv[first], "--help") == 0) {
-      printf("usage: cedar-conformance [--root DIR] [--quiet] [--bench N] [--partial] [--validate] TEST.json...\n");
+      printf(
+          "usage: cedar-conformance [--root DIR] [--quiet] [--bench N] [--partial] [--validate] "
+          "TEST.json...\n");
       return 0;
     } else if (argv[first][0] == '-' && argv[first][1]) {
       fprintf(stderr, "cedar-conformance: unknown option `%s`\n", argv[first]);
@@ -497,7 +571,9 @@ int main(int argc, char **argv) {
     }
   }
   if (first >= argc) {
-    fprintf(stderr, "usage: cedar-conformance [--root DIR] [--quiet] [--bench N] [--partial] [--validate] TEST.json...\n");
+    fprintf(stderr,
+            "usage: cedar-conformance [--root DIR] [--quiet] [--bench N] [--partial] [--validate] "
+            "TEST.json...\n");
     return 2;
   }
   scratch = cedar_arena_new();

@@ -163,6 +163,15 @@ function policy() {
   return text + ';';
 }
 
+function templateText() {
+  const p = pick(['principal == ?principal', 'principal in ?principal', 'principal is User in ?principal', 'principal']);
+  const r = pick(['resource in ?resource', 'resource == ?resource', 'resource is Photo in ?resource',
+    p === 'principal' ? 'resource in ?resource' : 'resource']);
+  let text = `${chance(0.7) ? 'permit' : 'forbid'}(${p}, ${scope('action')}, ${r})`;
+  if (chance(0.6)) text += ` when { ${gen(int(3))} }`;
+  return text + ';';
+}
+
 function mutate(text) {
   const i = int(text.length + 1);
   switch (int(3)) {
@@ -212,6 +221,24 @@ function entities() {
   return list;
 }
 
+// Ill-formed entity data: upstream's verdict (checkParseEntities) must match dome's.
+function corrupt(ents) {
+  const e = ents[int(ents.length - 1)];
+  switch (int(10)) {
+    case 0: e.attrs.bad = 1.5; break;
+    case 1: ents.push(JSON.parse(JSON.stringify(e))); break;
+    case 2: e.parents = ['User::"a"']; break;
+    case 3: e.attrs.bad = { __extn: { fn: 'ip', arg: pick(['1.2.3', '::ffff:1.2.3.4', '10.0.0.1/33']) } }; break;
+    case 4: e.attrs.bad = { __entity: { type: 'User' } }; break;
+    case 5: e.uid = { type: pick(['1abc', 'A::', 'if', '']), id: 'x' }; break;
+    case 6: e.attrs.bad = null; break;
+    case 7: e.extra = 1; break;
+    case 8: e.tags = [1]; break;
+    default: e.attrs.bad = { __extn: { fn: pick(['decimal', 'nosuch']), arg: pick(['1.23456', 'x', '1.0']) } }; break;
+  }
+  return ents;
+}
+
 const tests = [];
 let produced = 0;
 let cases = 0;
@@ -221,6 +248,8 @@ while (produced < wanted) {
   if (chance(0.1)) text = mutate(text);
   const parsed = cedar.checkParsePolicySet({ staticPolicies: text });
   const test = { policyText: text };
+  // Policy set as the upstream call sees it; templates and links sometimes.
+  const policySet = { staticPolicies: text };
   cases++;
   if (parsed.type !== 'success') {
     test.parseError = true;
@@ -229,8 +258,47 @@ while (produced < wanted) {
     produced++;
     continue;
   }
+  if (chance(0.15)) {
+    const ttext = templateText();
+    if (cedar.checkParsePolicySet({ templates: { t0: ttext } }).type === 'success') {
+      const links = [];
+      for (let k = 0; k < 1 + int(2); k++) {
+        const values = {};
+        if (ttext.includes('?principal')) values['?principal'] = uid();
+        if (ttext.includes('?resource')) values['?resource'] = uid();
+        links.push({ templateId: 't0', newId: `link${k}`, values });
+      }
+      policySet.templates = { t0: ttext };
+      policySet.templateLinks = links;
+      test.templates = { t0: ttext };
+      test.templateLinks = links;
+    }
+  }
+  // Sometimes hand dome the upstream EST of each policy instead of the text (tests the EST reader).
+  // (JS numbers cannot carry longs beyond 2^53 through the EST, so those sets keep the text.)
+  if (!policySet.templates && !/\d{16,}/.test(text) && chance(0.25)) {
+    const parts = cedar.policySetTextToParts(text);
+    if (parts.type === 'success') {
+      const st = {};
+      let ok = true;
+      parts.policies.forEach((ptext, k) => {
+        const j = cedar.policyToJson(ptext);
+        if (j.type === 'success') st[`policy${k}`] = j.json; else ok = false;
+      });
+      if (ok) test.policyJson = { staticPolicies: st };
+    }
+  }
   const ents = entities();
   test.entitiesValue = ents;
+  if (chance(0.05)) corrupt(ents);
+  // Upstream refuses some entity sets (ill-formed data, cycles in the parent relation): dome must too.
+  if (cedar.checkParseEntities({ entities: ents }).type !== 'success') {
+    test.entitiesError = true;
+    test.requests = [];
+    tests.push(test);
+    produced++;
+    continue;
+  }
   test.requests = [];
   for (let r = 0; r < 5; r++) {
     const principal = chance(0.7) ? pick(ents.slice(0, -1)).uid : uid();
@@ -238,7 +306,7 @@ while (produced < wanted) {
     const action = { type: 'Action', id: pick(['view', 'edit']) };
     const context = { flag: chance(0.5), name: pick(STRINGS), tags: ['a', 1], rec: { a: 1, b: { c: true } } };
     if (chance(0.3)) context.n = Number(pick(LONGS.filter((x) => typeof x === 'number')));
-    const ans = cedar.isAuthorized({ principal, action, resource, context, policies: { staticPolicies: text }, entities: ents });
+    const ans = cedar.isAuthorized({ principal, action, resource, context, policies: policySet, entities: ents });
     if (ans.type !== 'success') continue; // entity/context data upstream rejects: not a comparable case
     test.requests.push({
       description: `request ${r}`, principal, action, resource, context,
@@ -251,4 +319,4 @@ while (produced < wanted) {
   tests.push(test);
 }
 fs.writeFileSync(out, JSON.stringify({ seed: parseInt(opt('--seed', '0'), 10), tests }));
-process.stderr.write(`difftest: ${produced} cases (${cases} policy sets, ${tests.filter((t) => t.parseError).length} rejected by the parser)\n`);
+process.stderr.write(`difftest: ${produced} cases (${cases} policy sets, ${tests.filter((t) => t.parseError).length} rejected by the parser, ${tests.filter((t) => t.entitiesError).length} entity sets rejected)\n`);

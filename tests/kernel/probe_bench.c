@@ -15,6 +15,7 @@
 #include "tests/kernel/probe.h"
 
 #define ROUNDS 5
+#define PAIRS 15
 
 static uint16_t bench_port;
 static char bench_file[128];
@@ -56,6 +57,26 @@ static int measure(const struct probe_leaf *leaf, double times[2]) {
   ssize_t n = read(p[0], times, 2 * sizeof(double));
   close(p[0]);
   return status == 0 && n == 2 * sizeof(double) ? 0 : -EIO;
+}
+
+/* Run-time totals of the programs one open()+close() or socket()+connect()+close() runs. */
+struct program_cost {
+  uint64_t open_ns, open_runs; /* dome_file_open */
+  uint64_t connect_ns,
+      connect_runs; /* dome_socket_create, dome_sock_create, dome_socket_connect, dome_connect4 */
+};
+
+static void on_stats(void *context, const char *program, uint64_t run_ns, uint64_t runs) {
+  struct program_cost *cost = context;
+  if (strcmp(program, "dome_file_open") == 0) {
+    cost->open_ns += run_ns;
+    cost->open_runs += runs;
+  }
+  if (strcmp(program, "dome_socket_connect") == 0) cost->connect_runs += runs; /* one per connect() */
+  const char *per_connect[] = {"dome_socket_create", "dome_sock_create", "dome_socket_connect",
+                               "dome_connect4"};
+  for (size_t i = 0; i < 4; i++)
+    if (strcmp(program, per_connect[i]) == 0) cost->connect_ns += run_ns;
 }
 
 static int compare(const void *a, const void *b) {
@@ -171,6 +192,70 @@ int probe_scenario_bench(void) {
         "bench: rule change applied to a running jail (201 network groups, 101 file entries): median %.2f "
         "ms\n",
         apply_ms[ROUNDS / 2]);
+  }
+  /* Phase 2: programs loaded once; the same jail alternately detached (not in the jail map, no cgroup links:
+   * what any other process pays — the LSM trampolines and one map lookup) and attached. Short alternating
+   * pairs keep host load drift out of each ratio. */
+  if (r == 0) {
+    struct dome_kernel *kernel = NULL;
+    struct dome_kernel_options options = {.level = level};
+    dome_error err = {0};
+    long saved_open = open_iterations, saved_connect = connect_iterations;
+    open_iterations /= 4;
+    connect_iterations /= 4;
+    double open_pairs[PAIRS], connect_pairs[PAIRS], open_op_ns = 0, connect_op_ns = 0;
+    struct program_cost attached_cost = {0};
+    int stats_fd = dome_kernel_enable_stats();
+    if ((r = dome_kernel_open(&kernel, &options, &err)) == 0 &&
+        (r = dome_kernel_install_tables(kernel, 1, &tables, &err)) == 0) {
+      for (int pair = 0; pair < PAIRS && r == 0; pair++) {
+        double detached[2], attached[2];
+        struct dome_kernel_attachment *attachment = NULL;
+        struct dome_kernel_jail jail = {.cgroup_fd = leaf.fd, .cgroup_id = leaf.id, .ruleset = 1};
+        if ((r = measure(&leaf, detached)) < 0) break;
+        if ((r = dome_kernel_attach(kernel, &jail, &attachment, &err)) < 0) break;
+        struct program_cost before = {0}, after = {0};
+        dome_kernel_program_stats(kernel, on_stats, &before);
+        r = measure(&leaf, attached);
+        dome_kernel_program_stats(kernel, on_stats, &after);
+        attached_cost.open_ns += after.open_ns - before.open_ns;
+        attached_cost.open_runs += after.open_runs - before.open_runs;
+        attached_cost.connect_ns += after.connect_ns - before.connect_ns;
+        attached_cost.connect_runs += after.connect_runs - before.connect_runs;
+        dome_kernel_detach(kernel, attachment);
+        open_pairs[pair] = attached[0] / detached[0];
+        connect_pairs[pair] = attached[1] / detached[1];
+        open_op_ns += detached[0] * 1e9 / (double)open_iterations / PAIRS;
+        connect_op_ns += detached[1] * 1e9 / (double)connect_iterations / PAIRS;
+      }
+    }
+    /* In-kernel cost per program run (bpf_stats: sched_clock around each run, trampoline excluded): robust to
+     * host load, unlike the wall-clock ratios. */
+    if (r == 0 && stats_fd >= 0 && attached_cost.open_runs && attached_cost.connect_runs) {
+      double open_ns = (double)attached_cost.open_ns / (double)attached_cost.open_runs;
+      double connect_ns = (double)attached_cost.connect_ns / (double)attached_cost.connect_runs;
+      printf(
+          "bench: in-kernel cost per open() in the attached jail: file_open %.0f ns vs %.0f ns per "
+          "open()+close() detached: estimated ratio %.3fx\n",
+          open_ns, open_op_ns, 1 + open_ns / open_op_ns);
+      printf(
+          "bench: in-kernel cost per socket()+connect() in the attached jail: %.0f ns (socket_create, "
+          "sock_create, socket_connect, connect4) vs %.0f ns per op detached: estimated ratio %.3fx\n",
+          connect_ns, connect_op_ns, 1 + connect_ns / connect_op_ns);
+    }
+    if (stats_fd >= 0) close(stats_fd);
+    if (r < 0) fprintf(stderr, "bench: %s\n", err.message);
+    dome_kernel_close(kernel);
+    open_iterations = saved_open;
+    connect_iterations = saved_connect;
+    if (r == 0) {
+      qsort(open_pairs, PAIRS, sizeof(double), compare);
+      qsort(connect_pairs, PAIRS, sizeof(double), compare);
+      printf("bench: open() attached/detached jail (programs loaded), median of %d pairs %.3fx\n", PAIRS,
+             open_pairs[PAIRS / 2]);
+      printf("bench: connect() attached/detached jail (programs loaded), median of %d pairs %.3fx\n", PAIRS,
+             connect_pairs[PAIRS / 2]);
+    }
   }
   dome_rule_tables_free(&tables);
   dome_rule_tables_free(&changed);

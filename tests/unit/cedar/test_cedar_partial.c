@@ -145,12 +145,34 @@ static void unknown_principal_and_context_parts(void **state) {
   release(&r);
 }
 
+/* An unknown resource of known type decides `is` and `==` against other types. */
+static void unknown_resource_of_known_type(void **state) {
+  (void)state;
+  const char *text =
+      "permit(principal, action, resource is Dome::Path) when { resource in Dome::Path::\"/workspace\" };\n"
+      "forbid(principal, action, resource == Dome::Agent::\"x\");\n"
+      "forbid(principal, action, resource is Dome::Agent in Dome::Group::\"g\");";
+  cedar_policy_set *set;
+  cedar_diagnostic diag = {0};
+  assert_int_equal(cedar_policy_set_parse(text, strlen(text), NULL, 0, &set, &diag), 0);
+  cedar_partial_request req = {
+      {"Dome::Agent", "a", 0}, {"Dome::Action", "fs:read", 0}, {"Dome::Path", NULL, 0}, NULL, false};
+  cedar_partial_response resp;
+  assert_int_equal(cedar_partially_authorize(set, NULL, &req, &resp), 0);
+  assert_int_equal(resp.decision, CEDAR_PARTIAL_UNKNOWN);
+  assert_int_equal(cedar_policy_set_count(resp.residuals), 1); /* both forbids are decided false */
+  char *residual = cedar_policy_set_to_text(resp.residuals);
+  assert_non_null(strstr(residual, "when { resource in Dome::Path::\"/workspace\" };"));
+  free(residual);
+  cedar_partial_response_release(&resp);
+  cedar_policy_set_free(set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(decided_without_the_unknowns),
-      cmocka_unit_test(residuals_over_the_resource),
-      cmocka_unit_test(errors_keep_their_place),
-      cmocka_unit_test(unknown_principal_and_context_parts),
+      cmocka_unit_test(decided_without_the_unknowns),   cmocka_unit_test(residuals_over_the_resource),
+      cmocka_unit_test(errors_keep_their_place),        cmocka_unit_test(unknown_principal_and_context_parts),
+      cmocka_unit_test(unknown_resource_of_known_type),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -321,6 +321,77 @@ static void split_at_every_boundary(void **state) {
   guard_free(guard);
 }
 
+static unsigned next_random(uint64_t *seed) {
+  *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+  return (unsigned)(*seed >> 33);
+}
+
+/* Random mixtures of every sample with binary noise, fed in random chunk sizes, redact exactly as one
+ * buffer does (same text, same findings). */
+static void random_chunking_matches_one_buffer(void **state) {
+  (void)state;
+  const char *value = "s3cr3t-V4lue-from-env!";
+  struct guard_secret secret = {"X", value, strlen(value)};
+  struct guard_options options = {.secrets = &secret, .secret_count = 1};
+  struct guard *guard = make_guard(&options);
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+#define NEXT() next_random(&seed)
+  for (int round = 0; round < 6; round++) {
+    size_t capacity = 1 << 16, length = 0;
+    char *text = malloc(capacity);
+    assert_non_null(text);
+    while (length < capacity - 512) {
+      const struct sample *sample = &samples[NEXT() % (sizeof samples / sizeof samples[0])];
+      size_t n = strlen(sample->text);
+      if (length + n + 300 > capacity) break;
+      memcpy(text + length, sample->text, n);
+      length += n;
+      if (NEXT() % 4 == 0) {
+        memcpy(text + length, value, strlen(value));
+        length += strlen(value);
+      }
+      size_t noise = NEXT() % 64;
+      for (size_t i = 0; i < noise; i++) {
+        unsigned pick = NEXT();
+        text[length++] = pick % 3 ? " \n,;:=\"/"[NEXT() % 9] : (char)(unsigned char)(NEXT() & 0xffu);
+      }
+    }
+    for (int c = 0; c < GUARD_CLASS_COUNT; c++) {
+      struct capture whole;
+      redact_chunked(guard, (enum guard_class)c, text, length, 0, &whole);
+      struct capture parts;
+      memset(&parts, 0, sizeof parts);
+      struct guard_stream *stream = NULL;
+      dome_error err = {0};
+      assert_int_equal(guard_stream_open_class(guard, "stdout", (enum guard_class)c, &stream, &err), 0);
+      struct guard_sink sink = {capture_emit, capture_finding, &parts};
+      for (size_t at = 0; at < length;) {
+        size_t n = 1 + NEXT() % (NEXT() % 2 ? 8 : 700);
+        if (n > length - at) n = length - at;
+        assert_int_equal(guard_stream_feed(stream, text + at, n, &sink, &err), 0);
+        at += n;
+      }
+      assert_int_equal(guard_stream_finish(stream, &sink, &err), 0);
+      guard_stream_close(stream);
+      assert_true(whole.findings.count > 10);
+      assert_int_equal(parts.length, whole.length);
+      assert_memory_equal(parts.data, whole.data, whole.length);
+      assert_int_equal(parts.findings.count, whole.findings.count);
+      for (size_t k = 0; k < whole.findings.count; k++) {
+        assert_int_equal(parts.findings.items[k].offset, whole.findings.items[k].offset);
+        assert_int_equal(parts.findings.items[k].length, whole.findings.items[k].length);
+        assert_string_equal(parts.findings.items[k].hmac_hex, whole.findings.items[k].hmac_hex);
+      }
+      assert_null(memmem(whole.data, whole.length, value, strlen(value)));
+      capture_free(&parts);
+      capture_free(&whole);
+    }
+    free(text);
+  }
+#undef NEXT
+  guard_free(guard);
+}
+
 static void hold_back_is_bounded(void **state) {
   (void)state;
   struct guard *guard = make_guard(NULL);
@@ -439,7 +510,8 @@ static void json_by_field(void **state) {
   json_error_t json_error;
   json_t *doc = json_loads(
       "{\"stdout\":\"mail a.b@example.com key AKIAQ3EGRZ7VX2MPL4TN\",\"stderr\":\"mail a.b@example.com\","
-      "\"exit_code\":0,\"output_paths\":[\"/etc/shadow\",\"out.csv\"],\"env_vars\":{\"HOME\":\"/root\"},"
+      "\"exit_code\":0,\"output_paths\":[\"/etc/shadow\",\"out.csv\"],\"env_vars\":{\"HOME\":\"/"
+      "root\",\"lower\":\"kept\"},"
       "\"nested\":{\"stderr\":\"x@example.org\"}}",
       0, &json_error);
   assert_non_null(doc);
@@ -454,7 +526,8 @@ static void json_by_field(void **state) {
   assert_string_equal(json_string_value(json_array_get(paths, 0)), "[REDACTED:host-path]");
   assert_string_equal(json_string_value(json_array_get(paths, 1)), "out.csv");
   assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "env_vars"), "HOME")),
-                      "[REDACTED:home-directory]");
+                      "[REDACTED:env-assignment]");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "env_vars"), "lower")), "kept");
   assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "nested"), "stderr")),
                       "[REDACTED:email-address]");
   assert_int_equal(findings.count, 5);
@@ -535,6 +608,7 @@ int main(void) {
       cmocka_unit_test(detectors_positive_and_negative),
       cmocka_unit_test(every_detector_documented),
       cmocka_unit_test(split_at_every_boundary),
+      cmocka_unit_test(random_chunking_matches_one_buffer),
       cmocka_unit_test(hold_back_is_bounded),
       cmocka_unit_test(exact_values_and_encodings),
       cmocka_unit_test(findings_carry_offset_and_hmac),

@@ -102,6 +102,24 @@ static void resolvers_are_permitted_udp_53_hosts(void **state) {
   assert_int_equal(dome_net_resolv_conf(&plan, text, 40, &err), -ENOSPC);
 }
 
+static void resolv_conf_straight_from_entries(void **state) {
+  (void)state;
+  struct dome_net_entry entries[] = {
+      entry(DOME_NET_SEND, DOME_PROTOCOL_UDP, "10.1.2.53/32", 53, 53, DOME_DECISION_ALLOW),
+  };
+  dome_error err = {0};
+  char text[512];
+  bool has_resolver = false;
+  assert_true(dome_net_resolv_conf_for_entries(entries, 1, text, sizeof text, &has_resolver, &err) > 0);
+  assert_true(has_resolver);
+  assert_non_null(strstr(text, "nameserver 10.1.2.53\n"));
+  assert_true(dome_net_resolv_conf_for_entries(NULL, 0, text, sizeof text, &has_resolver, &err) > 0);
+  assert_false(has_resolver);
+  entries[0].prefix_len = 40;
+  assert_int_equal(dome_net_resolv_conf_for_entries(entries, 1, text, sizeof text, &has_resolver, &err),
+                   -EINVAL);
+}
+
 static void no_resolver_means_no_nameserver(void **state) {
   (void)state;
   static struct dome_net_plan plan;
@@ -236,6 +254,7 @@ int main(void) {
       cmocka_unit_test(permitted_slash32_is_routed_alone),
       cmocka_unit_test(resolvers_are_permitted_udp_53_hosts),
       cmocka_unit_test(no_resolver_means_no_nameserver),
+      cmocka_unit_test(resolv_conf_straight_from_entries),
       cmocka_unit_test(bad_entries_rejected_with_index),
       cmocka_unit_test(too_many_prefixes_is_e2big),
       cmocka_unit_test(ipv6_allow_is_counted_not_routed),

@@ -1,0 +1,195 @@
+/* dome replay library: simulation of candidate Cedar rules against the journal's history
+ * (`dome rules simulate`, `dome rules apply --simulate-first`) and replay of jailed executions
+ * (`dome audit replay`: timeline, re-run).
+ *
+ * Both read a journal directory (supervisor/audit/journal.h) through the bounded-memory reader and never
+ * change it (a re-run appends its own events through a callback the caller provides). The journal record
+ * shapes they read are docs/simulate-replay.md ("Journal records"); authorization follows Cedar
+ * "Authorization" (any satisfied forbid denies, else any satisfied permit allows, else deny) through
+ * policy/cedar.h with the Dome schema (policy/schema/dome.cedarschema).
+ *
+ * Functions return 0 (or a count) on success and a negative -errno with *err filled on failure
+ * (supervisor/common/error.h). Objects are owned by one thread. */
+#ifndef DOME_REPLAY_REPLAY_H
+#define DOME_REPLAY_REPLAY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "supervisor/common/error.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Simulation
+ * ------------------------------------------------------------------------------------------- */
+
+/* A candidate policy set, parsed (policy ids from @id annotations, else policy0, policy1, ... as domed
+ * names them) and validated in strict mode against the Dome schema. Immutable once built. */
+typedef struct simulate_policy simulate_policy;
+
+/* Parse text[0..length) (Cedar syntax, or the JSON policy format when it starts with '{'); `file` names
+ * it in diagnostics. validate: also check it against the Dome schema as domed does before activating
+ * rules. Returns 0 and *out, or -EINVAL (syntax or validation error: "file:line:col: ..." in *err),
+ * -E2BIG (over the Cedar engine's limits), -ENOMEM. */
+int simulate_policy_parse(const char *text, size_t length, const char *file, bool validate,
+                          simulate_policy **out, dome_error *err);
+/* Read `path` and parse it as simulate_policy_parse. Adds -ENOENT/-EACCES/... of open/read. */
+int simulate_policy_load(const char *path, bool validate, simulate_policy **out, dome_error *err);
+void simulate_policy_free(simulate_policy *policy);
+
+/* Counts of one simulation. evaluated = unchanged + allow_to_deny + deny_to_allow. errors counts the
+ * evaluated requests whose re-evaluation produced an error (a policy erred, or the recorded request
+ * could not be rebuilt: then the new decision is deny, fail closed, as domed decides). */
+typedef struct simulate_summary {
+  uint64_t evaluated;
+  uint64_t unchanged;
+  uint64_t allow_to_deny;
+  uint64_t deny_to_allow;
+  uint64_t errors;
+  uint64_t reconstructed;       /* authz.decision events without a `request` member, rebuilt from their ids */
+  uint64_t events_read;         /* journal events scanned (all types) */
+  uint64_t first_seq, last_seq; /* seq range of the evaluated requests (0 when none) */
+} simulate_summary;
+
+/* Called once per changed decision, in seq order, with the DecisionDiff (borrowed; incref to keep):
+ *   {"seq", "time", "type", "agent", "actas"?, "exec_id"?, "principal", "action", "resource"
+ *    (Cedar uid text, e.g. Dome::MCPTool::"code-sandbox"), "change": "allow_to_deny"|"deny_to_allow",
+ *    "reconstructed"?: true,
+ *    "old": {"decision", "determining": [ids], "policy_version"},
+ *    "new": {"decision", "determining": [ids], "errors": [{"policy", "message"}]}}
+ * Return < 0 (with *err) to stop the simulation with that value. */
+typedef int (*simulate_diff_fn)(void *context, json_t *diff, dome_error *err);
+
+typedef struct simulate_options {
+  const char *journal_dir; /* NULL: JOURNAL_DEFAULT_DIRECTORY */
+  int64_t since_ns;        /* only events with time >= since (Unix ns); 0 = no bound */
+  int64_t until_ns;        /* only events with time < until; 0 = no bound */
+  const char *agent;       /* only this agent's events, or NULL */
+  uint64_t from_seq;       /* 0 = from the oldest */
+  uint64_t to_seq;         /* 0 = to the newest */
+  simulate_diff_fn on_diff;
+  void *context;
+  /* Up to this many evaluation errors are passed to on_error (first ones, in seq order); may be NULL. */
+  void (*on_error)(void *context, uint64_t seq, const char *message);
+} simulate_options;
+
+/* Re-evaluate every recorded request of the journal (authz.decision, and exec.denial / exec.access events
+ * that carry a `request`) against `policy` and compare with the recorded decision. Streams: memory does
+ * not grow with the number of events or diffs. A journal directory that does not exist, or is empty,
+ * gives an all-zero summary (not an error). Never writes anything.
+ * Returns 0 and *summary, -EBADMSG (damaged journal: the message names segment, offset and seq), -errno
+ * on I/O, or what on_diff returned. */
+int simulate_journal(const simulate_policy *policy, const simulate_options *options,
+                     simulate_summary *summary, dome_error *err);
+
+/* Simulate one event (a journal event object). Returns 1 with *diff (new reference, NULL when the decision
+ * is unchanged) and the counters of *summary advanced, 0 when the event is not a recorded request (not
+ * counted), or -ENOMEM. *error_message (may be NULL) receives the first evaluation error (static until the
+ * next call), or "" when none. */
+int simulate_event(const simulate_policy *policy, json_t *event, simulate_summary *summary, json_t **diff,
+                   const char **error_message);
+
+/* {"evaluated", "unchanged", "allow_to_deny", "deny_to_allow", "errors", "reconstructed", "events_read"}.
+ * New reference (NULL on ENOMEM). */
+json_t *simulate_summary_json(const simulate_summary *summary);
+
+/* For `dome rules apply --simulate-first`: simulate candidate rules text against journal_dir (NULL: the
+ * default) and return {"summary": {...}, "diffs": [first max_diffs diffs], "diffs_truncated": bool}.
+ * The count to compare with --accept-diffs is summary.allow_to_deny + summary.deny_to_allow (every diff,
+ * also those beyond max_diffs). Returns 0 and *report (new reference), or the errors of
+ * simulate_policy_parse (validate = true) and simulate_journal. */
+int simulate_rules_text(const char *text, size_t length, const char *file, const char *journal_dir,
+                        size_t max_diffs, json_t **report, dome_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Replay: an execution's timeline
+ * ------------------------------------------------------------------------------------------- */
+
+/* One step of an execution, in seq order, passed to replay_timeline_fn (borrowed):
+ *   {"seq", "time", "offset_ms" (ms since exec.start; negative before it), "kind", ...}
+ * kind: "authorization" {decision, determining, policy_version, action, reason}, "start" {language,
+ * image, image_digest, limits, classification, inputs}, "jail" {jail_id, enforcement, ...},
+ * "output" {stream, data, bytes}, "denial" {hook, object, policy_id, action, resource},
+ * "redaction" {field, detector, count}, "end" {exit_code, signal, timed_out, oom_killed, duration_ms,
+ * cpu_ms, peak_memory_bytes, peak_pids, error?}, "rerun" {of, differences}, "event" (any other type,
+ * with its members). */
+typedef int (*replay_timeline_fn)(void *context, json_t *step, dome_error *err);
+
+/* Walk the journal for exec_id and call fn for each step. Stops after the execution's exec.end (and the
+ * events that follow it at most `grace` events later with the same exec_id are not waited for).
+ * Returns the number of steps (>= 0), -ENOENT (no event with that exec_id, or no journal), -EBADMSG,
+ * -errno, or what fn returned. */
+int replay_timeline(const char *journal_dir, const char *exec_id, replay_timeline_fn fn, void *context,
+                    dome_error *err);
+
+/* The whole timeline as one document: {"exec_id", "agent", "actas"?, "policy_version", "steps": [...]}.
+ * Memory grows with the execution's events (bounded by its output quota). Errors as replay_timeline. */
+int replay_timeline_json(const char *journal_dir, const char *exec_id, json_t **timeline, dome_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Replay: content-addressed blob store beside the journal (<journal>/blobs/sha256/<2 hex>/<64 hex>)
+ * ------------------------------------------------------------------------------------------- */
+
+#define REPLAY_BLOB_INLINE_MAX (64 * 1024) /* inputs up to this many bytes are kept inline in exec.start */
+
+/* Store data[0..length) under its SHA-256 (written to a temp file, fsync'd, renamed; a blob already
+ * present is left as is). hex receives the 64 hex digits + NUL. Returns 0 or -errno. */
+int replay_blob_put(const char *journal_dir, const void *data, size_t length, char hex[65], dome_error *err);
+/* Read the blob `hex` (malloc'd into *data, *length bytes, NUL-terminated for convenience) and check its
+ * digest. Returns 0, -ENOENT (not kept: removed by retention or never stored), -EBADMSG (content does not
+ * match its digest), -EINVAL (hex is not 64 hex digits), -errno. */
+int replay_blob_get(const char *journal_dir, const char *hex, char **data, size_t *length, dome_error *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Replay: re-run
+ * ------------------------------------------------------------------------------------------- */
+
+/* The inputs of a recorded execution, read back from its exec.start (and authz.decision) events.
+ * json: {"exec_id", "agent", "actas"?, "language", "code", "stdin"?, "files": {path: content},
+ *        "env_names": [...], "image", "image_digest"?, "limits": {...}, "classification"?,
+ *        "policy_version", "request"? (the recorded authorization request)}
+ * plus the recorded outcome {"outcome": {"exit_code", "signal", "timed_out", "oom_killed", "stdout",
+ * "stderr", "denials": [{hook, object}], "redactions": [{field, detector, count}]}}.
+ * Returns 0 and *inputs (new reference), -ENOENT (unknown exec_id), -ENODATA (the record lacks what a
+ * re-run needs: the message names the member, e.g. `code`), -EBADMSG, -errno. */
+int replay_inputs(const char *journal_dir, const char *exec_id, json_t **inputs, dome_error *err);
+
+/* Appends one journal event (borrowed). */
+typedef int (*replay_append_fn)(void *context, json_t *event, dome_error *err);
+
+typedef struct replay_rerun_options {
+  const char *journal_dir;
+  const char *exec_id;
+  /* Rules to authorize the re-run with; NULL: no re-authorization (the recorded decision stands, as the
+   * recorded policy version's text is not in the journal). */
+  const simulate_policy *rules;
+  const char *image_store; /* NULL: the jail's default */
+  /* Journal the re-run: called with each event (exec.rerun.start, exec.output, exec.end,
+   * exec.rerun.result), each carrying exec_id = the new id and rerun_of = the original. May be NULL. */
+  replay_append_fn append;
+  void *context;
+} replay_rerun_options;
+
+/* Run `inputs` (the replay_inputs shape; "exec_id", "agent", "policy_version" name the record) in a fresh
+ * jail and record it in the documented shape through append: exec.start (inputs inline up to
+ * REPLAY_BLOB_INLINE_MAX, else as SHA-256 with the content stored by replay_blob_put under journal_dir),
+ * exec.jail, exec.output chunks (redacted, UTF-8, offset_ms), exec.redaction, exec.end. Secrets: the values
+ * of inputs.env (an object, not recorded; only env_names are) are redacted from every output. This is the
+ * reference of what domed records (notes for domed in docs/simulate-replay.md); the generator of the tests
+ * and --rerun use it. *outcome (new reference, may be NULL): {"exit_code", "signal", "timed_out",
+ * "oom_killed", "stdout", "stderr" (redacted), "redactions": [{field, detector, count}], "denials": []}.
+ * Returns 0 (the program ran), -EINVAL (inputs lack language/code), jail_run's or append's errors. */
+int replay_execute(const json_t *inputs, const char *journal_dir, const char *image_store,
+                   replay_append_fn append, void *context, json_t **outcome, dome_error *err);
+
+/* Run the recorded inputs again in a fresh jail (supervisor/jail/jail.h) with the recorded image and
+ * quotas, redact the output as recorded (supervisor/guards/guard.h), and compare with the recorded
+ * outcome. *report (new reference): {"exec_id" (new), "rerun_of", "authorization": {...}?,
+ * "differences": [{"what": "exit_code"|"signal"|"timed_out"|"oom_killed"|"stdout"|"stderr"|"denials"|
+ * "redactions"|"authorization", "recorded", "rerun"}], "same": bool, "result": {...}}.
+ * Returns 0 (ran and compared, whatever the differences), the errors of replay_inputs, or jail_run's
+ * errors (the message names the step). */
+int replay_rerun(const replay_rerun_options *options, json_t **report, dome_error *err);
+
+#endif

@@ -1,0 +1,197 @@
+/* The control plane's state store: agents and tokens, quotas, tools, rules versions, parsers. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "supervisor/control/control.h"
+
+static char directory[] = "/tmp/dome-test-store-XXXXXX";
+
+static control_store *open_store(void) {
+  control_store *store = NULL;
+  dome_error err = {0};
+  assert_int_equal(control_store_open(directory, &store, &err), 0);
+  return store;
+}
+
+static int setup(void **state) {
+  (void)state;
+  strcpy(directory, "/tmp/dome-test-store-XXXXXX");
+  return mkdtemp(directory) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char command[128];
+  snprintf(command, sizeof command, "rm -rf '%s'", directory);
+  return system(command) == 0 ? 0 : -1;
+}
+
+static void test_agent_tokens(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  dome_error err = {0};
+  char token[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_agent_register(store, "code-exec-agent", "code-execution, net", token, &err), 0);
+  assert_true(strncmp(token, "dome_", 5) == 0 && strlen(token) == 48);
+  assert_int_equal(control_agent_register(store, "code-exec-agent", "x", token + 0, &err), -EEXIST);
+  assert_int_equal(control_agent_register(store, "bad name", "x", token, &err), -EINVAL);
+  assert_int_equal(control_agent_register(store, "a", "ok,,bad", token, &err), -EINVAL);
+  char first[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_agent_register(store, "second", "", first, &err), 0);
+
+  json_t *agent = control_agent_authenticate(store, first, &err);
+  assert_non_null(agent);
+  assert_string_equal(json_string_value(json_object_get(agent, "name")), "second");
+  json_decref(agent);
+  assert_null(control_agent_authenticate(store, "dome_wrong", &err));
+  assert_null(control_agent_authenticate(store, NULL, &err));
+
+  assert_int_equal(control_agent_set_status(store, "second", "suspended", &err), 0);
+  assert_null(control_agent_authenticate(store, first, &err));
+  assert_non_null(strstr(err.message, "suspended"));
+  assert_int_equal(control_agent_set_status(store, "second", "active", &err), 0);
+  agent = control_agent_authenticate(store, first, &err);
+  assert_non_null(agent);
+  json_decref(agent);
+  assert_int_equal(control_agent_set_status(store, "second", "revoked", &err), 0);
+  assert_null(control_agent_authenticate(store, first, &err));
+  assert_int_equal(control_agent_set_status(store, "second", "active", &err), -EINVAL);
+  assert_int_equal(control_agent_set_status(store, "nobody", "revoked", &err), -ENOENT);
+  control_store_close(store);
+
+  /* persisted: reopen, the first agent's token still resolves; the file holds no token */
+  store = open_store();
+  char rotated[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_agent_rotate_token(store, "code-exec-agent", rotated, &err), 0);
+  assert_null(control_agent_authenticate(store, token, &err));
+  agent = control_agent_authenticate(store, rotated, &err);
+  assert_non_null(agent);
+  assert_int_equal(json_array_size(json_object_get(agent, "capabilities")), 2);
+  json_decref(agent);
+  control_store_close(store);
+  char path[256];
+  snprintf(path, sizeof path, "%s/agents.json", directory);
+  FILE *file = fopen(path, "r");
+  assert_non_null(file);
+  char text[8192] = {0};
+  size_t n = fread(text, 1, sizeof text - 1, file);
+  fclose(file);
+  assert_true(n > 0);
+  assert_null(strstr(text, rotated));
+  assert_null(strstr(text, first));
+}
+
+static void test_quotas(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  dome_error err = {0};
+  struct control_quota quota;
+  control_quota_get(store, "code-execution", &quota);
+  assert_int_equal(quota.memory_bytes, 256u << 20);
+  assert_int_equal(quota.timeout_ms, 10000);
+  json_t *fields =
+      json_pack("{s:s,s:s,s:s,s:s}", "memory", "512M", "timeout", "2.5", "pids", "32", "egress", "allow");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), 0);
+  json_decref(fields);
+  control_quota_get(store, "code-execution", &quota);
+  assert_int_equal(quota.memory_bytes, 512u << 20);
+  assert_int_equal(quota.timeout_ms, 2500);
+  assert_int_equal(quota.pids, 32);
+  assert_true(quota.egress);
+  fields = json_pack("{s:s}", "memory", "12Q");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "--memory"));
+  json_decref(fields);
+  fields = json_pack("{s:s}", "colour", "red");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), -EINVAL);
+  json_decref(fields);
+  control_quota_get(store, "code-execution", &quota); /* unchanged by the failures */
+  assert_int_equal(quota.memory_bytes, 512u << 20);
+  control_store_close(store);
+}
+
+static void test_tools_and_parsers(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  dome_error err = {0};
+  json_t *classification = NULL;
+  assert_int_equal(control_parse_field_classification("output_paths=SENSITIVE,env_vars=SENSITIVE,stderr=PII",
+                                                      &classification, &err),
+                   0);
+  assert_string_equal(json_string_value(json_object_get(classification, "stderr")), "PII");
+  json_t *bad = NULL;
+  assert_int_equal(control_parse_field_classification("stderr=pii", &bad, &err), -EINVAL);
+  assert_int_equal(control_parse_field_classification("stderr", &bad, &err), -EINVAL);
+  json_t *env = NULL;
+  assert_int_equal(control_parse_env_file("# c\nexport A=1\nB=\"two words\"\n\n", &env, &err), 0);
+  assert_string_equal(json_string_value(json_object_get(env, "B")), "two words");
+  json_decref(env);
+  assert_int_equal(control_parse_env_file("A=1\n1BAD=2\n", &env, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "line 2"));
+
+  json_t *tool =
+      json_pack("{s:s,s:s,s:s,s:s,s:o}", "name", "code-sandbox", "url", "https://sandbox.internal:8443",
+                "protocol", "streamable-http", "gateway", "Default", "field_classification", classification);
+  assert_int_equal(control_tool_add(store, tool, "API_KEY=sk-secret-value-123\n", &err), 0);
+  json_t *listed = control_tool_list(store);
+  char *text = json_dumps(listed, 0);
+  assert_null(strstr(text, "sk-secret-value-123"));
+  assert_non_null(strstr(text, "API_KEY"));
+  free(text);
+  json_decref(listed);
+  json_t *secrets = control_tool_secret_env(store, "code-sandbox");
+  assert_string_equal(json_string_value(json_object_get(secrets, "API_KEY")), "sk-secret-value-123");
+  json_decref(secrets);
+  json_object_set_new(tool, "url", json_string("ftp://x"));
+  assert_int_equal(control_tool_add(store, tool, NULL, &err), -EINVAL);
+  json_decref(tool);
+  assert_int_equal(control_tool_remove(store, "code-sandbox", &err), 0);
+  assert_int_equal(control_tool_remove(store, "code-sandbox", &err), -ENOENT);
+  control_store_close(store);
+}
+
+static void test_rules_versions(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  dome_error err = {0};
+  assert_int_equal(control_rules_active(store), 0);
+  assert_null(control_rules_text(store, 0, &err));
+  int v1 = control_rules_store(store, "first", "permit(principal, action, resource);\n", &err);
+  assert_int_equal(v1, 1);
+  assert_int_equal(control_rules_active(store), 0); /* stored, not yet active */
+  assert_int_equal(control_rules_activate(store, v1, &err), 0);
+  int v2 = control_rules_store(store, "second", "forbid(principal, action, resource);\n", &err);
+  assert_int_equal(v2, 2);
+  assert_int_equal(control_rules_activate(store, v2, &err), 0);
+  assert_int_equal(control_rules_activate(store, 9, &err), -ENOENT);
+  control_store_close(store);
+  store = open_store();
+  assert_int_equal(control_rules_active(store), 2);
+  char *text = control_rules_text(store, 0, &err);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "forbid"));
+  free(text);
+  json_t *list = control_rules_list(store);
+  assert_int_equal(json_array_size(list), 2);
+  assert_true(json_is_true(json_object_get(json_array_get(list, 1), "active")));
+  assert_false(json_is_true(json_object_get(json_array_get(list, 0), "active")));
+  json_decref(list);
+  control_store_close(store);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_agent_tokens, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_quotas, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tools_and_parsers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_rules_versions, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
