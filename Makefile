@@ -7,6 +7,7 @@
 #
 # BUILD=dir puts everything in another tree (parallel work, sanitizer build).
 
+.DEFAULT_GOAL := all
 BUILD    ?= build
 VERSION  ?= 0.1.0
 SANITIZE ?= 0

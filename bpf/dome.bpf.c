@@ -239,6 +239,46 @@ static __always_inline void report_net(__u64 cgroup_id, __u32 hook, const struct
   bpf_ringbuf_submit(event, 0);
 }
 
+/* connect() runs two checks of the same request: the LSM socket_connect (full level) and then the cgroup
+ * connect4/6 hook. When the LSM allowed it, it leaves a memo on this CPU; the cgroup hook skips its own
+ * lookup only if the memo is for the same task, table generation and request (a migration, another task
+ * or a rule change in between only costs the lookup). */
+struct connect_memo {
+  __u64 pid_tgid;
+  __u32 generation;
+  __u8 protocol;
+  __u8 family;
+  __u16 port;
+  __u32 address[4];
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct connect_memo);
+} connect_memos SEC(".maps");
+
+static __always_inline void memo_fill(struct connect_memo *memo, const struct net_request *request,
+                                      __u32 generation, __u64 pid_tgid) {
+  memo->pid_tgid = pid_tgid;
+  memo->generation = generation;
+  memo->protocol = request->protocol;
+  memo->family = request->family;
+  memo->port = request->port;
+  __builtin_memcpy(memo->address, request->address, 16);
+}
+
+static __always_inline bool memo_matches(const struct connect_memo *memo, const struct net_request *request,
+                                         __u32 generation, __u64 pid_tgid) {
+  __u32 address[4];
+  __builtin_memcpy(address, request->address, 16);
+  return memo->pid_tgid == pid_tgid && memo->generation == generation &&
+         memo->protocol == request->protocol && memo->family == request->family &&
+         memo->port == request->port && memo->address[0] == address[0] && memo->address[1] == address[1] &&
+         memo->address[2] == address[2] && memo->address[3] == address[3];
+}
+
 /* Common body of the sock_addr programs. ip6 != 0 selects the IPv6 fields. */
 static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 action, __u32 hook, int ip6) {
   __u64 cgroup_id = bpf_get_current_cgroup_id();
@@ -256,6 +296,14 @@ static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 actio
   }
   __u32 generation = jail ? ruleset_generation(jail) : 0;
   __u32 entry = DOME_BPF_NO_ENTRY;
+  if (jail && action == ACTION_CONNECT && generation != 0) {
+    __u32 zero = 0;
+    struct connect_memo *memo = bpf_map_lookup_elem(&connect_memos, &zero);
+    if (memo && memo_matches(memo, &request, generation, bpf_get_current_pid_tgid())) {
+      memo->pid_tgid = 0; /* one use */
+      return 1;
+    }
+  }
   if (jail && net_decide(&request, generation, &entry)) return 1;
   report_net(cgroup_id, hook, &request, entry, generation);
   return 0;
@@ -548,7 +596,12 @@ int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address,
   }
   __u32 generation = ruleset_generation(jail);
   __u32 entry;
-  if (net_decide(&request, generation, &entry)) return 0;
+  if (net_decide(&request, generation, &entry)) {
+    __u32 zero = 0;
+    struct connect_memo *memo = bpf_map_lookup_elem(&connect_memos, &zero);
+    if (memo) memo_fill(memo, &request, generation, bpf_get_current_pid_tgid());
+    return 0;
+  }
   report_net(cgroup_id, HOOK_SOCKET_CONNECT, &request, entry, generation);
   return -EPERM;
 }

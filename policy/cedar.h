@@ -29,6 +29,7 @@ struct cedar_schema;
 
 #define CEDAR_MAX_TEXT_BYTES (64u << 20) /* policy / entity / context text accepted, bytes */
 #define CEDAR_MAX_DEPTH 256              /* nesting of expressions and JSON values */
+#define CEDAR_MAX_CONDITIONS 128         /* when/unless clauses of one policy */
 
 /* ---------------- diagnostics ---------------- */
 
@@ -146,8 +147,10 @@ void cedar_entities_free(cedar_entities *entities);
 size_t cedar_entities_count(const cedar_entities *entities);
 
 /* Parse a context JSON object. With a schema and the request's action, values are typed by the action's
- * context type. {"__extn": {"fn": "unknown", "arg": NAME}} marks an unknown value (partial evaluation).
- * Errors as cedar_entities_parse_json. */
+ * context type: implicit entity references and extension values are converted, undeclared or missing
+ * attributes and set/record shape errors are refused; as upstream, a primitive value of another type is
+ * kept as written (request validation, policy/validate, reports it). {"__extn": {"fn": "unknown", "arg":
+ * NAME}} marks an unknown value (partial evaluation). Errors as cedar_entities_parse_json. */
 int cedar_context_parse_json(const char *text, size_t length, const char *file,
                              const struct cedar_schema *schema, const cedar_uid_ref *action,
                              cedar_context **out, cedar_diagnostic *diag);

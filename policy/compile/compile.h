@@ -38,11 +38,11 @@
 #include "supervisor/kernel/kernel.h"
 
 /* Bounds on one compilation (untrusted policy sets); over them: -E2BIG naming the action. */
-#define DOME_COMPILE_MAX_PREFIXES 4096   /* distinct address prefixes of one action */
-#define DOME_COMPILE_MAX_PORT_CUTS 4096  /* distinct port-range boundaries of one action */
+#define DOME_COMPILE_MAX_PREFIXES 4096    /* distinct address prefixes of one action */
+#define DOME_COMPILE_MAX_PORT_CUTS 4096   /* distinct port-range boundaries of one action */
 #define DOME_COMPILE_MAX_CELLS (1u << 22) /* prefixes x port intervals x protocols, one action */
-#define DOME_COMPILE_MAX_PATHS 8192      /* distinct paths of one file action */
-#define DOME_COMPILE_MAX_NODES 4096      /* predicate nodes of one residual policy */
+#define DOME_COMPILE_MAX_PATHS 8192       /* distinct paths of one file action */
+#define DOME_COMPILE_MAX_NODES 4096       /* predicate nodes of one residual policy */
 
 /* The shipped baseline policy set (policy/baseline.cedar, embedded at build time): fs:read and fs:exec
  * under "/" (the image's tree), fs:read and fs:write under /workspace and /tmp, no network. Every policy
@@ -67,6 +67,11 @@ int dome_compile_load_entities(const char *text, size_t length, const char *file
 struct dome_compile_options {
   const char *agent;          /* the principal's entity id (Dome::Agent::"<agent>"); required */
   const char *policy_version; /* copied into the tables (may be NULL) */
+  /* Optional: called for each policy whose evaluation errors for the agent and an action whatever the
+   * request (Cedar skips it: it never applies there; e.g. `context.host` that no kernel request has), with
+   * the engine's message. For `dome rules compile` warnings. */
+  void (*warn)(void *context, const char *action, const char *policy_id, const char *message);
+  void *warn_context;
 };
 
 /* Compile `set` for the agent into *tables (initialized here; free with dome_rule_tables_free, also on
@@ -83,14 +88,13 @@ int dome_compile_tables(const cedar_policy_set *set, const cedar_entities *entit
                         const struct dome_compile_options *options, struct dome_rule_tables *tables,
                         dome_error *err);
 
-/* Policy ids whose evaluation errors for the agent whatever the request (they never apply, as Cedar
- * skips erroring policies): calls fn once per such policy and action with the engine's message.
- * Returns 0 or -ENOMEM. For `dome rules compile` warnings. */
-int dome_compile_erroring_policies(const cedar_policy_set *set, const cedar_entities *entities,
-                                   const char *agent,
-                                   void (*fn)(void *context, const char *action, const char *policy_id,
-                                              const char *message),
-                                   void *context);
+/* Everything `dome rules compile` and `dome run --rules` do: read the operator's rules file (NULL: the
+ * baseline alone) and the entities file (NULL: none; typed by the shipped Dome schema), compile for
+ * options->agent. Files over CEDAR_MAX_TEXT_BYTES are refused (-E2BIG). Errors as the functions above,
+ * and -errno of open/read naming the file. */
+int dome_compile_files(const char *rules_path, const char *entities_path,
+                       const struct dome_compile_options *options, struct dome_rule_tables *tables,
+                       dome_error *err);
 
 /* True when some ALLOW network entry of connect/send reaches beyond loopback (127.0.0.0/8, ::1): the
  * jail then needs egress plumbing (supervisor/net). */

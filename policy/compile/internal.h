@@ -34,6 +34,7 @@ enum pred_kind {
   PRED_CLASS,    /* network resource class bit in mask */
   PRED_PATH_EQ,  /* resource == Dome::Path::path */
   PRED_PATH_IN,  /* resource in Dome::Path::path (equal or beneath) */
+  PRED_ERROR,    /* an evaluation error on every request reaching it (`{}.dst_port` of a file action) */
 };
 
 struct pred {
@@ -47,9 +48,16 @@ struct pred {
 };
 
 /* Build the predicate of one residual policy's conditions (the `when` bodies and negated `unless`
- * bodies, conjoined) from its EST JSON. Kind of resource the action has: is_file (Dome::Path) or
- * network (Dome::Network). On rejection returns -EINVAL with err "cannot compile `TEXT`: reason". */
-int pred_from_policy_json(json_t *policy, bool is_file, struct pred **out, dome_error *err);
+ * bodies, conjoined) from its EST JSON. Kind of resource the action has: env->is_file (Dome::Path) or
+ * network (Dome::Network). Closed sub-expressions (no unknown, no resource) are evaluated with
+ * cedar_evaluate for the agent. On rejection returns -EINVAL with err "cannot compile `TEXT`: reason". */
+struct pred_env {
+  bool is_file;
+  const cedar_entities *entities; /* for closed sub-expressions the partial evaluator left unevaluated */
+  const char *agent;
+  const char *action; /* "fs:read", ... */
+};
+int pred_from_policy_json(json_t *policy, const struct pred_env *env, struct pred **out, dome_error *err);
 void pred_free(struct pred *pred);
 
 /* A cell: one class of concrete requests on which every atom of the policies is constant. */
@@ -63,6 +71,8 @@ struct file_cell {
   const char *path; /* the longest literal path that is the request's path or an ancestor of it */
   bool exact;       /* the request's path is `path` itself (else strictly beneath, in no longer literal) */
 };
+/* Cedar's outcome of the condition in the cell: true only when it evaluates to true without error (an
+ * erroring policy is not satisfied; && || ! if-then-else propagate errors as Cedar does). */
 bool pred_eval_net(const struct pred *pred, const struct net_cell *cell);
 bool pred_eval_file(const struct pred *pred, const struct file_cell *cell);
 

@@ -212,14 +212,14 @@ static char *uid_text(const cedar_euid *uid, char *buf, size_t size) {
 
 static int parse_entity(cedar_json_reader *rd, json_t *ej, const cedar_schema *schema, cedar_entity *e) {
   if (!json_is_object(ej))
-    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: expected an object", rd->where), -EINVAL;
+    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: expected an object", cedar_json_where(rd)),
+           -EINVAL;
   int r = cedar_json_to_euid(rd, json_object_get(ej, "uid"), "`uid`", &e->uid);
   if (r < 0) return r;
-  char t[160];
-  snprintf(rd->where, sizeof rd->where, "entity `%s`", uid_text(&e->uid, t, sizeof t));
+  rd->where_entity = &e->uid;
   /* Other fields are ignored, as upstream does; `attrs` and `parents` are required. */
   if (!json_object_get(ej, "attrs") || !json_object_get(ej, "parents"))
-    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: missing field `%s`", rd->where,
+    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: missing field `%s`", cedar_json_where(rd),
                           json_object_get(ej, "attrs") ? "parents" : "attrs"),
            -EINVAL;
   const cedar_schema_entity_type *et = NULL;
@@ -231,7 +231,7 @@ static int parse_entity(cedar_json_reader *rd, json_t *ej, const cedar_schema *s
     is_action = cedar_schema_is_action_type(schema, type);
     if (!et && !is_action)
       return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL,
-                            "%s: entity type `%s` is not declared in the schema", rd->where, type),
+                            "%s: entity type `%s` is not declared in the schema", cedar_json_where(rd), type),
              -EINVAL;
     if (et && et->is_enum) {
       bool ok = false;
@@ -241,24 +241,26 @@ static int parse_entity(cedar_json_reader *rd, json_t *ej, const cedar_schema *s
       free(encoded);
       if (!ok)
         return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: id is not one of the enum values of `%s`",
-                              rd->where, type),
+                              cedar_json_where(rd), type),
                -EINVAL;
     }
   }
   json_t *attrs = json_object_get(ej, "attrs");
   if (attrs && !json_is_object(attrs))
-    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: `attrs` must be an object", rd->where),
+    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: `attrs` must be an object",
+                          cedar_json_where(rd)),
            -EINVAL;
   json_t *empty = json_object();
   if (!empty) return -ENOMEM;
   r = cedar_json_to_value(rd, attrs ? attrs : empty, et ? et->shape : NULL, 0, &e->attrs);
   json_t *tags = json_object_get(ej, "tags");
   if (r >= 0 && tags && !json_is_object(tags)) {
-    cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: `tags` must be an object", rd->where);
+    cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: `tags` must be an object", cedar_json_where(rd));
     r = -EINVAL;
   }
   if (r >= 0 && et && tags && json_object_size(tags) && !et->tags) {
-    cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: entity type `%s` has no tags", rd->where, et->name);
+    cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: entity type `%s` has no tags", cedar_json_where(rd),
+                   et->name);
     r = -EINVAL;
   }
   if (r >= 0) {
@@ -286,7 +288,8 @@ static int parse_entity(cedar_json_reader *rd, json_t *ej, const cedar_schema *s
   if (r < 0) return r;
   json_t *parents = json_object_get(ej, "parents");
   if (parents && !json_is_array(parents))
-    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: `parents` must be an array", rd->where),
+    return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: `parents` must be an array",
+                          cedar_json_where(rd)),
            -EINVAL;
   size_t n = parents ? json_array_size(parents) : 0;
   cedar_euid *ps = n ? cedar_arena_alloc(rd->arena, n * sizeof *ps) : NULL;
@@ -299,7 +302,7 @@ static int parse_entity(cedar_json_reader *rd, json_t *ej, const cedar_schema *s
         ok = cedar_str_eq_c(ps[i].type, et->member_of[k]);
       if (!ok)
         return cedar_diag_set(rd->diag, rd->file, 0, 0, NULL, "%s: `%s` may not have a parent of type `%.*s`",
-                              rd->where, et->name, (int)ps[i].type.len, ps[i].type.ptr),
+                              cedar_json_where(rd), et->name, (int)ps[i].type.len, ps[i].type.ptr),
                -EINVAL;
     }
   }
@@ -367,6 +370,7 @@ int cedar_entities_parse_json(const char *text, size_t length, const char *file,
   size_t capacity = n + (schema ? cedar_schema_action_count(schema) : 0) + 1;
   for (size_t i = 0; i < n && r >= 0; i++) {
     snprintf(rd.where, sizeof rd.where, "entity #%zu", i);
+    rd.where_entity = NULL;
     cedar_entity *e = cedar_arena_alloc(es->arena, sizeof *e);
     if (!e) {
       r = -ENOMEM;
@@ -378,7 +382,8 @@ int cedar_entities_parse_json(const char *text, size_t length, const char *file,
     r = table_insert(es, e, capacity, &existing);
     if (r >= 0 && existing && !same_entity(existing, e)) {
       /* upstream accepts an entity listed twice only when both entries are identical */
-      cedar_diag_set(diag, file, 0, 0, NULL, "%s: duplicate entity entry with different data", rd.where);
+      cedar_diag_set(diag, file, 0, 0, NULL, "%s: duplicate entity entry with different data",
+                     cedar_json_where(&rd));
       r = -EINVAL;
     }
   }
@@ -443,7 +448,7 @@ int cedar_context_parse_json(const char *text, size_t length, const char *file,
     if (!ctx || !(ctx->arena = cedar_arena_new())) r = -ENOMEM;
   }
   if (r >= 0) {
-    cedar_json_reader rd = {.arena = ctx->arena, .file = file, .diag = diag};
+    cedar_json_reader rd = {.arena = ctx->arena, .file = file, .diag = diag, .lenient = true};
     snprintf(rd.where, sizeof rd.where, "context");
     r = cedar_json_to_value(&rd, root, type, 0, &ctx->value);
     if (r >= 0 && ctx->value.kind != CV_RECORD) {
@@ -464,4 +469,13 @@ void cedar_context_free(cedar_context *context) {
   if (!context) return;
   cedar_arena_free(context->arena);
   free(context);
+}
+
+const char *cedar_json_where(cedar_json_reader *rd) {
+  if (rd->where_entity) {
+    char t[160];
+    snprintf(rd->where, sizeof rd->where, "entity `%s`", uid_text(rd->where_entity, t, sizeof t));
+    rd->where_entity = NULL;
+  }
+  return rd->where;
 }

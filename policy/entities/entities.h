@@ -13,8 +13,13 @@ typedef struct cedar_json_reader {
   cedar_arena *arena;
   const char *file;
   cedar_diagnostic *diag;
-  char where[200]; /* what is being read: "entity `User::\"a\"`", "context" */
+  char where[200];                /* what is being read: "entity #3", "context" */
+  const cedar_euid *where_entity; /* when set, `where` is this entity (formatted only for an error) */
+  bool lenient; /* context: primitive and entity-type mismatches are left to request validation */
 } cedar_json_reader;
+
+/* The place being read, for an error message ("entity `User::\"a\"`", "context"). */
+const char *cedar_json_where(cedar_json_reader *reader);
 
 /* Convert json to a value. type: the schema type expected (NULL: schema-less rules, where entity refs
  * and extension values must use the __entity / __extn escapes). depth: current nesting.

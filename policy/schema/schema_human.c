@@ -280,6 +280,22 @@ static bool is_keyword(parser *p, const char *word) {
   return p->current.kind == TOKEN_IDENT && strcmp(p->current.value, word) == 0;
 }
 
+/* Identifiers Cedar reserves (they cannot name anything in a schema). */
+static bool is_reserved(const char *word) {
+  static const char *const reserved[] = {"true", "false", "if",  "then", "else",
+                                         "in",   "like",  "has", "is",   NULL};
+  for (const char *const *r = reserved; *r; r++)
+    if (strcmp(*r, word) == 0) return true;
+  return false;
+}
+
+/* Fail when the current identifier is reserved; returns p->status. */
+static int check_name(parser *p) {
+  if (p->current.kind == TOKEN_IDENT && is_reserved(p->current.value))
+    return fail(p, p->current.line, p->current.column, "`%s` is a reserved identifier", p->current.value);
+  return p->status;
+}
+
 static int expected(parser *p, const char *what) {
   char got[64];
   describe(&p->current, got, sizeof got);
@@ -302,6 +318,7 @@ static char *parse_path(parser *p, bool *followed_by_string) {
     expected(p, "a name");
     return NULL;
   }
+  if (check_name(p)) return NULL;
   char *path = p->current.value;
   advance(p);
   while (p->current.kind == TOKEN_PATHSEP) {
@@ -314,6 +331,7 @@ static char *parse_path(parser *p, bool *followed_by_string) {
       expected(p, "a name after `::`");
       return NULL;
     }
+    if (check_name(p)) return NULL;
     path = schema_arena_printf(p->arena, "%s::%s", path, p->current.value);
     advance(p);
   }
@@ -322,12 +340,20 @@ static char *parse_path(parser *p, bool *followed_by_string) {
 
 /* Annotations: '@' IDENT ['(' STRING ')'] — accepted and ignored. */
 static void skip_annotations(parser *p) {
+  const char *keys[64]; /* annotations of this declaration (duplicates are an error, as upstream) */
+  size_t key_count = 0;
   while (!p->status && is_punct(p, '@')) {
     advance(p);
     if (p->current.kind != TOKEN_IDENT) {
       expected(p, "an annotation name after `@`");
       return;
     }
+    for (size_t i = 0; i < key_count; i++)
+      if (strcmp(keys[i], p->current.value) == 0) {
+        fail(p, p->current.line, p->current.column, "duplicate annotation `@%s`", p->current.value);
+        return;
+      }
+    if (key_count < sizeof keys / sizeof keys[0]) keys[key_count++] = p->current.value;
     advance(p);
     if (is_punct(p, '(')) {
       advance(p);
@@ -365,13 +391,9 @@ static raw_type *parse_record(parser *p) {
       return NULL;
     }
     unsigned line = p->current.line, column = p->current.column;
+    if (check_name(p)) return NULL;
     const char *name = p->current.value;
     advance(p);
-    for (size_t i = 0; i < record->attribute_count; i++)
-      if (strcmp(record->attributes[i].name, name) == 0) {
-        fail(p, line, column, "duplicate attribute `%s` in record type", name);
-        return NULL;
-      }
     bool required = true;
     if (is_punct(p, '?')) {
       required = false;
@@ -380,8 +402,13 @@ static raw_type *parse_record(parser *p) {
     if (expect_punct(p, ':')) return NULL;
     raw_type *type = parse_type(p);
     if (!type) return NULL;
-    raw_attribute *a = schema_arena_push(p->arena, (void **)&record->attributes, &record->attribute_count,
-                                         &record->attribute_capacity, sizeof *a);
+    /* a repeated attribute name replaces the earlier declaration, as cedar-policy's parser does */
+    raw_attribute *a = NULL;
+    for (size_t i = 0; i < record->attribute_count && !a; i++)
+      if (strcmp(record->attributes[i].name, name) == 0) a = &record->attributes[i];
+    if (!a)
+      a = schema_arena_push(p->arena, (void **)&record->attributes, &record->attribute_count,
+                            &record->attribute_capacity, sizeof *a);
     if (!a) {
       p->status = -ENOMEM;
       return NULL;
@@ -442,10 +469,14 @@ static raw_type *parse_type(parser *p) {
   return p->status ? NULL : result;
 }
 
-/* EntOrTyps := Path | '[' [Path {',' Path} [',']] ']' — appended to *list. */
-static int parse_type_list(parser *p, const char ***list, size_t *count, size_t *capacity) {
+/* EntOrTyps := Path | '[' [Path {',' Path} [',']] ']' — appended to *list. what: names the list in
+ * errors when an empty `[]` is not allowed (NULL: allowed). */
+static int parse_type_list(parser *p, const char ***list, size_t *count, size_t *capacity, const char *what) {
   bool bracketed = is_punct(p, '[');
+  unsigned line = p->current.line, column = p->current.column;
   if (bracketed) advance(p);
+  if (bracketed && what && is_punct(p, ']'))
+    return fail(p, line, column, "`%s` is `[]`, which is invalid: list at least one entity type", what);
   while (!p->status) {
     if (bracketed && is_punct(p, ']')) break;
     char *path = parse_path(p, NULL);
@@ -456,6 +487,7 @@ static int parse_type_list(parser *p, const char ***list, size_t *count, size_t 
     if (!bracketed) return p->status;
     if (!is_punct(p, ',')) break;
     advance(p);
+    if (is_punct(p, ']')) return expected(p, "an entity type after `,`");
   }
   return expect_punct(p, ']');
 }
@@ -465,6 +497,9 @@ static int parse_entity(parser *p) {
   do {
     advance(p); /* `entity` or `,` */
     if (p->current.kind != TOKEN_IDENT) return expected(p, "an entity type name");
+    if (check_name(p)) return p->status;
+    if (strcmp(p->current.value, "__cedar") == 0)
+      return fail(p, p->current.line, p->current.column, "`__cedar` is reserved");
     raw_entity *e = schema_arena_push(p->arena, (void **)&p->raw->entities, &p->raw->entity_count,
                                       &p->raw->entity_capacity, sizeof *e);
     if (!e) return p->status = -ENOMEM;
@@ -488,6 +523,7 @@ static int parse_entity(parser *p) {
       advance(p);
       if (!is_punct(p, ',')) break;
       advance(p);
+      if (is_punct(p, ']')) return expected(p, "an enum id after `,`");
     }
     if (expect_punct(p, ']')) return p->status;
     if (model.enum_id_count == 0)
@@ -495,7 +531,7 @@ static int parse_entity(parser *p) {
   } else {
     if (is_keyword(p, "in")) {
       advance(p);
-      if (parse_type_list(p, &model.member_of, &model.member_of_count, &model.member_of_capacity))
+      if (parse_type_list(p, &model.member_of, &model.member_of_count, &model.member_of_capacity, NULL))
         return p->status;
     }
     if (is_punct(p, '=')) {
@@ -557,6 +593,7 @@ static int parse_action(parser *p) {
     advance(p); /* `action` or `,` */
     if (p->current.kind != TOKEN_IDENT && p->current.kind != TOKEN_STRING)
       return expected(p, "an action name");
+    if (check_name(p)) return p->status;
     raw_action *a = schema_arena_push(p->arena, (void **)&p->raw->actions, &p->raw->action_count,
                                       &p->raw->action_capacity, sizeof *a);
     if (!a) return p->status = -ENOMEM;
@@ -571,14 +608,15 @@ static int parse_action(parser *p) {
     advance(p);
     bool bracketed = is_punct(p, '[');
     if (bracketed) advance(p);
+    if (bracketed && is_punct(p, ']')) return expected(p, "an action group");
     while (!p->status) {
-      if (bracketed && is_punct(p, ']')) break;
       raw_action_ref *ref = schema_arena_push(p->arena, (void **)&model.member_of, &model.member_of_count,
                                               &model.member_of_capacity, sizeof *ref);
       if (!ref) return p->status = -ENOMEM;
       if (parse_action_ref(p, ref)) return p->status;
       if (!bracketed || !is_punct(p, ',')) break;
       advance(p);
+      if (is_punct(p, ']')) return expected(p, "an action after `,`");
     }
     if (bracketed && expect_punct(p, ']')) return p->status;
   }
@@ -597,9 +635,10 @@ static int parse_action(parser *p) {
         *seen = true;
         advance(p);
         if (expect_punct(p, ':')) return p->status;
-        if (principal
-                ? parse_type_list(p, &model.principals, &model.principal_count, &model.principal_capacity)
-                : parse_type_list(p, &model.resources, &model.resource_count, &model.resource_capacity))
+        if (principal ? parse_type_list(p, &model.principals, &model.principal_count,
+                                        &model.principal_capacity, "principal")
+                      : parse_type_list(p, &model.resources, &model.resource_count, &model.resource_capacity,
+                                        "resource"))
           return p->status;
       } else if (is_keyword(p, "context")) {
         if (seen_context) return fail(p, line, column, "`context` given twice in appliesTo");
@@ -614,7 +653,11 @@ static int parse_action(parser *p) {
       if (!is_punct(p, ',')) break;
       advance(p);
     }
+    unsigned line = p->current.line, column = p->current.column;
     if (expect_punct(p, '}')) return p->status;
+    if (!seen_principal || !seen_resource)
+      return fail(p, line, column, "appliesTo of action `%s` needs both `principal` and `resource`",
+                  p->raw->actions[first].id);
   }
   if (is_keyword(p, "attributes"))
     return fail(p, p->current.line, p->current.column, "action attributes are not supported");
@@ -636,6 +679,7 @@ static int parse_action(parser *p) {
 static int parse_common(parser *p) {
   advance(p); /* `type` */
   if (p->current.kind != TOKEN_IDENT) return expected(p, "a common type name");
+  if (check_name(p)) return p->status;
   raw_common *c = schema_arena_push(p->arena, (void **)&p->raw->commons, &p->raw->common_count,
                                     &p->raw->common_capacity, sizeof *c);
   if (!c) return p->status = -ENOMEM;
@@ -673,6 +717,8 @@ int schema_parse_human(schema_arena *arena, const char *text, size_t length, con
               .name_space = ""};
   if (length && memchr(text, '\0', length))
     return schema_error(err, file, 0, 0, "schema text contains a NUL byte");
+  const char *namespaces[1024]; /* declared so far (a schema with more blocks is not checked beyond) */
+  size_t namespace_count = 0;
   advance(&p);
   while (!p.status && p.current.kind != TOKEN_END) {
     skip_annotations(&p);
@@ -682,10 +728,18 @@ int schema_parse_human(schema_arena *arena, const char *text, size_t length, con
       advance(&p);
       char *name = parse_path(&p, NULL);
       if (!name) break;
-      if (strcmp(name, "__cedar") == 0 || strncmp(name, "__cedar::", 9) == 0) {
+      if (strcmp(name, "__cedar") == 0 || strncmp(name, "__cedar::", 9) == 0 || strstr(name, "::__cedar")) {
         fail(&p, line, column, "the namespace `__cedar` is reserved");
         break;
       }
+      bool repeated = false;
+      for (size_t i = 0; i < namespace_count; i++)
+        if (strcmp(namespaces[i], name) == 0) repeated = true;
+      if (repeated) {
+        fail(&p, line, column, "namespace `%s` is declared twice: declare each namespace in one block", name);
+        break;
+      }
+      if (namespace_count < sizeof namespaces / sizeof namespaces[0]) namespaces[namespace_count++] = name;
       if (expect_punct(&p, '{')) break;
       p.name_space = name;
       while (!p.status && !is_punct(&p, '}')) {

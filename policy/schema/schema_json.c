@@ -255,6 +255,9 @@ static int parse_json_action(json_parser *p, const char *id, json_t *json, const
     a->has_applies_to = true;
     json_t *principals = json_object_get(applies, "principalTypes");
     json_t *resources = json_object_get(applies, "resourceTypes");
+    if (!principals || !resources)
+      return json_fail(p, applies_path, "missing field `%s`",
+                       principals ? "resourceTypes" : "principalTypes");
     if (principals &&
         (status = parse_string_list(p, principals, sub_path(p, applies_path, "principalTypes"),
                                     &a->principals, &a->principal_count, &a->principal_capacity)))

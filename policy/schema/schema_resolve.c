@@ -73,7 +73,8 @@ static const cedar_schema_type *builtin(resolver *r, const char *name) {
   if (strncmp(name, "__cedar::", 9) == 0) name += 9;
   if (strcmp(name, "Long") == 0) return new_type(r, CEDAR_SCHEMA_LONG, NULL);
   if (strcmp(name, "String") == 0) return new_type(r, CEDAR_SCHEMA_STRING, NULL);
-  if (strcmp(name, "Bool") == 0 || strcmp(name, "Boolean") == 0) return new_type(r, CEDAR_SCHEMA_BOOL, NULL);
+  if (strcmp(name, "Bool") == 0)
+    return new_type(r, CEDAR_SCHEMA_BOOL, NULL); /* JSON's "Boolean" is a keyword */
   if (cedar_schema_is_extension_type(name)) return new_type(r, CEDAR_SCHEMA_EXTENSION, name);
   return NULL;
 }
@@ -90,6 +91,18 @@ static const char *resolve_entity_name(resolver *r, const char *name_space, cons
 }
 
 static const cedar_schema_type *resolve_type(resolver *r, const char *name_space, const raw_type *raw);
+
+/* Is `name` the action type of a namespace that declares actions? Such a type ("N::Action") may be used
+ * as an entity type in attribute and context types (not in memberOfTypes or appliesTo), as upstream. */
+static bool is_declared_action_type(resolver *r, const char *name) {
+  for (size_t i = 0; i < r->raw->action_count; i++) {
+    const char *ns = r->raw->actions[i].name_space;
+    size_t n = strlen(ns);
+    if (n ? (strncmp(name, ns, n) == 0 && strcmp(name + n, "::Action") == 0) : strcmp(name, "Action") == 0)
+      return true;
+  }
+  return false;
+}
 
 static const cedar_schema_type *resolve_common(resolver *r, raw_common *c, unsigned line, unsigned column) {
   if (c->state == 2) return c->resolved;
@@ -116,6 +129,8 @@ static const cedar_schema_type *resolve_name(resolver *r, const char *name_space
     const cedar_schema_entity_type *e =
         entities ? cedar_schema_entity_type_find(r->schema, candidates[i]) : NULL;
     if (e) return new_type(r, CEDAR_SCHEMA_ENTITY, e->name);
+    if (entities && is_declared_action_type(r, candidates[i]))
+      return new_type(r, CEDAR_SCHEMA_ENTITY, candidates[i]);
   }
   const cedar_schema_type *b = (!qualified || strncmp(name, "__cedar::", 9) == 0) ? builtin(r, name) : NULL;
   if (b) return b;
@@ -145,6 +160,11 @@ static const cedar_schema_type *resolve_type(resolver *r, const char *name_space
       break;
     case RAW_ENTITY: {
       const char *e = resolve_entity_name(r, name_space, raw->name);
+      if (!e && !strstr(raw->name, "::") && name_space[0] &&
+          is_declared_action_type(r, qualify(r, name_space, raw->name)))
+        e = qualify(r, name_space, raw->name);
+      else if (!e && is_declared_action_type(r, raw->name))
+        e = raw->name;
       if (!e)
         fail_at(r, raw->line, raw->column, "unknown entity type `%s`", raw->name);
       else
@@ -243,7 +263,7 @@ static int build_common_index(resolver *r) {
     raw_common *c = &r->raw->commons[i];
     const char *full = qualify(r, c->name_space, c->name);
     static const char *const reserved[] = {"Bool",   "Boolean", "Entity", "Extension", "Long",
-                                           "Record", "Set",     "String", NULL};
+                                           "Record", "Set",     "String", "__cedar",   NULL};
     bool is_reserved = false;
     for (const char *const *w = reserved; *w; w++)
       if (strcmp(*w, c->name) == 0) is_reserved = true;
@@ -295,6 +315,10 @@ int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, ceda
   schema->entity_index = schema_arena_alloc(arena, (ne + 1) * sizeof *schema->entity_index);
   if (!schema->entity_types || !schema->entity_index) return -ENOMEM;
   for (size_t i = 0; i < ne; i++) {
+    if (strcmp(raw->entities[i].name, "Action") == 0)
+      return fail_at(
+          &r, raw->entities[i].line, raw->entities[i].column,
+          "entity type `Action` cannot be declared: `Action` is the type of the namespace's actions");
     schema->entity_types[i].name = qualify(&r, raw->entities[i].name_space, raw->entities[i].name);
     schema->entity_types[i].line = raw->entities[i].line;
     schema->entity_types[i].column = raw->entities[i].column;

@@ -493,6 +493,14 @@ static cedar_expr *est_expr(est_reader *r, json_t *j, unsigned depth) {
     e->depth = (uint16_t)(d + 1);
     return e;
   }
+  if (strcmp(key, "unknown") == 0 && json_is_array(v)) {
+    /* {"unknown": [{"Value": "name"}]}: upstream's partial-evaluation extension call */
+    json_t *arg = json_object_get(json_array_get(v, 0), "Value");
+    if ((e = node(r, CX_UNKNOWN, NULL, NULL, NULL)) && json_is_string(arg) && !est_str(r, arg, &e->u.s))
+      return NULL;
+    if (e && !json_is_string(arg)) e->u.s = (cedar_str){"", 0};
+    return e;
+  }
   /* extension function or method: {"name": [args]} */
   const cedar_extension_function *f = cedar_extension_function_find(key);
   if (!f) return est_fail(r, "unknown expression kind `%s`", key);
@@ -577,6 +585,10 @@ int cedar_policy_from_est(cedar_policy_set *set, json_t *est, const char *id, co
     return r.error;
   json_t *conds = json_object_get(est, "conditions");
   p->condition_count = json_array_size(conds);
+  if (p->condition_count > CEDAR_MAX_CONDITIONS) {
+    est_fail(&r, "more than %d conditions in one policy", CEDAR_MAX_CONDITIONS);
+    return r.error;
+  }
   p->conditions = cedar_arena_alloc(set->arena, (p->condition_count + 1) * sizeof *p->conditions);
   if (!p->conditions) return -ENOMEM;
   for (size_t i = 0; i < p->condition_count; i++) {

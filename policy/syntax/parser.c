@@ -158,6 +158,14 @@ static cedar_expr *make_call(parser *p, const cedar_token *at, cedar_str name, c
       return mk(p, at, builtin_methods[i].kind, receiver, count ? args[0] : NULL, NULL);
     }
   }
+  if (!receiver && cedar_str_eq_c(name, "unknown")) {
+    /* unknown("name"): a value left for partial evaluation (upstream's partial-eval extension). Evaluating
+     * it concretely is an error, as upstream; a non-literal name is kept as the unnamed unknown. */
+    cedar_expr *u = mk(p, at, CX_UNKNOWN, NULL, NULL, NULL);
+    if (!u) return NULL;
+    u->u.s = count > 0 && args[0]->kind == CX_STRING ? args[0]->u.s : (cedar_str){"", 0};
+    return u;
+  }
   const cedar_extension_function *fn = name.len < 63 ? cedar_extension_function_find(cname) : NULL;
   if (!fn) return fail(p, at, "`%s` is not a valid %s", cname, receiver ? "method" : "function");
   if (fn->method_style && !receiver) return fail(p, at, "`%s` is a method, not a function", cname);

@@ -155,6 +155,8 @@ static cedar_policy *parse_policy(parser *p, size_t index, unsigned flags) {
   while (is_kw(peek(p), "when") || is_kw(peek(p), "unless")) {
     cedar_token *w = next(p);
     cedar_condition c = {.is_when = is_kw(w, "when")};
+    if (pol->condition_count >= CEDAR_MAX_CONDITIONS)
+      return fail(p, w, "more than %d when/unless clauses in one policy", CEDAR_MAX_CONDITIONS);
     if (!expect(p, TK_LBRACE, "`{`")) return NULL;
     if (peek(p)->kind == TK_RBRACE)
       return fail(p, peek(p), "empty `%s` clause: expected an expression", c.is_when ? "when" : "unless");

@@ -9,7 +9,8 @@
 static const char usage_text[] =
     "usage: dome cedar authorize [-p POLICIES] [--policy-format cedar|json] [-k TEMPLATE_LINKS]\n"
     "         [--entities FILE] [-s SCHEMA] [--schema-format cedar|json]\n"
-    "         (-l PRINCIPAL -a ACTION -r RESOURCE [-c CONTEXT] | --request-json FILE) [--request-validation] "
+    "         (-l PRINCIPAL -a ACTION -r RESOURCE [-c CONTEXT] | --request-json FILE) "
+    "[--request-validation[=false]] "
     "[-v]\n"
     "Exit: 0 allow, 2 deny, 1 failure.\n";
 
@@ -26,7 +27,7 @@ static int authorize_main(int argc, char **argv) {
       {"resource", required_argument, 0, 'r'},
       {"context", required_argument, 0, 'c'},
       {"request-json", required_argument, 0, CEDAR_OPT_REQUEST_JSON},
-      {"request-validation", no_argument, 0, CEDAR_OPT_REQUEST_VALIDATION},
+      {"request-validation", optional_argument, 0, CEDAR_OPT_REQUEST_VALIDATION},
       {"verbose", no_argument, 0, 'v'},
       {"timing", no_argument, 0, CEDAR_OPT_TIMING},
       {"help", no_argument, 0, 'h'},

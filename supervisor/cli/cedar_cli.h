@@ -23,7 +23,7 @@ typedef struct cedar_cli {
   const char *principal, *action, *resource; /* -l -a -r: Cedar uids */
   const char *context;                       /* -c/--context FILE */
   const char *request_json;                  /* --request-json FILE */
-  bool request_validation;
+  bool request_validation_off;               /* --request-validation=false */
   bool verbose;
   /* loaded */
   cedar_schema *loaded_schema;

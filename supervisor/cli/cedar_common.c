@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "supervisor/cli/cedar_cli.h"
+#include "policy/validate/validate.h"
 
 int cedar_cli_fail(const char *command, const char *format, ...) {
   va_list ap;
@@ -60,7 +61,7 @@ int cedar_cli_option(cedar_cli *cli, int opt, const char *arg) {
       cli->request_json = arg;
       return 1;
     case CEDAR_OPT_REQUEST_VALIDATION:
-      cli->request_validation = true;
+      cli->request_validation_off = arg && (strcmp(arg, "false") == 0 || strcmp(arg, "0") == 0);
       return 1;
     case 'v':
       cli->verbose = true;
@@ -288,6 +289,13 @@ int cedar_cli_load_request(cedar_cli *cli, const char *command, bool required, c
   }
   json_decref(req);
   if (rc == 0) request->context = *context;
+  /* With a schema the request is validated against it unless --request-validation=false (upstream default).
+   */
+  if (rc == 0 && required && cli->loaded_schema && !cli->request_validation_off) {
+    char why[512];
+    if (cedar_validate_request(cli->loaded_schema, request, why, sizeof why) < 0)
+      rc = cedar_cli_fail(command, "request validation: %s", why);
+  }
   return rc;
 }
 

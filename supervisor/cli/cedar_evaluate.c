@@ -21,7 +21,7 @@ static int evaluate_main(int argc, char **argv) {
       {"resource", required_argument, 0, 'r'},
       {"context", required_argument, 0, 'c'},
       {"request-json", required_argument, 0, CEDAR_OPT_REQUEST_JSON},
-      {"request-validation", no_argument, 0, CEDAR_OPT_REQUEST_VALIDATION},
+      {"request-validation", optional_argument, 0, CEDAR_OPT_REQUEST_VALIDATION},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   const char *cmd = "cedar evaluate";

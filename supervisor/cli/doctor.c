@@ -5,6 +5,8 @@
 
 #include "supervisor/cli/command.h"
 #include "supervisor/jail/jail.h"
+#include "supervisor/kernel/kernel.h"
+#include "supervisor/net/net.h"
 
 static const char *yes(bool value) {
   return value ? "yes" : "no";
@@ -33,18 +35,40 @@ static int doctor_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   const char *mode = report.cgroup_unified ? "unified" : report.cgroup_hybrid ? "hybrid" : "none";
+  /* The kernel-rule layers (dome run --rules, domed): which level the Cedar-compiled tables get. */
+  enum dome_enforcement_level level = dome_kernel_probe_level();
+  if (level > DOME_LEVEL_NONE && !report.cgroup_bpf) level = DOME_LEVEL_NONE;
+  const char *level_text = level == DOME_LEVEL_FULL ? "BPF-LSM + cgroup BPF + Landlock"
+                           : level == DOME_LEVEL_REDUCED
+                               ? "cgroup BPF for the network, Landlock for files "
+                                 "(BPF-LSM unavailable: a forbid inside a permitted "
+                                 "subtree needs --allow-degraded)"
+                               : "none: cgroup BPF cannot be attached";
+  struct dome_net_host_report net;
+  dome_net_probe_host(NULL, &net);
   if (json) {
     json_t *reasons = json_array();
     char copy[sizeof report.reasons];
     memcpy(copy, report.reasons, sizeof copy);
     for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n"))
       json_array_append_new(reasons, json_string(line));
+    json_t *net_reasons = json_array();
+    char net_copy[sizeof net.reasons];
+    memcpy(net_copy, net.reasons, sizeof net_copy);
+    for (char *line = strtok(net_copy, "\n"); line; line = strtok(NULL, "\n"))
+      json_array_append_new(net_reasons, json_string(line));
     json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:b, s:b, s:b, s:b, s:s, s:o}", "cgroup_mode", mode,
                           "cgroup2_mount", report.cgroup2_mount, "controllers", report.controllers,
                           "user_namespaces", report.user_namespaces, "seccomp", report.seccomp,
                           "landlock_abi", report.landlock_abi, "cgroup_bpf", report.cgroup_bpf, "bpf_lsm",
                           report.bpf_lsm, "btf", report.btf, "clone_into_cgroup", report.clone_into_cgroup,
                           "enforcement", jail_enforcement_name(report.enforcement), "reasons", reasons);
+    json_object_set_new(o, "kernel_rules_level", json_string(dome_enforcement_level_name(level)));
+    json_object_set_new(o, "egress",
+                        json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:o}", "routed_available",
+                                  net.routed_available, "user_available", net.user_available, "ip_forward",
+                                  net.ip_forward, "nftables", net.nftables, "pasta", net.pasta, "auto_mode",
+                                  dome_net_mode_name(net.auto_mode), "reasons", net_reasons));
     json_dumpf(o, stdout, JSON_COMPACT);
     fputc('\n', stdout);
     json_decref(o);
@@ -63,11 +87,20 @@ static int doctor_main(int argc, char **argv) {
   printf("BPF-LSM          %s\n", yes(report.bpf_lsm));
   printf("BTF              %s\n", yes(report.btf));
   printf("enforcement      %s\n", jail_enforcement_name(report.enforcement));
-  if (report.reasons[0]) {
+  printf("kernel rules     %s (%s)\n", dome_enforcement_level_name(level), level_text);
+  printf("egress routed    %s\n", yes(net.routed_available));
+  printf("egress user      %s (pasta %s, nftables %s)\n", yes(net.user_available), yes(net.pasta),
+         yes(net.nftables));
+  printf("egress mode      %s\n", dome_net_mode_name(net.auto_mode));
+  if (report.reasons[0] || net.reasons[0]) {
     printf("\nmissing or degraded:\n");
     char copy[sizeof report.reasons];
     memcpy(copy, report.reasons, sizeof copy);
     for (char *line = strtok(copy, "\n"); line; line = strtok(NULL, "\n")) printf("  - %s\n", line);
+    char net_copy[sizeof net.reasons];
+    memcpy(net_copy, net.reasons, sizeof net_copy);
+    for (char *line = strtok(net_copy, "\n"); line; line = strtok(NULL, "\n"))
+      printf("  - egress: %s\n", line);
   }
   return 0;
 }

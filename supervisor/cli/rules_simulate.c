@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "supervisor/audit/journal.h"
 #include "supervisor/cli/command.h"
@@ -156,6 +157,9 @@ static int simulate_main(int argc, char **argv) {
         out.diffs ? "\n" : "", (unsigned long long)summary.evaluated, sim.journal_dir,
         (unsigned long long)summary.unchanged, (unsigned long long)summary.allow_to_deny,
         (unsigned long long)summary.deny_to_allow, (unsigned long long)summary.errors);
+    if (summary.events_read == 0)
+      printf("(journal %s holds no events%s)\n", sim.journal_dir,
+             access(sim.journal_dir, F_OK) == 0 ? "" : ": it does not exist yet");
     if (summary.reconstructed)
       printf("(%llu decisions recorded without their full request were rebuilt from their ids)\n",
              (unsigned long long)summary.reconstructed);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/run_rules.h"
 #include "supervisor/common/units.h"
 #include "supervisor/jail/jail.h"
 
@@ -37,7 +38,13 @@ static void usage(FILE *out) {
           "  --output-limit SIZE    bytes kept per stream (default 1M)\n"
           "  --env KEY=VALUE        environment of the program (repeatable; nothing else is passed)\n"
           "  --stdin                forward dome's stdin to the program (default: /dev/null)\n"
-          "  --json                 print one JSON object with the result instead\n",
+          "  --json                 print one JSON object with the result instead\n"
+          "  --rules FILE           enforce Cedar fs/net rules (with the shipped baseline) compiled for\n"
+          "                         --agent NAME, in the kernel; refusals are listed in `denials`\n"
+          "  --agent NAME           the agent (Dome::Agent::\"NAME\") the rules are compiled for\n"
+          "  --entities FILE        the agent's entity data (JSON entities; default: none)\n"
+          "  --allow-degraded       run even when Landlock cannot express a file rule (a forbid inside a\n"
+          "                         permitted subtree, on hosts without BPF-LSM); recorded in the result\n",
           JAIL_DEFAULT_IMAGE_STORE);
 }
 
@@ -98,7 +105,7 @@ static void pass_through(void *context, int stream, const char *data, size_t len
   }
 }
 
-static int print_json(const struct jail_result *r) {
+static int print_json(const struct jail_result *r, const struct run_rules *rules) {
   json_t *paths = json_array();
   for (size_t i = 0; i < r->output_path_count; i++)
     json_array_append_new(paths, json_string(r->output_paths[i]));
@@ -119,6 +126,7 @@ static int print_json(const struct jail_result *r) {
   json_object_set_new(o, "jail_id", json_string(r->jail_id));
   json_object_set_new(o, "enforcement", json_string(jail_enforcement_name(r->enforcement)));
   json_object_set_new(o, "landlock_abi", json_integer(r->landlock_abi));
+  if (rules) run_rules_report(rules, o);
   int status = json_dumpf(o, stdout, JSON_COMPACT) == 0 ? 0 : DOME_EXIT_FAILURE;
   fputc('\n', stdout);
   json_decref(o);
@@ -138,6 +146,10 @@ static int run_main(int argc, char **argv) {
                                           {"env", required_argument, NULL, 'e'},
                                           {"stdin", no_argument, NULL, 'I'},
                                           {"json", no_argument, NULL, 'j'},
+                                          {"rules", required_argument, NULL, 'R'},
+                                          {"agent", required_argument, NULL, 'A'},
+                                          {"entities", required_argument, NULL, 'E'},
+                                          {"allow-degraded", no_argument, NULL, 'D'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   struct jail_config config;
@@ -145,6 +157,7 @@ static int run_main(int argc, char **argv) {
   char *env[MAX_ENV + 4];
   size_t env_count = 0;
   bool json = false, forward_stdin = false;
+  struct run_rules_options rules_options = {0};
   dome_error err = {0};
   uint64_t value;
   opterr = 0;
@@ -214,6 +227,18 @@ static int run_main(int argc, char **argv) {
       case 'j':
         json = true;
         break;
+      case 'R':
+        rules_options.rules_path = optarg;
+        break;
+      case 'A':
+        rules_options.agent = optarg;
+        break;
+      case 'E':
+        rules_options.entities_path = optarg;
+        break;
+      case 'D':
+        rules_options.allow_degraded = true;
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -225,6 +250,14 @@ static int run_main(int argc, char **argv) {
   if (optind < argc && strcmp(argv[optind], "--") == 0) optind++;
   if (optind >= argc) return bad("PROGRAM", "missing (usage: dome run [options] -- PROGRAM [ARG...])");
   if (config.copy_out && !config.workspace_dir) return bad("--copy-out", "needs --workspace DIR");
+  if (rules_options.rules_path && (!rules_options.agent || !rules_options.agent[0]))
+    return bad("--agent", "required with --rules (the agent the rules are compiled for)");
+  if (!rules_options.rules_path &&
+      (rules_options.agent || rules_options.entities_path || rules_options.allow_degraded))
+    return bad(rules_options.agent           ? "--agent"
+               : rules_options.entities_path ? "--entities"
+                                             : "--allow-degraded",
+               "needs --rules FILE");
 
   /* Defaults for what every program expects, unless given with --env. */
   static const char *const defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"};
@@ -242,6 +275,15 @@ static int run_main(int argc, char **argv) {
   if (forward_stdin) config.stdin_fd = 0;
   if (!json) config.on_output = pass_through;
 
+  /* Before the signals are blocked below: helpers started here (pasta, for egress) inherit the mask. */
+  struct run_rules rules;
+  bool with_rules = rules_options.rules_path != NULL;
+  if (with_rules && run_rules_prepare(&rules, &rules_options, &config, &err) < 0) {
+    run_rules_release(&rules);
+    fprintf(stderr, "dome run: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+
   /* Ctrl-C, SIGTERM, SIGHUP, and SIGPIPE (the reader of our output went away, as `dome run ... | head`)
    * cancel the jail through cancel_fd, so that it is still torn down; dome then exits 128+signal. */
   sigset_t cancel_signals;
@@ -255,17 +297,20 @@ static int run_main(int argc, char **argv) {
 
   struct jail_result result;
   int r = jail_run(&config, &result, &err);
+  if (with_rules) run_rules_finish(&rules);
   int cancel_signal = 0;
   struct signalfd_siginfo info;
   if (config.cancel_fd >= 0 && read(config.cancel_fd, &info, sizeof info) == (ssize_t)sizeof info)
     cancel_signal = (int)info.ssi_signo;
   if (r < 0 && cancel_signal) {
     jail_result_release(&result);
+    if (with_rules) run_rules_release(&rules);
     fprintf(stderr, "dome run: cancelled by signal %d\n", cancel_signal);
     return 128 + cancel_signal;
   }
   if (r < 0) {
     jail_result_release(&result);
+    if (with_rules) run_rules_release(&rules);
     const char *flag = "";
     if (strncmp(err.message, "unknown image", 13) == 0 || strncmp(err.message, "invalid image", 13) == 0 ||
         strncmp(err.message, "image `", 7) == 0)
@@ -277,13 +322,26 @@ static int run_main(int argc, char **argv) {
   }
   int status;
   if (json) {
-    status = print_json(&result);
+    status = print_json(&result, with_rules ? &rules : NULL);
   } else {
+    if (with_rules) {
+      size_t i;
+      json_t *d;
+      json_array_foreach(rules.denials, i, d) fprintf(
+          stderr, "dome run: denied %s %s (hook %s, pid %lld, policy %s)\n",
+          json_string_value(json_object_get(d, "action")) ? json_string_value(json_object_get(d, "action"))
+                                                          : "-",
+          json_string_value(json_object_get(d, "object")), json_string_value(json_object_get(d, "hook")),
+          (long long)json_integer_value(json_object_get(d, "pid")),
+          json_string_value(json_object_get(d, "policy")) ? json_string_value(json_object_get(d, "policy"))
+                                                          : "none (default deny)");
+    }
     if (result.timed_out) fprintf(stderr, "dome run: timed out (--timeout)\n");
     status = result.timed_out ? 124 : result.signal ? 128 + result.signal : result.exit_code;
     if (result.cancelled && cancel_signal) status = 128 + cancel_signal;
   }
   jail_result_release(&result);
+  if (with_rules) run_rules_release(&rules);
   return status;
 }
 DOME_COMMAND(run, "run", "run a program in a fresh jail", run_main);

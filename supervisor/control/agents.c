@@ -143,6 +143,46 @@ int control_agent_rotate_token(control_store *store, const char *name, char toke
   return rc;
 }
 
+static json_t *public_record(const char *name, json_t *agent) {
+  json_t *record = json_deep_copy(agent);
+  json_object_del(record, "token_hash");
+  json_object_set_new(record, "name", json_string(name));
+  return record;
+}
+
+json_t *control_agent_get(control_store *store, const char *name) {
+  pthread_mutex_lock(&store->lock);
+  json_t *agent = json_object_get(store->agents, name ? name : "");
+  json_t *record = agent ? public_record(name, agent) : NULL;
+  pthread_mutex_unlock(&store->lock);
+  return record;
+}
+
+int control_agent_set_member(control_store *store, const char *name, const char *member, json_t *value,
+                             dome_error *err) {
+  static const char *const reserved[] = {"name",       "capabilities", "status",
+                                         "token_hash", "created",      "updated"};
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+    if (member == NULL || strcmp(member, reserved[i]) == 0)
+      return dome_error_set(err, EINVAL, "agent member `%s` cannot be set", member ? member : "");
+  pthread_mutex_lock(&store->lock);
+  int rc;
+  if (json_object_get(store->agents, name ? name : "") == NULL) {
+    rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
+  } else {
+    json_t *next = json_deep_copy(store->agents);
+    json_t *copy = json_object_get(next, name);
+    if (value)
+      json_object_set(copy, member, value);
+    else
+      json_object_del(copy, member);
+    json_object_set_new(copy, "updated", json_integer(store_now()));
+    rc = commit_locked(store, next, err);
+  }
+  pthread_mutex_unlock(&store->lock);
+  return rc;
+}
+
 json_t *control_agent_list(control_store *store) {
   json_t *list = json_array();
   pthread_mutex_lock(&store->lock);
@@ -187,8 +227,7 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
     if (strcmp(status, "active") != 0)
       dome_error_set(err, EACCES, "agent `%s` is %s", found_name, status);
     else
-      result = json_pack("{s:s,s:O,s:s}", "name", found_name, "capabilities",
-                         json_object_get(found, "capabilities"), "status", status);
+      result = public_record(found_name, found);
   }
   pthread_mutex_unlock(&store->lock);
   return result;

@@ -61,7 +61,17 @@ int control_agent_rotate_token(control_store *store, const char *name, char toke
 /* Array of {name, capabilities, status, created, updated}: never the token hash. New reference. */
 json_t *control_agent_list(control_store *store);
 
-/* Resolve a bearer token. Returns a new reference to {name, capabilities, status} of an active agent,
+/* One agent's record without its token hash: {name, capabilities, status, created, updated, and any
+ * extension members such as gateways, delegates_to}, or NULL when unknown. New reference. */
+json_t *control_agent_get(control_store *store, const char *name);
+
+/* Set (value not NULL) or remove (value NULL) an extension member of an agent's record, e.g. "gateways"
+ * (array of gateway names) or "delegates_to" (string). The members name, capabilities, status,
+ * token_hash, created and updated are refused (-EINVAL). Errors: -ENOENT unknown agent, -errno writing. */
+int control_agent_set_member(control_store *store, const char *name, const char *member, json_t *value,
+                             dome_error *err);
+
+/* Resolve a bearer token. Returns a new reference to the record (as control_agent_get) of an active agent,
  * or NULL with *err: "invalid token" (-EACCES), "agent `x` is suspended" / "is revoked" (-EACCES).
  * Constant time in the token (hash compared with sodium_memcmp). */
 json_t *control_agent_authenticate(control_store *store, const char *token, dome_error *err);

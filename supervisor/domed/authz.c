@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "policy/cedar.h"
+#include "policy/compile/compile.h"
 #include "policy/schema/schema.h"
 #include "policy/validate/validate.h"
 #include "supervisor/domed/dome_schema.h"
@@ -71,12 +72,33 @@ int domed_rules_compile(struct domed *domed, const char *text, const char *file,
   }
   atomic_store(&rules->refs, 1);
   rules->policies = set;
+  /* the kernel-level rules (fs:*, net:*) are the shipped baseline plus these */
+  cedar_policy_set *kernel_set = NULL;
+  rc = dome_compile_load_policies(text, strlen(text), file, &kernel_set, err);
+  if (rc < 0) {
+    domed_rules_release(rules);
+    return dome_error_wrap(err, "kernel rules");
+  }
+  rules->kernel_policies = kernel_set;
+  json_t *agents = control_agent_list(domed->store);
+  size_t i;
+  json_t *agent;
+  json_array_foreach(agents, i, agent) {
+    rc = domed_kernel_check(domed, rules, json_string_value(json_object_get(agent, "name")), err);
+    if (rc < 0) break;
+  }
+  json_decref(agents);
+  if (rc < 0) {
+    domed_rules_release(rules);
+    return rc;
+  }
   *out = rules;
   return 0;
 }
 
-void domed_rules_free_policies(void *policies) {
-  cedar_policy_set_free(policies);
+void domed_rules_free_policies(struct domed_rules *rules) {
+  cedar_policy_set_free(rules->policies);
+  cedar_policy_set_free(rules->kernel_policies);
 }
 
 static void add_error(struct domed_decision *decision, const char *policy, const char *message) {

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "supervisor/common/error.h"
 #include "supervisor/control/control.h"
@@ -58,7 +59,8 @@ struct domed_rules {
   atomic_int refs;
   int version; /* 0: no rules applied (every request is denied) */
   char name[128];
-  void *policies; /* engine-specific compiled policy set (NULL for version 0) */
+  void *policies;        /* engine-specific compiled policy set (NULL for version 0) */
+  void *kernel_policies; /* the baseline + these rules, for the Cedar -> kernel compiler (NULL: none) */
 };
 
 /* ---- metrics (metrics.c) ---- */
@@ -80,7 +82,25 @@ struct domed_metrics {
   atomic_uint_fast64_t latency_count;
   /* time spent outside the program (dome overhead) per call, summed */
   atomic_uint_fast64_t overhead_sum_us;
+  /* where a call's time goes, summed over calls, microseconds (DOMED_PHASE_*) */
+  atomic_uint_fast64_t phase_sum_us[7];
 };
+
+enum {
+  DOMED_PHASE_AUTHORIZE,  /* token, Cedar, journal append of the decision */
+  DOMED_PHASE_QUEUE,      /* waiting for a jail slot */
+  DOMED_PHASE_GUARD,      /* compiled guard lookup (or compile) */
+  DOMED_PHASE_JAIL_SETUP, /* jail_run minus the program's own duration: namespaces, cgroup, mounts, teardown
+                           */
+  DOMED_PHASE_PROGRAM,    /* the program (exec to end) */
+  DOMED_PHASE_REDACT,     /* guards over the result */
+  DOMED_PHASE_JOURNAL,    /* journal_sync of the call's events */
+};
+static inline uint64_t domed_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 void domed_metrics_observe_call(struct domed_metrics *metrics, uint64_t total_us, uint64_t overhead_us);
 
@@ -119,7 +139,7 @@ void domed_authz_cleanup(struct domed *domed);
  * name "") or -EINVAL with file:line:col / policy id in *err. */
 int domed_rules_compile(struct domed *domed, const char *text, const char *file, struct domed_rules **rules,
                         dome_error *err);
-void domed_rules_free_policies(void *policies);
+void domed_rules_free_policies(struct domed_rules *rules);
 
 struct domed_decision {
   bool allow;
@@ -183,13 +203,17 @@ struct domed_kernel_run {
   void *attachment; /* struct dome_kernel_attachment * */
   json_t *denials;  /* array of {hook, object, pid, action, policy}; owned by the caller */
   uint64_t count;
+  uint32_t ruleset; /* 0: deny all network */
   struct domed_kernel_run *next;
 };
 void domed_kernel_init(struct domed *domed); /* never fatal: logs the level or why it is missing */
 void domed_kernel_cleanup(struct domed *domed);
 /* Attach the programs to a jail's leaf (the jail's on_cgroup_ready hook). 0 when unavailable. */
 int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const struct jail_cgroup *leaf,
-                        bool egress, dome_error *err);
+                        const struct domed_principal *principal, struct domed_rules *rules, bool egress,
+                        dome_error *err);
+/* Check that `rules` compile into kernel tables for `agent` (rules apply refuses rules that cannot). */
+int domed_kernel_check(struct domed *domed, struct domed_rules *rules, const char *agent, dome_error *err);
 /* After the jail ended: collect its last denials and detach. */
 void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run);
 

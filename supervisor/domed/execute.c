@@ -60,7 +60,22 @@ struct run_context {
 
 static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_error *err) {
   struct run_context *run = context;
-  return domed_kernel_attach(run->domed, &run->kernel_run, leaf, run->execution->quota.egress, err);
+  json_t *capabilities = json_array();
+  json_t *record = control_agent_get(run->domed->store, run->execution->identity->agent);
+  if (record && json_is_array(json_object_get(record, "capabilities"))) {
+    json_decref(capabilities);
+    capabilities = json_incref(json_object_get(record, "capabilities"));
+  }
+  json_decref(record);
+  struct domed_principal principal = {
+      .agent = run->execution->identity->agent,
+      .capabilities = capabilities,
+      .gateway = run->execution->identity->gateway,
+  };
+  int rc = domed_kernel_attach(run->domed, &run->kernel_run, leaf, &principal, run->execution->rules,
+                               run->execution->quota.egress, err);
+  json_decref(capabilities);
+  return rc;
 }
 
 static int emit_progress(const char *data, size_t length, void *context) {
@@ -211,6 +226,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   json_t *result = NULL;
   struct jail_result jail_result;
   memset(&jail_result, 0, sizeof jail_result);
+  uint64_t phase_start = domed_now_us();
   int rc = domed_guard_acquire(&guard_options, &run.guard, &guard_handle, err);
   if (rc < 0) {
     dome_error_wrap(err, "guard");
@@ -263,7 +279,10 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   config.on_output = on_output;
   config.on_cgroup_ready = on_cgroup_ready;
   atomic_fetch_add(&domed->metrics.executions, 1);
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_GUARD], domed_now_us() - phase_start);
+  phase_start = domed_now_us();
   rc = jail_run(&config, &jail_result, err);
+  uint64_t jail_us = domed_now_us() - phase_start;
   domed_kernel_finish(domed, &run.kernel_run);
   denials = run.kernel_run.denials ? json_incref(run.kernel_run.denials) : json_array();
   atomic_fetch_add(&domed->metrics.denials_kernel, run.kernel_run.count);
@@ -324,6 +343,11 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
       jail_enforcement_name(jail_result.enforcement));
   free(out_text);
   free(err_text);
+  if (jail_us > jail_result.duration_ms * 1000u)
+    atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_JAIL_SETUP],
+                     jail_us - jail_result.duration_ms * 1000u);
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_PROGRAM], jail_result.duration_ms * 1000u);
+  phase_start = domed_now_us();
   struct guard_findings findings;
   memset(&findings, 0, sizeof findings);
   rc = guard_redact_json(run.guard, structured, &findings, err);
@@ -369,6 +393,8 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   json_object_set_new(end, "enforcement", json_string(jail_enforcement_name(jail_result.enforcement)));
   uint64_t seq = domed_audit_append(domed, end);
   json_decref(end);
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_REDACT], domed_now_us() - phase_start);
+  phase_start = domed_now_us();
   /* the result goes back only once every event of the execution is durable */
   if (domed_audit_sync(domed, seq, err) < 0) {
     json_decref(structured);
@@ -376,6 +402,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
     dome_error_wrap(err, "journal");
     goto out;
   }
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_JOURNAL], domed_now_us() - phase_start);
   char *text = json_dumps(structured, JSON_COMPACT);
   result = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text ? text : "{}",
                      "structuredContent", structured, "isError", 0);

@@ -2,10 +2,12 @@
  * each jail's cgroup2 leaf in the jail's on_cgroup_ready hook, and the kernel's denial events are
  * collected for the execution they belong to (by cgroup id) and recorded as exec.denial events.
  *
- * Rulesets: until the Cedar -> kernel compiler lands, domed installs the baseline's network decision
- * directly: ruleset 0 denies every connect/bind/send (the baseline permits no network), ruleset 1
- * allows them (a capability whose quota says egress allow). A host where the programs cannot be loaded
- * runs without this layer; results say so in `enforcement`. */
+ * Rulesets: ruleset 0 denies every connect/bind/send (a capability whose quota says egress deny, or
+ * no rules applied: the baseline permits no network). Otherwise the agent's fs:* and net:* rules — the
+ * shipped baseline plus the active rules version — are compiled (policy/compile/compile.h) for the
+ * agent and installed once per (agent, rules version) into one of the other rulesets, reused by every
+ * jail of that agent and version (least recently used slot replaced when none is free). A host where
+ * the programs cannot be loaded runs without this layer; results say so in `enforcement`. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,9 +19,22 @@
 #include "supervisor/domed/domed.h"
 #include "supervisor/jail/jail.h"
 #include "supervisor/kernel/kernel.h"
+#include "policy/compile/compile.h"
+
+#define RULESET_SLOTS 64 /* rulesets 1..64 hold compiled (agent, version) tables */
+
+struct ruleset_slot {
+  char agent[256];
+  int version;
+  unsigned attached; /* running jails using it */
+  uint64_t used;
+  bool installed;
+};
 
 struct domed_kernel {
   struct dome_kernel *kernel;
+  struct ruleset_slot slots[RULESET_SLOTS];
+  uint64_t tick;
   pthread_mutex_t lock; /* the kernel object is used by one thread at a time */
   struct domed_kernel_run *runs;
   pthread_t poller;
@@ -27,30 +42,51 @@ struct domed_kernel {
 };
 
 static int install_rulesets(struct dome_kernel *kernel, dome_error *err) {
-  struct dome_rule_tables deny_all, allow_all;
+  struct dome_rule_tables deny_all;
   dome_rule_tables_init(&deny_all);
-  dome_rule_tables_init(&allow_all);
   int rc = dome_kernel_install_tables(kernel, 0, &deny_all, err);
-  uint32_t policy = DOME_NO_POLICY;
-  for (int action = 0; rc == 0 && action < DOME_NET_ACTION_COUNT; action++)
-    for (int p = 0; rc == 0 && p < 2; p++)
-      for (int family = 0; rc == 0 && family < 2; family++) {
-        struct dome_net_entry entry = {
-            .action = (uint8_t)action,
-            .protocol = p == 0 ? DOME_PROTOCOL_TCP : DOME_PROTOCOL_UDP,
-            .family = family == 0 ? AF_INET : AF_INET6,
-            .prefix_len = 0,
-            .port_first = 0,
-            .port_last = 65535,
-            .decision = DOME_DECISION_ALLOW,
-            .policy_index = policy,
-        };
-        rc = dome_rule_tables_add_net(&allow_all, &entry, err);
-      }
-  if (rc == 0) rc = dome_kernel_install_tables(kernel, 1, &allow_all, err);
   dome_rule_tables_free(&deny_all);
-  dome_rule_tables_free(&allow_all);
   return rc;
+}
+
+/* Compile the kernel tables of `agent` (with its capabilities and gateway as entity data). */
+static int compile_tables(struct domed *domed, struct domed_rules *rules, const char *agent,
+                          json_t *capabilities, const char *gateway, struct dome_rule_tables *tables,
+                          dome_error *err) {
+  json_t *entities =
+      json_pack("[{s:{s:s,s:s},s:{s:O},s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid", "type", "Dome::Agent",
+                "id", agent, "attrs", "capabilities", capabilities, "parents", "type", "Dome::Gateway", "id",
+                gateway, "uid", "type", "Dome::Gateway", "id", gateway, "attrs", "parents");
+  char *text = json_dumps(entities, JSON_COMPACT);
+  json_decref(entities);
+  if (text == NULL) return dome_error_set(err, ENOMEM, "kernel rules entities");
+  cedar_entities *parsed = NULL;
+  int rc = dome_compile_load_entities(text, strlen(text), "agent entities", domed->engine, &parsed, err);
+  free(text);
+  if (rc < 0) return rc;
+  char version[32];
+  snprintf(version, sizeof version, "%d", rules->version);
+  struct dome_compile_options options = {.agent = agent, .policy_version = version};
+  rc = dome_compile_tables(rules->kernel_policies, parsed, &options, tables, err);
+  cedar_entities_free(parsed);
+  return rc;
+}
+
+int domed_kernel_check(struct domed *domed, struct domed_rules *rules, const char *agent, dome_error *err) {
+  if (rules->kernel_policies == NULL) return 0;
+  json_t *capabilities = json_array();
+  json_t *record = control_agent_get(domed->store, agent);
+  if (record && json_is_array(json_object_get(record, "capabilities"))) {
+    json_decref(capabilities);
+    capabilities = json_incref(json_object_get(record, "capabilities"));
+  }
+  json_decref(record);
+  struct dome_rule_tables tables;
+  int rc = compile_tables(domed, rules, agent, capabilities, MCP_GATEWAY_DEFAULT, &tables, err);
+  dome_rule_tables_free(&tables);
+  json_decref(capabilities);
+  if (rc < 0) return dome_error_wrap(err, "kernel rules for agent `%s`", agent);
+  return 0;
 }
 
 static void collect(void *context, const struct dome_denial *denial) {
@@ -125,18 +161,62 @@ void domed_kernel_cleanup(struct domed *domed) {
   domed->kernel = NULL;
 }
 
+/* The ruleset of (agent, version), compiled and installed on first use. Under k->lock. */
+static int ruleset_for(struct domed *domed, struct domed_kernel *k, const struct domed_principal *principal,
+                       struct domed_rules *rules, uint32_t *ruleset, dome_error *err) {
+  struct ruleset_slot *free_slot = NULL;
+  for (size_t i = 0; i < RULESET_SLOTS; i++) {
+    struct ruleset_slot *slot = &k->slots[i];
+    if (slot->installed && slot->version == rules->version && strcmp(slot->agent, principal->agent) == 0) {
+      slot->used = ++k->tick;
+      slot->attached++;
+      *ruleset = (uint32_t)i + 1;
+      return 0;
+    }
+    if (slot->attached == 0 &&
+        (free_slot == NULL || !slot->installed || (free_slot->installed && slot->used < free_slot->used)))
+      if (free_slot == NULL || free_slot->installed) free_slot = slot;
+  }
+  if (free_slot == NULL) return dome_error_set(err, EBUSY, "every kernel ruleset is in use");
+  struct dome_rule_tables tables;
+  int rc = compile_tables(domed, rules, principal->agent, principal->capabilities, principal->gateway,
+                          &tables, err);
+  uint32_t index = (uint32_t)(free_slot - k->slots) + 1;
+  if (rc == 0) rc = dome_kernel_install_tables(k->kernel, index, &tables, err);
+  dome_rule_tables_free(&tables);
+  if (rc < 0) {
+    free_slot->installed = false;
+    return dome_error_wrap(err, "kernel rules for agent `%s`", principal->agent);
+  }
+  snprintf(free_slot->agent, sizeof free_slot->agent, "%s", principal->agent);
+  free_slot->version = rules->version;
+  free_slot->installed = true;
+  free_slot->attached = 1;
+  free_slot->used = ++k->tick;
+  *ruleset = index;
+  return 0;
+}
+
 int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const struct jail_cgroup *leaf,
-                        bool egress, dome_error *err) {
+                        const struct domed_principal *principal, struct domed_rules *rules, bool egress,
+                        dome_error *err) {
   struct domed_kernel *k = domed->kernel;
   if (k == NULL) return 0;
-  struct dome_kernel_jail jail = {.cgroup_fd = leaf->fd, .cgroup_id = leaf->id, .ruleset = egress ? 1 : 0};
   pthread_mutex_lock(&k->lock);
-  int rc = dome_kernel_attach(k->kernel, &jail, (struct dome_kernel_attachment **)&run->attachment, err);
+  uint32_t ruleset = 0;
+  int rc = 0;
+  if (egress && rules && rules->kernel_policies) rc = ruleset_for(domed, k, principal, rules, &ruleset, err);
+  struct dome_kernel_jail jail = {.cgroup_fd = leaf->fd, .cgroup_id = leaf->id, .ruleset = ruleset};
+  if (rc == 0)
+    rc = dome_kernel_attach(k->kernel, &jail, (struct dome_kernel_attachment **)&run->attachment, err);
   if (rc == 0) {
     run->cgroup_id = leaf->id;
+    run->ruleset = ruleset;
     if (run->denials == NULL) run->denials = json_array();
     run->next = k->runs;
     k->runs = run;
+  } else if (ruleset > 0) {
+    k->slots[ruleset - 1].attached--;
   }
   pthread_mutex_unlock(&k->lock);
   if (rc < 0) return dome_error_wrap(err, "kernel enforcement for `%s`", leaf->path);
@@ -156,5 +236,6 @@ void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run) {
     }
   dome_kernel_detach(k->kernel, run->attachment);
   run->attachment = NULL;
+  if (run->ruleset > 0 && k->slots[run->ruleset - 1].attached > 0) k->slots[run->ruleset - 1].attached--;
   pthread_mutex_unlock(&k->lock);
 }

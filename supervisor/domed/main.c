@@ -45,7 +45,7 @@ struct domed_rules *domed_rules_acquire(struct domed *domed) {
 
 void domed_rules_release(struct domed_rules *rules) {
   if (rules && atomic_fetch_sub(&rules->refs, 1) == 1) {
-    domed_rules_free_policies(rules->policies);
+    domed_rules_free_policies(rules);
     free(rules);
   }
 }

@@ -79,6 +79,14 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
           "# HELP dome_call_overhead_seconds_sum Time of tools/call spent outside the program.\n"
           "# TYPE dome_call_overhead_seconds_sum counter\ndome_call_overhead_seconds_sum %.6f\n",
           atomic_load(&m->overhead_sum_us) / 1e6);
+  static const char *const phases[] = {"authorize", "queue",  "guard",  "jail_setup",
+                                       "program",   "redact", "journal"};
+  fprintf(out,
+          "# HELP dome_call_phase_seconds_sum Time of tools/call by phase, summed over calls.\n"
+          "# TYPE dome_call_phase_seconds_sum counter\n");
+  for (size_t i = 0; i < 7; i++)
+    fprintf(out, "dome_call_phase_seconds_sum{phase=\"%s\"} %.6f\n", phases[i],
+            atomic_load(&m->phase_sum_us[i]) / 1e6);
   fclose(out);
   *content_type = "text/plain; version=0.0.4";
   return 0;

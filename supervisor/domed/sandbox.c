@@ -52,15 +52,12 @@ static json_t *tool_entity(json_t *tool) {
 static void principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
                          json_t **capabilities) {
   *capabilities = json_array();
-  json_t *agents = control_agent_list(domed->store);
-  size_t i;
-  json_t *agent;
-  json_array_foreach(
-      agents, i, agent) if (strcmp(json_string_value(json_object_get(agent, "name")), identity->agent) == 0) {
+  json_t *record = control_agent_get(domed->store, identity->agent);
+  if (record && json_is_array(json_object_get(record, "capabilities"))) {
     json_decref(*capabilities);
-    *capabilities = json_incref(json_object_get(agent, "capabilities"));
+    *capabilities = json_incref(json_object_get(record, "capabilities"));
   }
-  json_decref(agents);
+  json_decref(record);
   principal->agent = identity->agent;
   principal->capabilities = *capabilities;
   principal->gateway = identity->gateway;
@@ -248,7 +245,10 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     uint64_t ms = (uint64_t)(json_number_value(timeout) * 1000.0);
     if (ms > 0 && ms < execution.quota.timeout_ms) execution.quota.timeout_ms = ms;
   }
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_AUTHORIZE], now_us() - start);
+  uint64_t queued = now_us();
   int rc = acquire_slot(domed, call, err);
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_QUEUE], now_us() - queued);
   if (rc < 0) {
     if (rc == -EBUSY) atomic_fetch_add(&domed->metrics.overloaded, 1);
     *rpc_error = rc == -EBUSY ? MCP_SERVER_OVERLOADED : MCP_INTERNAL_ERROR;

@@ -289,10 +289,13 @@ static int landlock_prepare(const struct jail_plan *plan) {
   for (size_t i = 0; i < plan->landlock_rule_count; i++) {
     const struct jail_landlock_rule *rule = &plan->landlock_rules[i];
     int fd = open(rule->path, O_PATH | O_CLOEXEC);
+    if (fd < 0 && rule->optional && (errno == ENOENT || errno == ENOTDIR)) continue;
     if (fd < 0) fail(plan, errno, "landlock rule path", rule->path);
     struct stat st;
     struct dome_landlock_path_beneath_attr beneath = {.allowed_access = rule->access, .parent_fd = fd};
-    if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) beneath.allowed_access &= file_rights;
+    bool directory = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!directory) beneath.allowed_access &= file_rights;
+    if (directory && rule->exact) beneath.allowed_access = 0; /* fail-closed: see jail_path_rule.exact */
     if (beneath.allowed_access &&
         syscall(SYS_landlock_add_rule, ruleset, DOME_LL_RULE_PATH_BENEATH, &beneath, 0) < 0)
       fail(plan, errno, "landlock_add_rule", rule->path);

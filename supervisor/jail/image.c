@@ -25,6 +25,9 @@ static const char hosts[] =
 static const char nsswitch[] =
     "passwd:\tfiles\ngroup:\tfiles\nshadow:\tfiles\nhosts:\tfiles\nnetworks:\tfiles\n"
     "protocols:\tfiles\nservices:\tfiles\n";
+static const char nsswitch_dns[] =
+    "passwd:\tfiles\ngroup:\tfiles\nshadow:\tfiles\nhosts:\tfiles dns\nnetworks:\tfiles\n"
+    "protocols:\tfiles\nservices:\tfiles\n";
 static const char hostname[] = "sandbox\n";
 
 static struct jail_plan_entry host_entries[MAX_HOST_RO_ENTRIES];
@@ -130,6 +133,37 @@ int jail_image_open(struct jail_image *image, const char *name, const char *stor
   return 0;
 }
 
+int jail_image_set_resolver(struct jail_image *image, const char *resolv_conf, bool hosts_dns,
+                            dome_error *err) {
+  if (!resolv_conf && !hosts_dns) return 0;
+  if (!image->host_ro)
+    return dome_error_set(err, ENOTSUP, "resolv_conf: only the host-ro image lays out /etc per run");
+  size_t length = resolv_conf ? strlen(resolv_conf) : 0;
+  if (length > JAIL_MAX_RESOLV_CONF_BYTES)
+    return dome_error_set(err, EINVAL, "resolv_conf: %zu bytes, over %u", length, JAIL_MAX_RESOLV_CONF_BYTES);
+  /* a per-run copy of the shared host-ro entries, with nsswitch.conf replaced and resolv.conf added */
+  struct jail_plan_entry *entries = calloc(image->entry_count + 1, sizeof *entries);
+  if (!entries) return dome_error_set(err, ENOMEM, "resolv_conf: out of memory");
+  memcpy(entries, image->entries, image->entry_count * sizeof *entries);
+  size_t count = image->entry_count;
+  for (size_t i = 0; hosts_dns && i < count; i++)
+    if (entries[i].kind == PLAN_FILE && strcmp(entries[i].path, JAIL_STAGING "/etc/nsswitch.conf") == 0) {
+      entries[i].data = nsswitch_dns;
+      entries[i].length = sizeof nsswitch_dns - 1;
+    }
+  if (resolv_conf)
+    entries[count++] = (struct jail_plan_entry){.kind = PLAN_FILE,
+                                                .path = JAIL_STAGING "/etc/resolv.conf",
+                                                .data = resolv_conf,
+                                                .length = length,
+                                                .mode = 0644};
+  image->entries = entries;
+  image->entry_count = count;
+  image->owned_entries = entries;
+  return 0;
+}
+
 void jail_image_close(struct jail_image *image) {
+  free(image->owned_entries);
   memset(image, 0, sizeof *image); /* host-ro material is shared and lives for the process */
 }

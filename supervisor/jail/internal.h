@@ -106,6 +106,8 @@ struct jail_plan_bind {
 struct jail_landlock_rule {
   const char *path; /* in the final root */
   uint64_t access;  /* LANDLOCK_ACCESS_FS_* bits */
+  bool optional;    /* missing path: skip */
+  bool exact;       /* directory: skip (see jail_path_rule) */
 };
 
 struct jail_plan {
@@ -174,9 +176,14 @@ struct jail_image {
   size_t entry_count;
   struct jail_plan_bind *binds;
   size_t bind_count;
+  struct jail_plan_entry *owned_entries; /* a per-run copy of entries (jail_image_set_resolver), or NULL */
 };
 /* Resolve `name` (NULL = host-ro) in `store`; -ENOENT names the missing directory, -EINVAL a bad name. */
 int jail_image_open(struct jail_image *image, const char *name, const char *store, dome_error *err);
+/* Per-run /etc: resolv.conf text (NULL: none) and `hosts: files dns` in nsswitch.conf. host-ro only
+ * (-ENOTSUP otherwise); -EINVAL over JAIL_MAX_RESOLV_CONF_BYTES. The text is borrowed for the run. */
+int jail_image_set_resolver(struct jail_image *image, const char *resolv_conf, bool hosts_dns,
+                            dome_error *err);
 void jail_image_close(struct jail_image *image);
 
 /* ---- seccomp (seccomp.c) ---- */

@@ -47,6 +47,7 @@
 #define JAIL_MAX_PATH_DEPTH 32u
 #define JAIL_MAX_OUTPUT_PATHS 4096u
 #define JAIL_MAX_PATH_RULES 64u
+#define JAIL_MAX_RESOLV_CONF_BYTES 4096u
 
 /* Landlock access a path rule grants (combinable). READ: read files and list directories; WRITE: create,
  * write, truncate, remove, rename (and device ioctls); EXEC: execute files. Everything a rule does not
@@ -58,10 +59,15 @@ enum jail_access {
 };
 
 /* One Landlock rule: `path` as seen inside the jail (absolute, e.g. "/workspace"), beneath-rule for
- * directories. A path that does not exist in the jail is an error (jail_run fails, -ENOENT). */
+ * directories. A path that does not exist in the jail is an error (jail_run fails, -ENOENT) unless the
+ * rule is optional. */
 struct jail_path_rule {
   const char *path;
   unsigned access; /* enum jail_access bits */
+  /* Rules compiled from Cedar (dome run --rules) set these; the zero values keep the behaviour above. */
+  bool optional; /* a path missing in the jail is skipped instead of failing the run */
+  bool exact;    /* grant on this file only: Landlock cannot grant a directory without what lies beneath, so
+                  * an exact rule on a directory is skipped (fail-closed: access stays refused) */
 };
 
 /* The baseline rules used when jail_config.path_rules is NULL: read+exec "/" (the image), read+write
@@ -124,6 +130,15 @@ struct jail_config {
   uint64_t timeout_ms;      /* wall clock from the start of the program; then the jail is killed */
   uint64_t workspace_bytes; /* size of the /workspace tmpfs (and of /tmp) */
   uint64_t output_limit;    /* bytes kept per stream (stdout, stderr); the rest is read and dropped */
+
+  /* /etc/resolv.conf of the jail (resolv.conf(5) text, e.g. from dome_net_resolv_conf_for_entries() of
+   * supervisor/net/net.h), at most JAIL_MAX_RESOLV_CONF_BYTES. NULL: no resolv.conf (glibc then asks
+   * 127.0.0.1 in the jail's own network namespace, which refuses at once). Only the host-ro image lays
+   * out /etc per run: other images refuse it (-ENOTSUP, "resolv_conf: ..."). */
+  const char *resolv_conf;
+  /* nsswitch.conf says `hosts: files dns` (set when a resolver is permitted) instead of `hosts: files`.
+   * host-ro only, as resolv_conf. */
+  bool hosts_dns;
 
   /* Landlock rules; NULL = jail_baseline_path_rules. */
   const struct jail_path_rule *path_rules;

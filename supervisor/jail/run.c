@@ -432,6 +432,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   const struct sock_fprog *seccomp = NULL;
 
   if ((r = jail_image_open(&s.image, c->image, c->image_store, err)) < 0) goto out;
+  if ((r = jail_image_set_resolver(&s.image, c->resolv_conf, c->hosts_dns, err)) < 0) goto out;
   if ((r = jail_workspace_collect(&s.workspace, c, workspace_bytes, err)) < 0) goto out;
   if ((r = plan_workspace(&s, err)) < 0) goto out;
   if ((r = jail_seccomp_program(&seccomp, err)) < 0) goto out;
@@ -443,8 +444,8 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   size_t rule_count = c->path_rules ? c->path_rule_count : jail_baseline_path_rule_count;
   size_t landlock_count = 0;
   for (size_t i = 0; i < rule_count; i++)
-    s.landlock_rules[landlock_count++] =
-        (struct jail_landlock_rule){rules[i].path, jail_landlock_access(rules[i].access, abi)};
+    s.landlock_rules[landlock_count++] = (struct jail_landlock_rule){
+        rules[i].path, jail_landlock_access(rules[i].access, abi), rules[i].optional, rules[i].exact};
   /* The jail's own devices: /dev/null and friends are written by ordinary programs. */
   s.landlock_rules[landlock_count++] =
       (struct jail_landlock_rule){"/dev", jail_landlock_access(JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, abi)};

@@ -174,12 +174,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     *con_cls = request;
     const char *length =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (length && strtoull(length, NULL, 10) > server->options.max_body_bytes) {
-      /* refused before reading the body; the connection is closed after the answer */
+    unsigned long long declared = length ? strtoull(length, NULL, 10) : 0;
+    if (declared > 4ull * server->options.max_body_bytes) {
+      /* far too large: refused before reading the body; the connection is closed after the answer */
       char text[120];
       snprintf(text, sizeof text, "request body larger than %zu bytes", server->options.max_body_bytes);
       return queue_error(server, connection, 413, MCP_INVALID_REQUEST, text);
     }
+    /* a little too large: read and drop the body, then answer 413 on a connection that stays usable */
+    if (declared > server->options.max_body_bytes) request->too_large = true;
     return MHD_YES;
   }
   if (*upload_data_size > 0) {

@@ -9,8 +9,8 @@
  *     text/event-stream carrying notifications/progress and then the response;
  *   - GET on an endpoint answers 405 (no server-initiated stream); DELETE ends the session;
  *   - Mcp-Session-Id: 256 random bits (libsodium), hex; missing on a non-initialize request -> 400,
- *     unknown or expired -> 404; MCP-Protocol-Version: unsupported or not the negotiated one -> 400
- *     (absent: the negotiated one is assumed);
+ *     unknown or expired -> 404; MCP-Protocol-Version: unsupported -> 400 (absent: the negotiated
+ *     revision is assumed);
  *   - Origin, when present, must be in the allowed list (default: loopback origins) else 403;
  *   - Authorization: Bearer <token> on every request, resolved by the authenticate handler
  *     (401 with WWW-Authenticate on failure); X-Dome-Act-As passes a delegated identity through;

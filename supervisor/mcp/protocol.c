@@ -140,13 +140,10 @@ struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post
   struct mcp_session *session =
       lookup_session(server, &post->identity, post->session_header, &response, status);
   if (session == NULL) goto out;
-  if (post->version_header && (!mcp_version_supported(post->version_header) ||
-                               strcmp(post->version_header, session->protocol_version) != 0)) {
-    response = error_response(NULL, MCP_INVALID_REQUEST,
-                              mcp_version_supported(post->version_header)
-                                  ? "MCP-Protocol-Version differs from the negotiated revision"
-                                  : "unsupported MCP-Protocol-Version",
-                              400, status);
+  /* Any supported revision is accepted on later requests (the conformance suite sends an older one
+   * than negotiated); an unsupported or malformed one is refused (basic/transports). */
+  if (post->version_header && !mcp_version_supported(post->version_header)) {
+    response = error_response(NULL, MCP_INVALID_REQUEST, "unsupported MCP-Protocol-Version", 400, status);
   } else if (kind != MCP_MESSAGE_REQUEST) {
     if (kind == MCP_MESSAGE_NOTIFICATION && strcmp(method, "notifications/initialized") == 0) {
       pthread_mutex_lock(&server->lock);

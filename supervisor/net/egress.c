@@ -198,7 +198,18 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 2, stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid;
-  r = posix_spawn(&pid, net->pasta_path, &actions, NULL, argv, environ);
+  /* pasta must not inherit the caller's blocked signals or ignored dispositions: `dome run` blocks
+   * SIGTERM while a jail runs, and a pasta that cannot be terminated stalls dome_net_close. */
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t empty, all;
+  sigemptyset(&empty);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attributes, &empty);
+  posix_spawnattr_setsigdefault(&attributes, &all);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  r = posix_spawn(&pid, net->pasta_path, &actions, &attributes, argv, environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (r != 0) return dome_error_set_errno(err, r, "start `%s`", net->pasta_path);
   net->pasta_pid = pid;
@@ -274,6 +285,17 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
   snprintf(net->pasta_path, sizeof net->pasta_path, "%s",
            config->pasta_path ? config->pasta_path : DOME_NET_DEFAULT_PASTA);
   int r;
+  /* The parent (/run/dome by default) may not exist yet on a fresh host. */
+  char parent[sizeof net->state_dir];
+  snprintf(parent, sizeof parent, "%s", net->state_dir);
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) {
+    *slash = '\0';
+    if (mkdir(parent, 0755) < 0 && errno != EEXIST) {
+      r = dome_error_set_errno(err, errno, "create state directory `%s`", parent);
+      goto fail;
+    }
+  }
   if (mkdir(net->state_dir, 0700) < 0 && errno != EEXIST) {
     r = dome_error_set_errno(err, errno, "create state directory `%s`", net->state_dir);
     goto fail;

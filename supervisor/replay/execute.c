@@ -71,6 +71,7 @@ static json_t *utf8_string(const char *data, size_t length, char carry[4], size_
 
 struct run_state {
   const json_t *inputs;
+  struct replay_kernel *kernel;
   replay_append_fn append;
   void *context;
   struct guard *guard;
@@ -157,8 +158,11 @@ static void on_output(void *context, int stream, const char *data, size_t length
 }
 
 static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_error *err) {
-  (void)err;
   struct run_state *run = context;
+  if (run->kernel) {
+    int rc = replay_kernel_attach(run->kernel, leaf, err);
+    if (rc < 0) return rc;
+  }
   json_t *event = base_event(run->inputs, "exec.jail");
   json_object_set_new(event, "jail_id", json_string(leaf->jail_id ? leaf->jail_id : ""));
   json_object_set_new(event, "cgroup_id", json_integer((json_int_t)leaf->id));
@@ -212,10 +216,18 @@ static json_t *start_event(const json_t *inputs, const char *journal_dir, const 
     json_array_append_new(files, file);
   }
   json_object_set_new(start, "files", files);
-  json_t *names = json_array();
+  /* Environment values are the agent's secrets: only their names are recorded, except values shorter than
+   * the guard's minimum secret length, which are not redacted from output and so are no secret of the record
+   * (kept so that a re-run reproduces them). */
+  json_t *names = json_array(), *short_values = json_object();
   json_t *value;
-  json_object_foreach((json_t *)json_object_get(inputs, "env"), path, value)
-      json_array_append_new(names, json_string(path));
+  json_object_foreach((json_t *)json_object_get(inputs, "env"), path, value) {
+    json_array_append_new(names, json_string(path));
+    if (json_string_length(value) < REPLAY_SECRET_MIN_BYTES) json_object_set(short_values, path, value);
+  }
+  json_t *recorded_short = json_object_get(inputs, "env_short_values");
+  if (json_object_size(short_values) == 0 && recorded_short) json_object_update(short_values, recorded_short);
+  json_object_set_new(start, "env_short_values", short_values);
   json_t *recorded_names = json_object_get(inputs, "env_names");
   json_object_set_new(start, "env_names", json_array_size(names) ? names : json_incref(recorded_names));
   if (json_array_size(names) == 0) json_decref(names);
@@ -232,8 +244,11 @@ static uint64_t limit(const json_t *limits, const char *key) {
   return json_is_number(value) && json_number_value(value) > 0 ? (uint64_t)json_number_value(value) : 0;
 }
 
-int replay_execute(const json_t *inputs, const char *journal_dir, const char *image_store,
-                   replay_append_fn append, void *context, json_t **outcome, dome_error *err) {
+int replay_execute(const json_t *inputs, const replay_execute_options *options, json_t **outcome,
+                   dome_error *err) {
+  const char *journal_dir = options->journal_dir, *image_store = options->image_store;
+  replay_append_fn append = options->append;
+  void *context = options->context;
   if (outcome) *outcome = NULL;
   const char *language = json_string_value(json_object_get(inputs, "language"));
   const char *code = json_string_value(json_object_get(inputs, "code"));
@@ -285,6 +300,7 @@ int replay_execute(const json_t *inputs, const char *journal_dir, const char *im
   const char *classification = json_string_value(json_object_get(inputs, "classification"));
   struct guard_options guard_options = {
       .classification = classification, .secrets = secrets, .secret_count = secret_count};
+  if (options->rules && (rc = replay_kernel_open(options->rules, inputs, &run.kernel, err)) < 0) goto out;
   if ((rc = guard_create(&guard_options, &run.guard, err)) < 0) {
     dome_error_wrap(err, "guard");
     goto out;
@@ -327,10 +343,12 @@ int replay_execute(const json_t *inputs, const char *journal_dir, const char *im
   config.on_output = on_output;
   config.on_cgroup_ready = on_cgroup_ready;
   rc = jail_run(&config, &result, err);
+  json_t *denials = run.kernel ? replay_kernel_finish(run.kernel) : json_array();
   json_t *end = base_event(inputs, "exec.end");
   if (rc < 0) {
     json_object_set_new(end, "error", json_string(err->message));
     append_event(&run, end);
+    json_decref(denials);
     goto out;
   }
   for (int s = 1; s <= 2; s++) {
@@ -344,6 +362,17 @@ int replay_execute(const json_t *inputs, const char *journal_dir, const char *im
       run.carry_length[s] = 0;
       emit_chunk("\xEF\xBF\xBD", 3, &run);
     }
+  }
+  /* Kernel denials, as the kernel reported them (offset_ms since the jail's set-up). */
+  json_t *denial;
+  size_t d;
+  json_array_foreach(denials, d, denial) {
+    json_t *event = base_event(inputs, "exec.denial");
+    json_object_update(event, denial);
+    json_object_set_new(event, "decision", json_string("deny"));
+    json_t *policy_id = json_object_get(denial, "policy_id");
+    json_object_set_new(event, "determining", policy_id ? json_pack("[O]", policy_id) : json_array());
+    append_event(&run, event);
   }
   /* One exec.redaction per (field, detector), as domed records them. */
   json_t *redactions = json_array();
@@ -383,6 +412,8 @@ int replay_execute(const json_t *inputs, const char *journal_dir, const char *im
   json_object_set_new(end, "peak_pids", json_integer((json_int_t)result.peak_pids));
   json_object_set_new(end, "jail_id", json_string(result.jail_id));
   json_object_set_new(end, "enforcement", json_string(jail_enforcement_name(result.enforcement)));
+  json_object_set_new(end, "kernel", json_string(replay_kernel_level(run.kernel)));
+  json_object_set_new(end, "denials", json_integer((json_int_t)json_array_size(denials)));
   for (int s = 1; s <= 2; s++) {
     unsigned char digest[crypto_hash_sha256_BYTES];
     char hex[65];
@@ -394,12 +425,20 @@ int replay_execute(const json_t *inputs, const char *journal_dir, const char *im
                         json_integer((json_int_t)json_string_length(run.text[s])));
   }
   append_event(&run, end);
-  if (outcome)
-    *outcome = json_pack("{s:i,s:i,s:b,s:b,s:O,s:O,s:o,s:[]}", "exit_code", result.exit_code, "signal",
+  json_t *denial_summary = json_array();
+  json_array_foreach(denials, d, denial)
+      json_array_append_new(denial_summary, json_pack("{s:O,s:O}", "hook", json_object_get(denial, "hook"),
+                                                      "object", json_object_get(denial, "object")));
+  json_decref(denials);
+  if (outcome) {
+    *outcome = json_pack("{s:i,s:i,s:b,s:b,s:O,s:O,s:o,s:o,s:s}", "exit_code", result.exit_code, "signal",
                          result.signal, "timed_out", result.timed_out, "oom_killed", result.oom_killed,
-                         "stdout", run.text[1], "stderr", run.text[2], "redactions", redactions, "denials");
-  else
+                         "stdout", run.text[1], "stderr", run.text[2], "redactions", redactions, "denials",
+                         denial_summary, "kernel", replay_kernel_level(run.kernel));
+  } else {
     json_decref(redactions);
+    json_decref(denial_summary);
+  }
   if (run.error < 0) {
     *err = run.append_error;
     rc = run.error;
@@ -411,6 +450,7 @@ out:
   }
   guard_findings_free(&run.findings);
   guard_free(run.guard);
+  replay_kernel_close(run.kernel);
   jail_result_release(&result);
   for (size_t k = 0; env && k < e; k++) free(env[k]);
   free(env);

@@ -106,20 +106,22 @@ int simulate_rules_text(const char *text, size_t length, const char *file, const
  * Replay: an execution's timeline
  * ------------------------------------------------------------------------------------------- */
 
-/* One step of an execution, in seq order, passed to replay_timeline_fn (borrowed):
- *   {"seq", "time", "offset_ms" (ms since exec.start; negative before it), "kind", ...}
- * kind: "authorization" {decision, determining, policy_version, action, reason}, "start" {language,
- * image, image_digest, limits, classification, inputs}, "jail" {jail_id, enforcement, ...},
- * "output" {stream, data, bytes}, "denial" {hook, object, policy_id, action, resource},
- * "redaction" {field, detector, count}, "end" {exit_code, signal, timed_out, oom_killed, duration_ms,
- * cpu_ms, peak_memory_bytes, peak_pids, error?}, "rerun" {of, differences}, "event" (any other type,
- * with its members). */
+/* One step of an execution, in seq order, passed to replay_timeline_fn (borrowed): the event's members
+ * (without `request` and the ids tool/exec_id) plus {"seq", "time", "type", "kind", "offset_ms"} where
+ * offset_ms is the event's own offset_ms (output, denial, end) or else ms since its exec.start (0 before).
+ * kind: "authorization" (authz.decision), "start" (exec.start: language, image, limits, classification, code,
+ * stdin, files, env_names), "jail" (exec.jail), "output" (exec.output: stream, data, bytes), "denial"
+ * (exec.denial: hook, object, policy_id, action), "access" (exec.access), "redaction" (exec.redaction:
+ * field, detector, count), "end" (exec.end: exit_code, signal, timed_out, oom_killed, duration_ms, cpu_ms,
+ * peak_memory_bytes, peak_pids, error?), "rerun" (exec.rerun.result: rerun_exec_id, same, differences),
+ * "rerun-start", or "event" (any other type). */
 typedef int (*replay_timeline_fn)(void *context, json_t *step, dome_error *err);
 
-/* Walk the journal for exec_id and call fn for each step. Stops after the execution's exec.end (and the
- * events that follow it at most `grace` events later with the same exec_id are not waited for).
- * Returns the number of steps (>= 0), -ENOENT (no event with that exec_id, or no journal), -EBADMSG,
- * -errno, or what fn returned. */
+/* Walk the journal for exec_id and call fn for each step, in seq order. The steps end at the execution's
+ * exec.end; later exec.rerun.result events of re-runs of it (which carry its exec_id) are included.
+ * Reads the whole journal once (bounded memory: one event at a time).
+ * Returns the number of steps (> 0), -ENOENT (no event with that exec_id, or no journal), -EBADMSG, -errno,
+ * or what fn returned. */
 int replay_timeline(const char *journal_dir, const char *exec_id, replay_timeline_fn fn, void *context,
                     dome_error *err);
 
@@ -132,6 +134,9 @@ int replay_timeline_json(const char *journal_dir, const char *exec_id, json_t **
  * ------------------------------------------------------------------------------------------- */
 
 #define REPLAY_BLOB_INLINE_MAX (64 * 1024) /* inputs up to this many bytes are kept inline in exec.start */
+/* Environment values shorter than this are not redacted by the guards (their default min_secret_length) and
+ * are recorded in exec.start `env_short_values`; longer values are recorded by name only. */
+#define REPLAY_SECRET_MIN_BYTES 8
 
 /* Store data[0..length) under its SHA-256 (written to a temp file, fsync'd, renamed; a blob already
  * present is left as is). hex receives the 64 hex digits + NUL. Returns 0 or -errno. */
@@ -165,23 +170,37 @@ typedef struct replay_rerun_options {
    * recorded policy version's text is not in the journal). */
   const simulate_policy *rules;
   const char *image_store; /* NULL: the jail's default */
-  /* Journal the re-run: called with each event (exec.rerun.start, exec.output, exec.end,
-   * exec.rerun.result), each carrying exec_id = the new id and rerun_of = the original. May be NULL. */
+  /* Journal the re-run: called with each event — exec.rerun.start and the run's own exec.start ... exec.end
+   * (exec_id = the new id, rerun_of = the original), then exec.rerun.result {exec_id = the original,
+   * rerun_exec_id, same, differences}, which shows in the original's timeline. May be NULL. */
   replay_append_fn append;
   void *context;
 } replay_rerun_options;
 
+typedef struct replay_execute_options {
+  const char *journal_dir; /* where large inputs are stored as blobs (NULL: always inline) */
+  const char *image_store; /* NULL: the jail's default */
+  /* Rules whose kernel-level part (fs:*, net:*; with the shipped baseline, policy/compile/compile.h) is
+   * compiled for inputs.agent and enforced on the jail's network through cgroup BPF; NULL: none (the jail's
+   * empty network namespace alone). The kernel's denials become exec.denial events. */
+  const simulate_policy *rules;
+  replay_append_fn append; /* may be NULL */
+  void *context;
+} replay_execute_options;
+
 /* Run `inputs` (the replay_inputs shape; "exec_id", "agent", "policy_version" name the record) in a fresh
- * jail and record it in the documented shape through append: exec.start (inputs inline up to
+ * jail and record it in the documented shape through options->append: exec.start (inputs inline up to
  * REPLAY_BLOB_INLINE_MAX, else as SHA-256 with the content stored by replay_blob_put under journal_dir),
- * exec.jail, exec.output chunks (redacted, UTF-8, offset_ms), exec.redaction, exec.end. Secrets: the values
- * of inputs.env (an object, not recorded; only env_names are) are redacted from every output. This is the
- * reference of what domed records (notes for domed in docs/simulate-replay.md); the generator of the tests
- * and --rerun use it. *outcome (new reference, may be NULL): {"exit_code", "signal", "timed_out",
- * "oom_killed", "stdout", "stderr" (redacted), "redactions": [{field, detector, count}], "denials": []}.
- * Returns 0 (the program ran), -EINVAL (inputs lack language/code), jail_run's or append's errors. */
-int replay_execute(const json_t *inputs, const char *journal_dir, const char *image_store,
-                   replay_append_fn append, void *context, json_t **outcome, dome_error *err);
+ * exec.jail, exec.output chunks (redacted, UTF-8, offset_ms), exec.denial, exec.redaction, exec.end.
+ * Secrets: the values of inputs.env (an object; only env_names are recorded) are redacted from every output.
+ * This is the reference of what domed records (docs/simulate-replay.md); the generator of the tests and
+ * --rerun use it. *outcome (new reference, may be NULL): {"exit_code", "signal", "timed_out", "oom_killed",
+ * "stdout", "stderr" (redacted), "redactions": [{field, detector, count}], "denials": [{hook, object}],
+ * "kernel": "none"|"reduced"|"full"}.
+ * Returns 0 (the program ran), -EINVAL (inputs lack language/code, or rules the kernel compiler cannot
+ * express: the message names the policy), -EPERM (BPF refused), jail_run's or append's errors. */
+int replay_execute(const json_t *inputs, const replay_execute_options *options, json_t **outcome,
+                   dome_error *err);
 
 /* Run the recorded inputs again in a fresh jail (supervisor/jail/jail.h) with the recorded image and
  * quotas, redact the output as recorded (supervisor/guards/guard.h), and compare with the recorded

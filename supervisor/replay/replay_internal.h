@@ -7,6 +7,9 @@
 #include "supervisor/replay/replay.h"
 
 struct simulate_policy {
+  char *text; /* the rules as given (the kernel compiler parses them again, after the baseline) */
+  size_t length;
+  char *file;
   cedar_policy_set *set;
   cedar_schema *schema; /* the Dome schema: types entity attributes and contexts as domed does */
 };
@@ -14,9 +17,13 @@ struct simulate_policy {
 /* The last entities parsed, reused while consecutive requests carry the same entity data (the common
  * case: one agent calling one tool). Bounded: one entry. */
 struct request_cache {
-  char *entities_text;
+  json_t *entities_json; /* the recorded entities the parsed set came from (compared with json_equal) */
   bool with_schema;
   cedar_entities *entities;
+  json_t *context_json; /* likewise for the context, with the action it was typed for */
+  char *context_action;
+  bool context_with_schema;
+  cedar_context *context;
 };
 void request_cache_clear(struct request_cache *cache);
 
@@ -25,7 +32,6 @@ struct rebuilt_request {
   json_t *json; /* the request object ({principal, action, resource, context, entities}), a reference */
   bool reconstructed;
   cedar_request request;
-  cedar_context *context;
   const cedar_entities *entities; /* owned by the cache */
 };
 
@@ -42,5 +48,19 @@ json_t *request_uid_text(const cedar_uid_ref *uid);
 
 /* true when `event` is of one of the recorded-request types (authz.decision, exec.denial, exec.access). */
 bool request_event_type(const char *type);
+
+/* kernel.c: kernel-level rules of one execution (cgroup BPF on the jail's leaf). */
+struct replay_kernel;
+struct jail_cgroup;
+/* Compile rules (after the baseline) for inputs.agent and load them. *out NULL (and 0) when the host has no
+ * cgroup BPF. Returns 0, -EINVAL (not compilable: the message names the policy), -EPERM, -errno. */
+int replay_kernel_open(const struct simulate_policy *rules, const json_t *inputs, struct replay_kernel **out,
+                       dome_error *err);
+int replay_kernel_attach(struct replay_kernel *k, const struct jail_cgroup *leaf, dome_error *err);
+/* Collect the pending denials and detach. Returns the denials (new reference): [{hook, object, action,
+ * offset_ms, policy_id?}]. */
+json_t *replay_kernel_finish(struct replay_kernel *k);
+const char *replay_kernel_level(const struct replay_kernel *k); /* "none" for NULL */
+void replay_kernel_close(struct replay_kernel *k);
 
 #endif

@@ -18,9 +18,25 @@ bool request_event_type(const char *type) {
                   strcmp(type, "exec.access") == 0);
 }
 
-void request_cache_clear(struct request_cache *cache) {
-  free(cache->entities_text);
+static void clear_entities(struct request_cache *cache) {
+  json_decref(cache->entities_json);
   cedar_entities_free(cache->entities);
+  cache->entities_json = NULL;
+  cache->entities = NULL;
+}
+
+static void clear_context(struct request_cache *cache) {
+  json_decref(cache->context_json);
+  free(cache->context_action);
+  cedar_context_free(cache->context);
+  cache->context_json = NULL;
+  cache->context_action = NULL;
+  cache->context = NULL;
+}
+
+void request_cache_clear(struct request_cache *cache) {
+  clear_entities(cache);
+  clear_context(cache);
   memset(cache, 0, sizeof *cache);
 }
 
@@ -130,29 +146,77 @@ static int add_path_chain(json_t *entities, const char *path) {
 
 static int parse_entities(const struct simulate_policy *policy, struct request_cache *cache, json_t *entities,
                           bool with_schema, const cedar_entities **out, char *message, size_t size) {
-  char *text = entities ? json_dumps(entities, JSON_COMPACT) : strdup("[]");
-  if (text == NULL) return -ENOMEM;
-  if (cache->entities && cache->with_schema == with_schema && strcmp(cache->entities_text, text) == 0) {
-    free(text);
+  json_t *key = entities ? json_incref(entities) : json_array();
+  if (key == NULL) return -ENOMEM;
+  if (cache->entities && cache->with_schema == with_schema && json_equal(cache->entities_json, key)) {
+    json_decref(key);
     *out = cache->entities;
     return 0;
   }
-  request_cache_clear(cache);
+  clear_entities(cache);
+  char *text = json_dumps(key, JSON_COMPACT);
+  if (text == NULL) {
+    json_decref(key);
+    return -ENOMEM;
+  }
   cedar_diagnostic diag;
   memset(&diag, 0, sizeof diag);
   cedar_entities *parsed = NULL;
   int rc = cedar_entities_parse_json(text, strlen(text), "request.entities",
                                      with_schema ? policy->schema : NULL, &parsed, &diag);
+  free(text);
   if (rc < 0) {
-    free(text);
+    json_decref(key);
     if (rc == -ENOMEM) return rc;
     char diagnostic[900];
     snprintf(message, size, "%s", cedar_diagnostic_format(&diag, diagnostic, sizeof diagnostic));
     return -EINVAL;
   }
-  cache->entities_text = text;
+  cache->entities_json = key;
   cache->entities = parsed;
   cache->with_schema = with_schema;
+  *out = parsed;
+  return 0;
+}
+
+static int parse_context(const struct simulate_policy *policy, struct request_cache *cache, json_t *context,
+                         bool with_schema, const cedar_uid_ref *action, const cedar_context **out,
+                         char *message, size_t size) {
+  json_t *key = context ? json_incref(context) : json_object();
+  if (key == NULL) return -ENOMEM;
+  if (cache->context && cache->context_with_schema == with_schema &&
+      strcmp(cache->context_action, action->id) == 0 && json_equal(cache->context_json, key)) {
+    json_decref(key);
+    *out = cache->context;
+    return 0;
+  }
+  clear_context(cache);
+  char *text = json_dumps(key, JSON_COMPACT);
+  char *action_id = strdup(action->id);
+  if (text == NULL || action_id == NULL) {
+    free(text);
+    free(action_id);
+    json_decref(key);
+    return -ENOMEM;
+  }
+  cedar_diagnostic diag;
+  memset(&diag, 0, sizeof diag);
+  cedar_context *parsed = NULL;
+  int rc = cedar_context_parse_json(text, strlen(text), "request.context",
+                                    with_schema ? policy->schema : NULL, action, &parsed, &diag);
+  free(text);
+  if (rc < 0) {
+    free(action_id);
+    json_decref(key);
+    if (rc == -ENOMEM) return rc;
+    char diagnostic[900];
+    snprintf(message, size, "%s", cedar_diagnostic_format(&diag, diagnostic, sizeof diagnostic));
+    return -EINVAL;
+  }
+  cache->context_json = key;
+  cache->context_action = action_id;
+  cache->context_with_schema = with_schema;
+  cache->context = parsed;
   *out = parsed;
   return 0;
 }
@@ -207,25 +271,13 @@ int request_rebuild(const struct simulate_policy *policy, struct request_cache *
     snprintf(message, size, "request.context: expected an object");
     return -EINVAL;
   }
-  char *text = context ? json_dumps(context, JSON_COMPACT) : strdup("{}");
-  if (text == NULL) return -ENOMEM;
-  cedar_diagnostic diag;
-  memset(&diag, 0, sizeof diag);
-  rc = cedar_context_parse_json(text, strlen(text), "request.context", with_schema ? policy->schema : NULL,
-                                &out->request.action, &out->context, &diag);
-  free(text);
-  if (rc < 0) {
-    if (rc == -ENOMEM) return rc;
-    char diagnostic[900];
-    snprintf(message, size, "%s", cedar_diagnostic_format(&diag, diagnostic, sizeof diagnostic));
-    return -EINVAL;
-  }
-  out->request.context = out->context;
-  return 1;
+  return (rc = parse_context(policy, cache, context, with_schema, &out->request.action, &out->request.context,
+                             message, size)) < 0
+             ? rc
+             : 1;
 }
 
 void rebuilt_request_release(struct rebuilt_request *request) {
-  cedar_context_free(request->context);
   json_decref(request->json);
   memset(request, 0, sizeof *request);
 }

@@ -77,8 +77,9 @@ int replay_inputs(const char *journal_dir, const char *exec_id, json_t **inputs,
       if (request == NULL) json_object_set(result, "decision_event", event);
     } else if (strcmp(type, "exec.start") == 0 && !started) {
       started = true;
-      static const char *copied[] = {"agent",        "actas",  "policy_version", "language", "image",
-                                     "image_digest", "limits", "classification", "env_names"};
+      static const char *copied[] = {"agent",     "actas",           "policy_version", "language",
+                                     "image",     "image_digest",    "limits",         "classification",
+                                     "env_names", "env_short_values"};
       for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
         json_t *value = json_object_get(event, copied[i]);
         if (value) json_object_set(result, copied[i], value);
@@ -223,9 +224,12 @@ int replay_rerun(const replay_rerun_options *options, json_t **report, dome_erro
   size_t i;
   json_t *name;
   json_array_foreach(json_object_get(inputs, "env_names"), i, name) {
+    json_t *short_value =
+        json_object_get(json_object_get(inputs, "env_short_values"), json_string_value(name));
     char stand_in[300];
     snprintf(stand_in, sizeof stand_in, "dome-replay-stand-in-%s", json_string_value(name));
-    json_object_set_new(env, json_string_value(name), json_string(stand_in));
+    json_object_set_new(env, json_string_value(name),
+                        short_value ? json_incref(short_value) : json_string(stand_in));
   }
   json_object_set_new(inputs, "env", env);
   json_object_set_new(inputs, "rerun_of", json_string(options->exec_id));
@@ -238,11 +242,16 @@ int replay_rerun(const replay_rerun_options *options, json_t **report, dome_erro
     if (rc < 0) goto out;
   }
   if (!allow) {
-    differ(differences, "authorization", json_string("allow"), json_string("deny"));
+    json_array_append_new(differences, json_pack("{s:s,s:s,s:s}", "what", "authorization", "recorded",
+                                                 "allow", "rerun", "deny"));
   } else {
     json_t *outcome = NULL;
-    rc = replay_execute(inputs, options->journal_dir, options->image_store, options->append, options->context,
-                        &outcome, err);
+    replay_execute_options execute = {.journal_dir = options->journal_dir,
+                                      .image_store = options->image_store,
+                                      .rules = options->rules,
+                                      .append = options->append,
+                                      .context = options->context};
+    rc = replay_execute(inputs, &execute, &outcome, err);
     if (rc < 0) goto out;
     static const char *fields[] = {"exit_code", "signal", "timed_out", "oom_killed",
                                    "stdout",    "stderr", "denials"};

@@ -15,6 +15,15 @@ int simulate_policy_parse(const char *text, size_t length, const char *file, boo
   if (file == NULL) file = "rules";
   struct simulate_policy *policy = calloc(1, sizeof *policy);
   if (policy == NULL) return dome_error_set(err, ENOMEM, "%s: out of memory", file);
+  policy->text = malloc(length + 1);
+  policy->file = strdup(file);
+  if (policy->text == NULL || policy->file == NULL) {
+    simulate_policy_free(policy);
+    return dome_error_set(err, ENOMEM, "%s: out of memory", file);
+  }
+  memcpy(policy->text, text, length);
+  policy->text[length] = '\0';
+  policy->length = length;
   cedar_schema_error schema_error;
   memset(&schema_error, 0, sizeof schema_error);
   int rc = cedar_schema_load_dome(&policy->schema, &schema_error);
@@ -91,6 +100,8 @@ void simulate_policy_free(simulate_policy *policy) {
   if (policy == NULL) return;
   cedar_policy_set_free(policy->set);
   cedar_schema_free(policy->schema);
+  free(policy->text);
+  free(policy->file);
   free(policy);
 }
 
@@ -237,6 +248,112 @@ static bool may_be_request(const char *line, size_t length) {
   return false;
 }
 
+/* The top-level `"request":{...}` member of a canonical event line: [*start, *end) is the object's text.
+ * A scan that tracks strings and depth, so a "request" inside a string or a nested object is not taken. */
+static bool find_request(const char *line, size_t length, size_t *start, size_t *end) {
+  static const char key[] = "\"request\":{";
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < length; i++) {
+    char c = line[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      if (depth == 1 && length - i >= sizeof key - 1 && memcmp(line + i, key, sizeof key - 1) == 0) {
+        size_t open = i + sizeof key - 2;
+        int inner = 0;
+        bool quoted = false;
+        for (size_t k = open; k < length; k++) {
+          char d = line[k];
+          if (quoted) {
+            if (d == '\\')
+              k++;
+            else if (d == '"')
+              quoted = false;
+          } else if (d == '"') {
+            quoted = true;
+          } else if (d == '{' || d == '[') {
+            inner++;
+          } else if ((d == '}' || d == ']') && --inner == 0) {
+            *start = open;
+            *end = k + 1;
+            return true;
+          }
+        }
+        return false;
+      }
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/* The last recorded request seen, by its exact text: consecutive events usually record the same request
+ * (one agent calling one tool), so its JSON is parsed once and shared, and the entity and context caches
+ * then hit at once. Bounded: one entry. */
+struct line_cache {
+  char *text;
+  size_t length;
+  json_t *request;
+  char *scratch; /* the line with the request replaced by 0 */
+  size_t scratch_size;
+};
+
+static void line_cache_clear(struct line_cache *cache) {
+  free(cache->text);
+  free(cache->scratch);
+  json_decref(cache->request);
+  memset(cache, 0, sizeof *cache);
+}
+
+/* Parse a line, sharing the request member's JSON with the previous line when its text is the same. */
+static json_t *load_event(struct line_cache *cache, const char *line, size_t length, json_error_t *error) {
+  size_t start, end;
+  if (!find_request(line, length, &start, &end)) return json_loadb(line, length, 0, error);
+  size_t request_length = end - start;
+  if (cache->request == NULL || cache->length != request_length ||
+      memcmp(cache->text, line + start, request_length) != 0) {
+    json_t *request = json_loadb(line + start, request_length, 0, error);
+    char *text = malloc(request_length);
+    if (request == NULL || text == NULL) {
+      json_decref(request);
+      free(text);
+      return request == NULL ? NULL : json_loadb(line, length, 0, error);
+    }
+    memcpy(text, line + start, request_length);
+    free(cache->text);
+    json_decref(cache->request);
+    cache->text = text;
+    cache->length = request_length;
+    cache->request = request;
+  }
+  size_t rest = length - request_length + 1;
+  if (rest > cache->scratch_size) {
+    char *scratch = realloc(cache->scratch, rest);
+    if (scratch == NULL) return json_loadb(line, length, 0, error);
+    cache->scratch = scratch;
+    cache->scratch_size = rest;
+  }
+  memcpy(cache->scratch, line, start);
+  cache->scratch[start] = '0';
+  memcpy(cache->scratch + start + 1, line + end, length - end);
+  json_t *event = json_loadb(cache->scratch, rest, 0, error);
+  if (event && json_object_set(event, "request", cache->request) < 0) {
+    json_decref(event);
+    return NULL;
+  }
+  return event;
+}
+
 int simulate_journal(const simulate_policy *policy, const simulate_options *options,
                      simulate_summary *summary, dome_error *err) {
   memset(summary, 0, sizeof *summary);
@@ -254,6 +371,8 @@ int simulate_journal(const simulate_policy *policy, const simulate_options *opti
   if (rc < 0) return dome_error_wrap(err, "journal `%s`", directory);
   struct request_cache cache;
   memset(&cache, 0, sizeof cache);
+  struct line_cache lines;
+  memset(&lines, 0, sizeof lines);
   for (;;) {
     journal_record record;
     rc = journal_reader_next(reader, false, &record, err);
@@ -268,7 +387,7 @@ int simulate_journal(const simulate_policy *policy, const simulate_options *opti
     summary->events_read++;
     if (!may_be_request(record.line, record.length)) continue;
     json_error_t json_error;
-    json_t *event = json_loadb(record.line, record.length, 0, &json_error);
+    json_t *event = load_event(&lines, record.line, record.length, &json_error);
     if (event == NULL) {
       rc = dome_error_set(err, EBADMSG, "journal `%s`: seq %llu: %s", directory,
                           (unsigned long long)record.seq, json_error.text);
@@ -289,6 +408,7 @@ int simulate_journal(const simulate_policy *policy, const simulate_options *opti
     if (rc < 0) break;
   }
   request_cache_clear(&cache);
+  line_cache_clear(&lines);
   journal_reader_close(reader);
   return rc < 0 ? rc : 0;
 }

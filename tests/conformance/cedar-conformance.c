@@ -223,6 +223,17 @@ static void run_request(const char *test, json_t *req, const cedar_policy_set *s
                                                &diag)
                     : -ENOMEM;
   free(ctx_text);
+  if (json_is_true(json_object_get(req, "contextError"))) {
+    /* difftest: upstream rejects this context; dome must too */
+    if (rc < 0) {
+      c->passed++;
+    } else {
+      printf("FAIL %s: %s: upstream rejects the context, dome accepts it\n", test, desc);
+      c->failed++;
+      cedar_context_free(ctx);
+    }
+    return;
+  }
   if (rc < 0) {
     char msg[1024];
     printf("FAIL %s: %s: context: %s\n", test, desc, cedar_diagnostic_format(&diag, msg, sizeof msg));
@@ -431,8 +442,19 @@ static void run_one(const char *root, const char *path, json_t *test, bool quiet
       cedar_policy_set_free(set);
       set = from_est;
     }
+    json_t *schema_text = json_object_get(test, "schemaText");
+    if (json_is_string(schema_text)) {
+      cedar_schema_error serr = {0};
+      if (cedar_schema_parse(json_string_value(schema_text), json_string_length(schema_text), "schema",
+                             &schema, &serr) < 0) {
+        char sm[900];
+        printf("FAIL %s: schema: %s\n", path, cedar_schema_error_format(&serr, sm, sizeof sm));
+        c->failed++;
+        goto out;
+      }
+    }
     char *etext = json_dumps(inline_entities ? inline_entities : json_array(), JSON_COMPACT);
-    r = etext ? cedar_entities_parse_json(etext, strlen(etext), path, NULL, &entities, &diag) : -ENOMEM;
+    r = etext ? cedar_entities_parse_json(etext, strlen(etext), path, schema, &entities, &diag) : -ENOMEM;
     free(etext);
     if (json_is_true(json_object_get(test, "entitiesError"))) {
       /* upstream rejects these entities: dome must reject them too (one case) */
@@ -451,7 +473,7 @@ static void run_one(const char *root, const char *path, json_t *test, bool quiet
       goto out;
     }
     for (size_t i = 0; i < json_array_size(requests); i++)
-      run_request(path, json_array_get(requests, i), set, entities, NULL, quiet, c);
+      run_request(path, json_array_get(requests, i), set, entities, schema, quiet, c);
     goto out;
   }
   if (!pol || !ent) {

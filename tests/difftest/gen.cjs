@@ -104,7 +104,7 @@ function leaf() {
     case 4: return pick(['principal', 'action', 'resource', 'context']);
     case 5: return `${pick(['principal', 'resource', 'context'])}${attrAccess()}`;
     case 6: return pick(['ip("10.0.0.1")', 'decimal("1.5")', 'datetime("2024-01-01")', 'duration("1h")']);
-    case 7: return 'context.flag';
+    case 7: return chance(0.9) ? 'context.flag' : 'unknown("u")';
     default: return `principal${attrAccess()}`;
   }
 }
@@ -239,6 +239,69 @@ function corrupt(ents) {
   return ents;
 }
 
+// Schema mode: entities written with the implicit forms a schema allows (entity refs as {type,id},
+// extension values as strings), sometimes wrong; both sides parse entities and context with the schema.
+const SCHEMA = `
+entity Group;
+entity User in [Group] { age?: Long, name?: String, tags?: Set<String>, owner?: User, ip?: ipaddr,
+  level?: Long, flag?: Bool, rec?: { a?: Long, b?: { c?: Bool } }, when?: datetime, amount?: decimal } tags String;
+entity Photo in [Group] { owner?: User, name?: String, ip?: ipaddr };
+namespace NS { entity Doc in [Group] { owner: User, level?: Long }; }
+action all;
+action view, edit in [all] appliesTo { principal: [User, Group], resource: [Photo, User, NS::Doc, Group],
+  context: { flag?: Bool, name?: String, tags?: Set<Long>, rec?: { a?: Long }, src?: ipaddr } };
+`;
+function schemaValue(kind) {
+  const wrong = chance(0.03);
+  switch (kind) {
+    case 'Long': return wrong ? 'x' : Number(pick([0, 1, -5, 100]));
+    case 'String': return wrong ? 1 : pick(STRINGS);
+    case 'Bool': return wrong ? 'true' : chance(0.5);
+    case 'User': return wrong ? { type: 'Photo', id: 'a' } : chance(0.5) ? { type: 'User', id: pick(IDS) } : { __entity: { type: 'User', id: pick(IDS) } };
+    case 'ipaddr': return wrong ? 'not-ip' : chance(0.5) ? pick(IPS.slice(0, 7)) : { __extn: { fn: 'ip', arg: pick(IPS.slice(0, 7)) } };
+    case 'datetime': return wrong ? '2024-13-01' : pick(['2024-01-01', '2024-01-01T12:30:00Z']);
+    case 'decimal': return wrong ? '1.23456' : pick(DECIMALS.slice(0, 4));
+    case 'Set<String>': return wrong ? [1] : Array.from({ length: int(3) }, () => pick(STRINGS));
+    case 'Set<Long>': return Array.from({ length: int(3) }, () => int(5));
+    default: return null;
+  }
+}
+function schemaEntities() {
+  const list = [];
+  const seen = new Set();
+  const shapes = {
+    User: { age: 'Long', name: 'String', tags: 'Set<String>', owner: 'User', ip: 'ipaddr', level: 'Long', flag: 'Bool',
+      when: 'datetime', amount: 'decimal' },
+    Photo: { owner: 'User', name: 'String', ip: 'ipaddr' },
+    'NS::Doc': { owner: 'User', level: 'Long' },
+    Group: {},
+  };
+  for (let i = 0; i < 2 + int(5); i++) {
+    const type = pick(Object.keys(shapes));
+    const id = pick(IDS);
+    if (seen.has(type + id)) continue;
+    seen.add(type + id);
+    const attrs = {};
+    for (const [a, k] of Object.entries(shapes[type])) if ((type === 'NS::Doc' && a === 'owner') || chance(0.6)) attrs[a] = schemaValue(k);
+    if (type === 'User' && chance(0.4)) attrs.rec = { a: 1, b: { c: chance(0.5) } };
+    if (chance(0.03)) attrs.undeclared = 1;
+    const parents = type === 'Group' ? [] : chance(0.5) ? [{ type: 'Group', id: pick(IDS) }] : [];
+    const e = { uid: { type, id }, attrs, parents };
+    if (type === 'User' && chance(0.5)) e.tags = { t: chance(0.97) ? pick(STRINGS) : 5 };
+    list.push(e);
+  }
+  return list;
+}
+function schemaContext() {
+  const c = {};
+  if (chance(0.5)) c.flag = chance(0.97) ? chance(0.5) : 3;
+  if (chance(0.5)) c.name = pick(STRINGS);
+  if (chance(0.5)) c.src = chance(0.5) ? pick(IPS.slice(0, 7)) : { __extn: { fn: 'ip', arg: '10.0.0.1' } };
+  if (chance(0.3)) c.rec = { a: 2 };
+  if (chance(0.3)) c.tags = [1, 2];
+  return c;
+}
+
 const tests = [];
 let produced = 0;
 let cases = 0;
@@ -288,11 +351,13 @@ while (produced < wanted) {
       if (ok) test.policyJson = { staticPolicies: st };
     }
   }
-  const ents = entities();
+  const schemaMode = !policySet.templates && chance(0.2);
+  const ents = schemaMode ? schemaEntities() : entities();
   test.entitiesValue = ents;
-  if (chance(0.05)) corrupt(ents);
+  if (schemaMode) test.schemaText = SCHEMA;
+  else if (chance(0.05)) corrupt(ents);
   // Upstream refuses some entity sets (ill-formed data, cycles in the parent relation): dome must too.
-  if (cedar.checkParseEntities({ entities: ents }).type !== 'success') {
+  if (cedar.checkParseEntities(schemaMode ? { entities: ents, schema: SCHEMA } : { entities: ents }).type !== 'success') {
     test.entitiesError = true;
     test.requests = [];
     tests.push(test);
@@ -301,13 +366,24 @@ while (produced < wanted) {
   }
   test.requests = [];
   for (let r = 0; r < 5; r++) {
-    const principal = chance(0.7) ? pick(ents.slice(0, -1)).uid : uid();
-    const resource = chance(0.7) ? pick(ents.slice(0, -1)).uid : uid();
+    const pool = schemaMode ? ents : ents.slice(0, -1);
+    const principal = pool.length && chance(0.7) ? pick(pool).uid : uid();
+    const resource = pool.length && chance(0.7) ? pick(pool).uid : uid();
     const action = { type: 'Action', id: pick(['view', 'edit']) };
-    const context = { flag: chance(0.5), name: pick(STRINGS), tags: ['a', 1], rec: { a: 1, b: { c: true } } };
-    if (chance(0.3)) context.n = Number(pick(LONGS.filter((x) => typeof x === 'number')));
-    const ans = cedar.isAuthorized({ principal, action, resource, context, policies: policySet, entities: ents });
-    if (ans.type !== 'success') continue; // entity/context data upstream rejects: not a comparable case
+    const context = schemaMode ? schemaContext() : { flag: chance(0.5), name: pick(STRINGS), tags: ['a', 1], rec: { a: 1, b: { c: true } } };
+    if (!schemaMode && chance(0.3)) context.n = Number(pick(LONGS.filter((x) => typeof x === 'number')));
+    const call = { principal, action, resource, context, policies: policySet, entities: ents };
+    if (schemaMode) Object.assign(call, { schema: SCHEMA, validateRequest: false });
+    const ans = cedar.isAuthorized(call);
+    if (ans.type !== 'success') {
+      // a context upstream rejects must be rejected by dome too; other failures are not comparable
+      const ctx = cedar.checkParseContext(schemaMode ? { context, schema: SCHEMA, action } : { context });
+      if (ctx.type !== 'success') {
+        test.requests.push({ description: `request ${r}`, principal, action, resource, context, contextError: true });
+        produced++;
+      }
+      continue;
+    }
     test.requests.push({
       description: `request ${r}`, principal, action, resource, context,
       decision: ans.response.decision,

@@ -30,10 +30,11 @@ static json_t *request_of(json_t *entry) {
   json_t *capabilities = json_object_get(entry, "capabilities");
   json_t *resource = json_object_get(entry, "resource");
   const char *rtype = json_string_value(json_object_get(resource, "type"));
-  json_t *entities = json_pack(
-      "[{s:{s:s,s:s},s:{s:O},s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid", "type", "Dome::Agent", "id",
-      agent, "attrs", "capabilities", capabilities ? capabilities : json_array(), "parents", "type",
-      "Dome::Gateway", "id", gateway, "uid", "type", "Dome::Gateway", "id", gateway, "attrs", "parents");
+  json_t *entities =
+      json_pack("[{s:{s:s,s:s},s:{s:o},s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid", "type", "Dome::Agent",
+                "id", agent, "attrs", "capabilities", capabilities ? json_incref(capabilities) : json_array(),
+                "parents", "type", "Dome::Gateway", "id", gateway, "uid", "type", "Dome::Gateway", "id",
+                gateway, "attrs", "parents");
   if (strcmp(rtype, "Dome::MCPTool") == 0) {
     json_t *tool = json_object_get(entry, "tool");
     json_t *attrs = tool ? json_deep_copy(tool) : json_pack("{s:s}", "protocol", "streamable-http");
@@ -61,9 +62,9 @@ static json_t *request_of(json_t *entry) {
     json_array_append_new(entities, json_pack("{s:O,s:{},s:[]}", "uid", resource, "attrs", "parents"));
   }
   json_t *context = json_object_get(entry, "context");
-  return json_pack("{s:{s:s,s:s},s:{s:s,s:O},s:O,s:O,s:o}", "principal", "type", "Dome::Agent", "id", agent,
+  return json_pack("{s:{s:s,s:s},s:{s:s,s:O},s:O,s:o,s:o}", "principal", "type", "Dome::Agent", "id", agent,
                    "action", "type", "Dome::Action", "id", json_object_get(entry, "action"), "resource",
-                   resource, "context", context ? context : json_object(), "entities", entities);
+                   resource, "context", context ? json_incref(context) : json_object(), "entities", entities);
 }
 
 /* Authorize `request` under `set` as domed does; fills decision/determining/errors of event. */
@@ -246,8 +247,15 @@ int main(int argc, char **argv) {
                         json_string("output_paths=SENSITIVE,env_vars=SENSITIVE,stderr=PII"));
     dome_error err = {0};
     json_t *outcome = NULL;
-    if (replay_execute(inputs, argv[2], getenv("DOME_IMAGE_STORE"), append_fn, j, &outcome, &err) < 0)
-      die("run", err.message);
+    simulate_policy *rules = NULL;
+    if (argc == 7 && simulate_policy_load(argv[6], true, &rules, &err) < 0) die(argv[6], err.message);
+    replay_execute_options options = {.journal_dir = argv[2],
+                                      .image_store = getenv("DOME_IMAGE_STORE"),
+                                      .rules = rules,
+                                      .append = append_fn,
+                                      .context = j};
+    if (replay_execute(inputs, &options, &outcome, &err) < 0) die("run", err.message);
+    simulate_policy_free(rules);
     char *text = json_dumps(outcome, JSON_COMPACT);
     printf("%s\n", text);
     free(text);

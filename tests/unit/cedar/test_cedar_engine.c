@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "policy/cedar.h"
+#include "policy/schema/schema.h"
 
 static const char *entities_json =
     "[{\"uid\":{\"type\":\"User\",\"id\":\"alice\"},\"attrs\":{\"age\":30,\"name\":\"Alice\",\"tags\":[\"a\","
@@ -164,6 +165,10 @@ static void parser_errors(void **state) {
   for (int i = 0; i < 600; i++) strcat(deep, ")");
   strcat(deep, " };");
   parse_error(deep, "nested deeper", 0, 0);
+  static char many[8192] = "permit(principal, action, resource)";
+  for (int i = 0; i < 200; i++) strcat(many, " when { true }");
+  strcat(many, ";");
+  parse_error(many, "when/unless clauses", 0, 0);
 }
 
 /* Found by the difftest: upstream accepts one trailing comma after the scope. */
@@ -369,13 +374,62 @@ static void concurrent_authorization(void **state) {
   cedar_policy_set_free(set);
 }
 
+/* Data typed by a schema: implicit entity references and extension values; entities must conform, a
+ * context only needs the right shape (found by the difftest against cedar-wasm). */
+static void schema_typed_data(void **state) {
+  (void)state;
+  const char *schema_text =
+      "entity User; entity Photo { owner: User, ip?: ipaddr };\n"
+      "action view appliesTo { principal: [User], resource: [Photo], context: { src?: ipaddr, flag?: Bool } "
+      "};";
+  cedar_schema *schema;
+  assert_int_equal(cedar_schema_parse(schema_text, strlen(schema_text), "s", &schema, NULL), 0);
+  cedar_diagnostic diag = {0};
+  cedar_entities *es;
+  const char *ok =
+      "[{\"uid\":{\"type\":\"Photo\",\"id\":\"p\"},\"attrs\":{\"owner\":{\"type\":\"User\","
+      "\"id\":\"a\"},\"ip\":\"10.0.0.1\"},\"parents\":[]}]";
+  assert_int_equal(cedar_entities_parse_json(ok, strlen(ok), "e", schema, &es, &diag), 0);
+  const char *wrong =
+      "[{\"uid\":{\"type\":\"Photo\",\"id\":\"p\"},\"attrs\":{\"owner\":{\"type\":\"User\","
+      "\"id\":\"a\"},\"ip\":5},\"parents\":[]}]";
+  cedar_entities *bad;
+  assert_int_equal(cedar_entities_parse_json(wrong, strlen(wrong), "e", schema, &bad, &diag), -EINVAL);
+  const char *missing = "[{\"uid\":{\"type\":\"Photo\",\"id\":\"q\"},\"attrs\":{},\"parents\":[]}]";
+  assert_int_equal(cedar_entities_parse_json(missing, strlen(missing), "e", schema, &bad, &diag), -EINVAL);
+  assert_non_null(strstr(diag.message, "owner"));
+  cedar_uid_ref view = {"Action", "view", 0};
+  cedar_context *ctx;
+  const char *c1 = "{\"src\": \"10.0.0.1\", \"flag\": 3}"; /* flag's type is request validation's business */
+  assert_int_equal(cedar_context_parse_json(c1, strlen(c1), "c", schema, &view, &ctx, &diag), 0);
+  const char *c2 = "{\"zzz\": 1}";
+  cedar_context *bad_ctx;
+  assert_int_equal(cedar_context_parse_json(c2, strlen(c2), "c", schema, &view, &bad_ctx, &diag), -EINVAL);
+  const char *text =
+      "permit(principal, action, resource) when { resource.owner == principal && resource.ip.isLoopback() == "
+      "false "
+      "&& context.src.isInRange(ip(\"10.0.0.0/8\")) && context.flag == 3 };";
+  cedar_policy_set *set;
+  assert_int_equal(cedar_policy_set_parse(text, strlen(text), NULL, 0, &set, &diag), 0);
+  cedar_request req = {{"User", "a", 0}, view, {"Photo", "p", 0}, ctx};
+  cedar_response resp;
+  assert_int_equal(cedar_authorize(set, es, &req, &resp), 0);
+  assert_int_equal(resp.decision, CEDAR_ALLOW);
+  cedar_response_release(&resp);
+  cedar_policy_set_free(set);
+  cedar_context_free(ctx);
+  cedar_entities_free(es);
+  cedar_schema_free(schema);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(operators_and_errors),     cmocka_unit_test(entities_and_hierarchy),
-      cmocka_unit_test(extensions_and_like),      cmocka_unit_test(parser_errors),
-      cmocka_unit_test(ids_templates_and_links),  cmocka_unit_test(trailing_comma_in_scope),
-      cmocka_unit_test(printing_round_trips),     cmocka_unit_test(entity_json_errors),
-      cmocka_unit_test(concurrent_authorization), cmocka_unit_test(evaluate_expression),
+      cmocka_unit_test(operators_and_errors),    cmocka_unit_test(entities_and_hierarchy),
+      cmocka_unit_test(extensions_and_like),     cmocka_unit_test(parser_errors),
+      cmocka_unit_test(ids_templates_and_links), cmocka_unit_test(trailing_comma_in_scope),
+      cmocka_unit_test(printing_round_trips),    cmocka_unit_test(entity_json_errors),
+      cmocka_unit_test(schema_typed_data),       cmocka_unit_test(concurrent_authorization),
+      cmocka_unit_test(evaluate_expression),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,7 +122,7 @@ static void name_resolution_order(void **state) {
 static void enums_tags_and_annotations(void **state) {
   (void)state;
   cedar_schema *s = must_parse(
-      "@doc(\"colors\") entity Color enum [\"red\", \"green\",];\n"
+      "@doc(\"colors\") entity Color enum [\"red\", \"green\"];\n"
       "entity Doc = { @doc(\"x\") \"owner name\"?: String } tags Set<String>;\n"
       "// comment\n"
       "entity A, B in [A];\n");
@@ -211,15 +211,42 @@ static void errors_name_the_place(void **state) {
   e = must_fail("entity H = { \"\\q\": Long };");
   e = must_fail("entity A;\nentity A;");
   assert_non_null(strstr(e.message, "declared twice"));
-  e = must_fail("entity A { a: Long, a: String };");
-  assert_non_null(strstr(e.message, "duplicate attribute"));
+  /* a repeated attribute replaces the earlier one (as upstream) */
+  cedar_schema *d = must_parse("entity A { a: Long, \"a\": String };");
+  assert_int_equal(cedar_schema_entity_attribute(d, "A", "a", NULL)->kind, CEDAR_SCHEMA_STRING);
+  cedar_schema_free(d);
+  e = must_fail("entity a; action x appliesTo { principal: [a], resource: [] };");
+  assert_non_null(strstr(e.message, "`resource` is `[]`"));
+  e = must_fail("entity a; action x appliesTo { resource: [a] };");
+  assert_non_null(strstr(e.message, "needs both `principal` and `resource`"));
+  e = must_fail("namespace A { entity a; }\nnamespace A { entity b; }");
+  assert_int_equal(e.line, 2);
+  assert_non_null(strstr(e.message, "declared twice"));
+  e = must_fail("entity a { b: Boolean };");
+  e = must_fail("namespace N { entity Action; }");
+  e = must_fail("type __cedar = Long;");
+  e = must_fail("namespace A::__cedar { entity a; }");
+  /* reserved identifiers, trailing commas in lists, duplicate annotations (as cedar-wasm 4.13) */
+  e = must_fail("entity a { in: Long };");
+  assert_non_null(strstr(e.message, "`in` is a reserved identifier"));
+  e = must_fail("entity if;");
+  e = must_fail("entity a enum [\"x\",];");
+  e = must_fail("entity a; entity b in [a,];");
+  e = must_fail("action a; action b in [];");
+  e = must_fail("@doc(\"a\") @doc(\"b\") entity a;");
+  assert_non_null(strstr(e.message, "duplicate annotation"));
+  /* the namespace's action type may type attributes once it declares actions */
+  cedar_schema *act = must_parse("namespace N { entity a { b: Action, c: N::Action }; action x; }");
+  assert_string_equal(cedar_schema_entity_attribute(act, "N::a", "b", NULL)->name, "N::Action");
+  cedar_schema_free(act);
+  e = must_fail("namespace N { entity a { b: Action }; }");
   e = must_fail("type A = B; type B = A; entity E { a: A };");
   assert_non_null(strstr(e.message, "in terms of itself"));
   e = must_fail("action a in [b]; action b in [a];");
   assert_non_null(strstr(e.message, "cycle"));
   e = must_fail("action a in [nope];");
   assert_non_null(strstr(e.message, "unknown action group"));
-  e = must_fail("action a appliesTo { principal: [Nobody], resource: [] };");
+  e = must_fail("action a appliesTo { principal: [Nobody], resource: [Nobody] };");
   assert_non_null(strstr(e.message, "Nobody"));
   e = must_fail("entity A in [B];");
   assert_non_null(strstr(e.message, "unknown entity type `B`"));

@@ -64,6 +64,17 @@ static void test_agent_tokens(void **state) {
   assert_null(control_agent_authenticate(store, first, &err));
   assert_int_equal(control_agent_set_status(store, "second", "active", &err), -EINVAL);
   assert_int_equal(control_agent_set_status(store, "nobody", "revoked", &err), -ENOENT);
+  json_t *grants = json_pack("[s]", "Default");
+  assert_int_equal(control_agent_set_member(store, "code-exec-agent", "gateways", grants, &err), 0);
+  assert_int_equal(control_agent_set_member(store, "code-exec-agent", "token_hash", grants, &err), -EINVAL);
+  assert_int_equal(control_agent_set_member(store, "nobody", "gateways", grants, &err), -ENOENT);
+  json_decref(grants);
+  json_t *record = control_agent_get(store, "code-exec-agent");
+  assert_non_null(record);
+  assert_non_null(json_object_get(record, "gateways"));
+  assert_null(json_object_get(record, "token_hash"));
+  json_decref(record);
+  assert_null(control_agent_get(store, "nobody"));
   control_store_close(store);
 
   /* persisted: reopen, the first agent's token still resolves; the file holds no token */

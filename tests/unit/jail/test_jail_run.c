@@ -191,12 +191,72 @@ static void concurrent_threads(void **state) {
   assert_int_equal(open_fds(), fds_before);
 }
 
+/* jail_config.resolv_conf / hosts_dns: the per-run /etc of host-ro; other images refuse them. */
+static void resolver_files(void **state) {
+  (void)state;
+  static char *const argv[] = {"sh", "-c", "cat /etc/resolv.conf; grep '^hosts' /etc/nsswitch.conf", NULL};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.resolv_conf = "nameserver 192.0.2.53\n";
+  c.hosts_dns = true;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_string_equal(r.stdout_data, "nameserver 192.0.2.53\nhosts:\tfiles dns\n");
+  jail_result_release(&r);
+  /* the defaults stay: no resolv.conf, hosts from files only */
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_string_equal(r.stdout_data, "hosts:\tfiles\n");
+  jail_result_release(&r);
+}
+
+/* Path rules compiled from Cedar: optional ones skip missing paths, exact ones grant a file only. */
+static void optional_and_exact_path_rules(void **state) {
+  (void)state;
+  static char *const argv[] = {
+      "sh", "-c", "cat /etc/hostname && echo readable; ls /usr >/dev/null 2>&1 || echo usr-refused", NULL};
+  struct jail_path_rule rules[] = {
+      {.path = "/usr", .access = JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, .optional = false},
+      {.path = "/lib", .access = JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, .optional = true},
+      {.path = "/lib64", .access = JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, .optional = true},
+      {.path = "/bin", .access = JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, .optional = true},
+      {.path = "/no/such/dir", .access = JAIL_ACCESS_READ, .optional = true},
+      {.path = "/etc/hostname", .access = JAIL_ACCESS_READ, .exact = true},
+      {.path = "/etc", .access = JAIL_ACCESS_READ, .exact = true}, /* a directory: skipped, fail-closed */
+  };
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.path_rules = rules;
+  c.path_rule_count = sizeof rules / sizeof rules[0];
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_non_null(strstr(r.stdout_data, "sandbox\nreadable\n"));
+  jail_result_release(&r);
+  /* the exact rule on /etc granted nothing beneath it */
+  static char *const argv2[] = {"sh", "-c", "cat /etc/passwd >/dev/null 2>&1 || echo passwd-refused", NULL};
+  c.argv = argv2;
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_string_equal(r.stdout_data, "passwd-refused\n");
+  jail_result_release(&r);
+  /* a missing path that is not optional fails the run */
+  rules[4].optional = false;
+  assert_int_equal(jail_run(&c, &r, &err), -ENOENT);
+  jail_result_release(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(hooks_called_in_order),
-      cmocka_unit_test(hook_aborts_run),
-      cmocka_unit_test(cancel_fd_kills),
-      cmocka_unit_test(concurrent_threads),
+      cmocka_unit_test(hooks_called_in_order), cmocka_unit_test(hook_aborts_run),
+      cmocka_unit_test(cancel_fd_kills),       cmocka_unit_test(concurrent_threads),
+      cmocka_unit_test(resolver_files),        cmocka_unit_test(optional_and_exact_path_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

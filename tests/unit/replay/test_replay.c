@@ -225,15 +225,24 @@ static void test_journal_stream_and_filters(void **state) {
     assert_int_equal(journal_append(j, other, NULL, &err), 0);
     json_decref(other);
   }
+  /* "request" text inside a string and a nested "request" member must not be taken for the request */
+  json_t *tricky = full_event("intern", "allow", "sandbox");
+  json_object_del(tricky, "seq");
+  json_object_del(tricky, "time");
+  json_object_set_new(tricky, "note", json_string("{\"request\":{\"principal\":1}}"));
+  json_object_set_new(tricky, "payload", json_pack("{s:{s:i}}", "request", "principal", 1));
+  assert_int_equal(journal_append(j, tricky, NULL, &err), 0);
+  json_decref(tricky);
   assert_int_equal(journal_close(j, &err), 0);
   simulate_policy *p = policy();
   int diffs = 0;
   simulate_options sim = {.journal_dir = dir, .on_diff = count_diff, .context = &diffs};
   simulate_summary summary;
   assert_int_equal(simulate_journal(p, &sim, &summary, &err), 0);
-  assert_int_equal(summary.evaluated, 50);
-  assert_int_equal(summary.allow_to_deny, 25);
-  assert_int_equal(diffs, 25);
+  assert_int_equal(summary.evaluated, 51);
+  assert_int_equal(summary.allow_to_deny, 26);
+  assert_int_equal(summary.errors, 0);
+  assert_int_equal(diffs, 26);
   assert_true(summary.events_read >= 100);
   diffs = 0;
   sim.agent = "analyst";
@@ -246,7 +255,7 @@ static void test_journal_stream_and_filters(void **state) {
   assert_int_equal(json_array_size(json_object_get(report, "diffs")), 10);
   assert_true(json_is_true(json_object_get(report, "diffs_truncated")));
   assert_int_equal(json_integer_value(json_object_get(json_object_get(report, "summary"), "allow_to_deny")),
-                   25);
+                   26);
   json_decref(report);
   /* no journal: nothing evaluated, no error */
   sim.journal_dir = "/nonexistent/journal";

@@ -1,0 +1,245 @@
+/* `dome run --rules FILE --agent NAME`: compile, enforce, collect denials (see run_rules.h). */
+#include "supervisor/cli/run_rules.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/compile/compile.h"
+
+#define MAX_KEPT_DENIALS 1024
+
+static unsigned jail_access_of(uint8_t access) {
+  return access == DOME_FILE_READ    ? JAIL_ACCESS_READ
+         : access == DOME_FILE_WRITE ? JAIL_ACCESS_WRITE
+                                     : JAIL_ACCESS_EXEC;
+}
+
+static bool beneath(const char *ancestor, const char *path) {
+  if (strcmp(ancestor, "/") == 0) return true;
+  size_t n = strlen(ancestor);
+  return strncmp(ancestor, path, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* Deny entries of a forbid that lie inside an allowed subtree of the same access: what Landlock drops. */
+static unsigned count_inexpressible(const struct dome_rule_tables *t) {
+  unsigned count = 0;
+  for (size_t i = 0; i < t->file_count; i++) {
+    const struct dome_file_entry *d = &t->files[i];
+    if (d->decision != DOME_DECISION_DENY) continue;
+    for (size_t k = 0; k < t->file_count; k++) {
+      const struct dome_file_entry *a = &t->files[k];
+      if (a->decision == DOME_DECISION_ALLOW && a->match == DOME_MATCH_SUBTREE && a->access == d->access &&
+          beneath(a->path, d->path)) {
+        count++;
+        break;
+      }
+    }
+  }
+  return count;
+}
+
+/* Landlock path rules from the ALLOW file entries, merged per (path, exact). */
+static int build_path_rules(struct run_rules *rules, dome_error *err) {
+  const struct dome_rule_tables *t = &rules->tables;
+  rules->path_rules = calloc(t->file_count + 1, sizeof *rules->path_rules);
+  if (!rules->path_rules) return dome_error_set(err, ENOMEM, "out of memory");
+  for (size_t i = 0; i < t->file_count; i++) {
+    const struct dome_file_entry *e = &t->files[i];
+    if (e->decision != DOME_DECISION_ALLOW) continue;
+    bool exact = e->match == DOME_MATCH_EXACT;
+    struct jail_path_rule *rule = NULL;
+    for (size_t k = 0; k < rules->path_rule_count && !rule; k++)
+      if (strcmp(rules->path_rules[k].path, e->path) == 0 && rules->path_rules[k].exact == exact)
+        rule = &rules->path_rules[k];
+    if (!rule) {
+      if (rules->path_rule_count >= JAIL_MAX_PATH_RULES)
+        return dome_error_set(err, E2BIG, "--rules: more than %u allowed paths for Landlock",
+                              JAIL_MAX_PATH_RULES);
+      rule = &rules->path_rules[rules->path_rule_count++];
+      *rule = (struct jail_path_rule){.path = e->path, .optional = true, .exact = exact};
+    }
+    rule->access |= jail_access_of(e->access);
+  }
+  return 0;
+}
+
+/* ---- denials ---- */
+
+static void collect(void *context, const struct dome_denial *denial) {
+  struct run_rules *rules = context;
+  if (denial->cgroup_id != rules->cgroup_id) return;
+  rules->denial_count++;
+  if (json_array_size(rules->denials) >= MAX_KEPT_DENIALS) return;
+  struct timespec real, mono;
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  int64_t now_mono = (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec;
+  int64_t at = (int64_t)real.tv_sec * 1000000000 + real.tv_nsec - (now_mono - (int64_t)denial->time_ns);
+  time_t seconds = (time_t)(at / 1000000000);
+  struct tm tm;
+  gmtime_r(&seconds, &tm);
+  char stamp[64];
+  snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+           tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(at % 1000000000));
+  bool network = denial->hook <= DOME_HOOK_BIND6 || denial->hook == DOME_HOOK_SOCKET_CONNECT;
+  char action[32] = "";
+  if (network)
+    snprintf(action, sizeof action, "net:%s", dome_net_action_name(denial->net_action));
+  else if (denial->hook == DOME_HOOK_FILE_OPEN || denial->hook == DOME_HOOK_FILE_PERMISSION ||
+           denial->hook == DOME_HOOK_BPRM_CHECK)
+    snprintf(action, sizeof action, "fs:%s", dome_file_access_name(denial->file_access));
+  json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s?, s:I}", "time", stamp, "pid", (json_int_t)denial->pid,
+                        "hook", dome_hook_name(denial->hook), "object", denial->object, "policy",
+                        denial->policy_id, "entry", (json_int_t)denial->entry);
+  if (o && action[0]) json_object_set_new(o, "action", json_string(action));
+  if (o) json_array_append_new(rules->denials, o);
+}
+
+static void *poll_denials(void *context) {
+  struct run_rules *rules = context;
+  dome_error err;
+  for (;;) {
+    struct pollfd fds[2] = {{.fd = dome_kernel_denial_fd(rules->kernel), .events = POLLIN},
+                            {.fd = rules->stop_fd, .events = POLLIN}};
+    if (poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+    if (fds[0].revents & POLLIN) dome_kernel_poll_denials(rules->kernel, 0, collect, rules, &err);
+    if (fds[1].revents & POLLIN) break;
+  }
+  return NULL;
+}
+
+/* ---- jail hooks (each adapter takes its own context) ---- */
+
+static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_error *err) {
+  struct run_rules *rules = context;
+  int r = dome_kernel_on_cgroup_ready(&rules->kernel_hook, leaf, err);
+  if (r < 0) return r;
+  rules->cgroup_id = leaf->id;
+  /* from here until run_rules_finish only the poller uses the kernel object */
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, poll_denials, rules) != 0)
+    return dome_error_set(err, EAGAIN, "start the denial collector");
+  rules->poller = (unsigned long)thread;
+  rules->poller_running = true;
+  return 0;
+}
+
+static int on_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
+  struct run_rules *rules = context;
+  if (!rules->egress) return 0;
+  return dome_net_on_namespaces_ready(&rules->net_hook, child_pid, err);
+}
+
+int run_rules_prepare(struct run_rules *rules, const struct run_rules_options *options,
+                      struct jail_config *config, dome_error *err) {
+  memset(rules, 0, sizeof *rules);
+  rules->stop_fd = -1;
+  dome_rule_tables_init(&rules->tables);
+  rules->denials = json_array();
+  struct dome_compile_options compile = {.agent = options->agent};
+  int r = dome_compile_files(options->rules_path, options->entities_path, &compile, &rules->tables, err);
+  if (r < 0) return dome_error_wrap(err, "--rules");
+
+  rules->level = dome_kernel_probe_level();
+  if (rules->level == DOME_LEVEL_NONE)
+    return dome_error_set(
+        err, ENOTSUP,
+        "--rules: this host cannot load cgroup BPF programs (no cgroup2 or BPF): network rules "
+        "cannot be enforced (see dome doctor)");
+  if (rules->level == DOME_LEVEL_REDUCED && dome_landlock_check_tables(&rules->tables, err) < 0) {
+    if (!options->allow_degraded)
+      return dome_error_wrap(err, "--rules: reduced enforcement level (no BPF-LSM)");
+    snprintf(rules->degraded_reason, sizeof rules->degraded_reason, "%s", err->message);
+    rules->degraded_entries = count_inexpressible(&rules->tables);
+  }
+  if ((r = build_path_rules(rules, err)) < 0) return r;
+  config->path_rules = rules->path_rules;
+  config->path_rule_count = rules->path_rule_count;
+
+  int n = dome_net_resolv_conf_for_entries(rules->tables.net, rules->tables.net_count, rules->resolv_conf,
+                                           sizeof rules->resolv_conf, &rules->has_resolver, err);
+  if (n < 0) return dome_error_wrap(err, "--rules: resolv.conf");
+  config->resolv_conf = rules->resolv_conf;
+  config->hosts_dns = rules->has_resolver;
+
+  struct dome_kernel_options kernel_options = {.level = rules->level};
+  if ((r = dome_kernel_open(&rules->kernel, &kernel_options, err)) < 0)
+    return dome_error_wrap(err, "load the kernel programs");
+  if ((r = dome_kernel_install_tables(rules->kernel, 0, &rules->tables, err)) < 0)
+    return dome_error_wrap(err, "install the decision tables");
+  rules->kernel_hook = (struct dome_kernel_jail_hook){.kernel = rules->kernel, .ruleset = 0};
+
+  rules->egress = dome_compile_needs_egress(&rules->tables);
+  if (rules->egress) {
+    struct dome_net_config net_config = {0};
+    /* dome_net_open creates its state directory but not /run/dome itself (domed's runtime directory) */
+    if (mkdir("/run/dome", 0700) < 0 && errno != EEXIST)
+      return dome_error_set_errno(err, errno, "create `/run/dome`");
+    if ((r = dome_net_open(&net_config, &rules->net, err)) < 0)
+      return dome_error_wrap(err, "egress for the permitted network");
+    rules->net_hook = (struct dome_net_hook){
+        .net = rules->net, .entries = rules->tables.net, .count = rules->tables.net_count};
+  }
+  rules->stop_fd = eventfd(0, EFD_CLOEXEC);
+  if (rules->stop_fd < 0) return dome_error_set_errno(err, errno, "eventfd");
+  config->hook_context = rules;
+  config->on_cgroup_ready = on_cgroup_ready;
+  config->on_namespaces_ready = on_namespaces_ready;
+  return 0;
+}
+
+void run_rules_finish(struct run_rules *rules) {
+  if (rules->poller_running) {
+    uint64_t one = 1;
+    if (write(rules->stop_fd, &one, sizeof one) < 0) { /* the poller also wakes every second */
+    }
+    pthread_join((pthread_t)rules->poller, NULL);
+    rules->poller_running = false;
+  }
+  dome_error err;
+  if (rules->kernel) {
+    /* the hooks run synchronously in the refused task: everything is in the ring buffer already */
+    while (dome_kernel_poll_denials(rules->kernel, 0, collect, rules, &err) > 0) {
+    }
+    if (rules->kernel_hook.attachment) dome_kernel_detach(rules->kernel, rules->kernel_hook.attachment);
+    rules->kernel_hook.attachment = NULL;
+  }
+  if (rules->net && rules->net_hook.jail) dome_net_jail_teardown(rules->net, rules->net_hook.jail, &err);
+  rules->net_hook.jail = NULL;
+}
+
+void run_rules_report(const struct run_rules *rules, json_t *result) {
+  json_object_set(result, "denials", rules->denials);
+  json_t *o = json_pack(
+      "{s:s, s:s, s:b, s:i, s:i, s:i, s:b}", "agent", rules->tables.agent ? rules->tables.agent : "", "level",
+      dome_enforcement_level_name(rules->level), "degraded", rules->degraded_reason[0] != 0,
+      "degraded_entries", (int)rules->degraded_entries, "network_entries", (int)rules->tables.net_count,
+      "file_entries", (int)rules->tables.file_count, "egress", rules->egress);
+  if (o && rules->degraded_reason[0])
+    json_object_set_new(o, "degraded_reason", json_string(rules->degraded_reason));
+  if (o) json_object_set_new(o, "denials_total", json_integer((json_int_t)rules->denial_count));
+  json_object_set_new(result, "rules", o);
+}
+
+void run_rules_release(struct run_rules *rules) {
+  run_rules_finish(rules);
+  dome_kernel_close(rules->kernel);
+  rules->kernel = NULL;
+  dome_net_close(rules->net);
+  rules->net = NULL;
+  if (rules->stop_fd >= 0) close(rules->stop_fd);
+  rules->stop_fd = -1;
+  free(rules->path_rules);
+  rules->path_rules = NULL;
+  json_decref(rules->denials);
+  rules->denials = NULL;
+  dome_rule_tables_free(&rules->tables);
+}
