@@ -397,6 +397,7 @@ int journal_close(journal *j, dome_error *err) {
     }
   }
   if (j->fd >= 0) close(j->fd);
+  if (j->lock_fd > 0) close(j->lock_fd);
   ZSTD_freeCCtx(j->cctx);
   free(j->out.data);
   free(j->line.data);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -316,6 +317,29 @@ int journal_open(const journal_options *options, journal **out, dome_error *err)
   DEFAULT(compression_level);
 #undef DEFAULT
   j->fd = -1;
+  j->lock_fd = -1;
+  /* One writer per journal: a second appender (the CLI while domed runs, a second domed) would
+   * interleave frames and fork the Merkle tree. The lock dies with the process, so a crash needs
+   * no clean-up. */
+  {
+    char lock_path[4200];
+    snprintf(lock_path, sizeof lock_path, "%s/writer.lock", options->directory);
+    j->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (j->lock_fd < 0) {
+      int saved = errno;
+      free(j);
+      return dome_error_set_errno(err, saved, "open journal `%s`: create `%s`", options->directory,
+                                  lock_path);
+    }
+    if (flock(j->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+      int saved = errno;
+      close(j->lock_fd);
+      free(j);
+      return dome_error_set(err, saved == EWOULDBLOCK ? EBUSY : saved,
+                            "open journal `%s`: another writer holds it (domed running?)",
+                            options->directory);
+    }
+  }
   j->directory = strdup(options->directory);
   if (options->signing_key_path)
     j->key_path = strdup(options->signing_key_path);

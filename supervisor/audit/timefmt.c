@@ -97,7 +97,12 @@ int journal_parse_time(const char *text, int64_t *unix_ns, dome_error *err) {
                   .tm_min = minute,
                   .tm_sec = second};
   time_t seconds = timegm(&tm);
-  *unix_ns = ((int64_t)seconds - (int64_t)offset_minutes * 60) * 1000000000 + nanoseconds;
+  int64_t utc_seconds = (int64_t)seconds - (int64_t)offset_minutes * 60, scaled;
+  /* Event times are int64 nanoseconds since the epoch: 1677-09-21 .. 2262-04-11. */
+  if (__builtin_mul_overflow(utc_seconds, (int64_t)1000000000, &scaled) ||
+      __builtin_add_overflow(scaled, (int64_t)nanoseconds, unix_ns))
+    return dome_error_set(err, ERANGE,
+                          "invalid time `%s`: outside 1677-09-21..2262-04-11 (int64 nanoseconds)", text);
   return 0;
 bad:
   return dome_error_set(err, EINVAL, "invalid time `%s`: expected RFC 3339 (2026-11-29T14:27:37Z) or a date",

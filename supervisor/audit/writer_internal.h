@@ -55,6 +55,7 @@ struct journal {
 
   /* Writer thread only (and open before the thread starts). */
   int fd;
+  int lock_fd; /* <dir>/writer.lock, flock(LOCK_EX) held while open: one writer per journal */
   char segment_name[48];
   uint64_t segment_first_seq;
   off_t written;   /* bytes of the active segment on disk */

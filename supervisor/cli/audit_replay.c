@@ -13,9 +13,8 @@
 
 #include "supervisor/audit/journal.h"
 #include "supervisor/cli/command.h"
+#include "supervisor/control/control.h"
 #include "supervisor/replay/replay.h"
-
-#define CONTROL_SOCKET_DEFAULT "/run/dome/control.sock"
 
 struct view {
   double speed; /* 0: instantly */
@@ -96,12 +95,13 @@ static int print_step(void *context, json_t *step, dome_error *err) {
   return 0;
 }
 
-/* domed holds the journal while it runs: the CLI must not write to it then. */
+/* domed holds the journal while it runs (the journal has one writer): the CLI must not write to it then.
+ * Conservative: any domed answering on the control socket ($DOME_CONTROL_SOCKET or the default) counts. */
 static bool domed_running(void) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   struct sockaddr_un address = {.sun_family = AF_UNIX};
-  snprintf(address.sun_path, sizeof address.sun_path, "%s", CONTROL_SOCKET_DEFAULT);
+  snprintf(address.sun_path, sizeof address.sun_path, "%s", control_socket_path(NULL));
   bool running = connect(fd, (struct sockaddr *)&address, sizeof address) == 0;
   close(fd);
   return running;

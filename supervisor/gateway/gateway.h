@@ -15,7 +15,8 @@
  * every JSON message and every SSE event is at most max_message_bytes, a stream at most
  * max_stream_bytes in total; a backend that hangs, answers garbage, closes mid-stream or streams forever
  * yields a one-line error naming the backend within the deadline. Memory per call is bounded by
- * max_message_bytes plus a constant.
+ * about three times max_message_bytes (the SSE line and event buffers, grown on demand, and the
+ * decoded message).
  *
  * Exposure: a backend's tool `t` is exposed as `<backend>.<t>` (MCP tool names: 1..128 of
  * [A-Za-z0-9_.-], revision 2025-11-25 server/tools "Tool names"); tools whose exposed name would be
@@ -200,7 +201,8 @@ int gateway_registry_call(gateway_registry *registry, json_t *entry, const char 
                           const char *tool, json_t *arguments, const struct gateway_call_options *options,
                           json_t **result, int *rpc_error, dome_error *err);
 
-/* Forget a backend (after `dome tool remove`): its session is closed. Unknown names are ignored. */
+/* Forget a backend (after `dome tool remove` or a changed registry entry): its client is dropped and
+ * its session closed once no running call uses it. Unknown names are ignored. */
 void gateway_registry_forget(gateway_registry *registry, const char *name);
 
 /* ------------------------------------------------------------------ grants, delegation, Cedar (entities.c)

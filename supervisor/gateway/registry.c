@@ -157,29 +157,31 @@ json_t *gateway_registry_resolve(json_t *entries, const char *exposed, char tool
   return best;
 }
 
-/* ---- live backends ---- */
+/* ---- live backends ----
+ * Each backend name has a slot; the slot's current client is a `struct live`, reference-counted so that
+ * a client replaced (url or credential changed, failed listing, `forget`) is closed when its last
+ * running call ends, never under it. */
+
+struct live {
+  gateway_backend *backend;
+  unsigned refs; /* calls using it, + 1 while it is the slot's current client; under registry->lock */
+};
 
 struct slot {
   char name[128];
   char *url;
   char *auth_header;
-  gateway_backend *backend;
-  json_t *tools; /* exposed list */
+  struct live *live; /* NULL: not connected */
+  json_t *tools;     /* exposed list of the current client */
   uint64_t tools_at_ms;
-  pthread_mutex_t lock; /* connect and the cached list */
+  pthread_mutex_t lock; /* connect, live and the cached list */
   struct slot *next;
-};
-
-struct retired {
-  gateway_backend *backend;
-  struct retired *next;
 };
 
 struct gateway_registry {
   struct gateway_registry_options options;
-  pthread_mutex_t lock; /* the slot list and the retired list */
+  pthread_mutex_t lock; /* the slot list and every live->refs */
   struct slot *slots;
-  struct retired *retired; /* replaced clients, closed at gateway_registry_free (calls may still use them) */
 };
 
 static uint64_t now_ms(void) {
@@ -199,9 +201,35 @@ int gateway_registry_create(const struct gateway_registry_options *options, gate
   return 0;
 }
 
-static void slot_free(struct slot *slot) {
-  gateway_backend_close(slot->backend);
+static void live_release(gateway_registry *registry, struct live *live) {
+  if (live == NULL) return;
+  pthread_mutex_lock(&registry->lock);
+  bool last = --live->refs == 0;
+  pthread_mutex_unlock(&registry->lock);
+  if (last) {
+    gateway_backend_close(live->backend); /* ends the backend session (bounded by its timeouts) */
+    free(live);
+  }
+}
+
+static struct live *live_acquire(gateway_registry *registry, struct live *live) {
+  pthread_mutex_lock(&registry->lock);
+  live->refs++;
+  pthread_mutex_unlock(&registry->lock);
+  return live;
+}
+
+/* Drop the slot's current client (under slot->lock). */
+static void retire(gateway_registry *registry, struct slot *slot) {
+  struct live *live = slot->live;
+  slot->live = NULL;
   json_decref(slot->tools);
+  slot->tools = NULL;
+  live_release(registry, live);
+}
+
+static void slot_free(gateway_registry *registry, struct slot *slot) {
+  retire(registry, slot);
   free(slot->url);
   if (slot->auth_header) explicit_bzero(slot->auth_header, strlen(slot->auth_header));
   free(slot->auth_header);
@@ -213,12 +241,7 @@ void gateway_registry_free(gateway_registry *registry) {
   if (registry == NULL) return;
   for (struct slot *slot = registry->slots, *next; slot; slot = next) {
     next = slot->next;
-    slot_free(slot);
-  }
-  for (struct retired *old = registry->retired, *next; old; old = next) {
-    next = old->next;
-    gateway_backend_close(old->backend);
-    free(old);
+    slot_free(registry, slot);
   }
   pthread_mutex_destroy(&registry->lock);
   free(registry);
@@ -241,28 +264,14 @@ static struct slot *slot_find(gateway_registry *registry, const char *name, bool
   return slot;
 }
 
-static void retire(gateway_registry *registry, struct slot *slot) {
-  if (slot->backend == NULL) return;
-  struct retired *old = malloc(sizeof *old);
-  pthread_mutex_lock(&registry->lock);
-  if (old) {
-    old->backend = slot->backend;
-    old->next = registry->retired;
-    registry->retired = old;
-  } /* else: leaked rather than freed under a running call */
-  pthread_mutex_unlock(&registry->lock);
-  slot->backend = NULL;
-  json_decref(slot->tools);
-  slot->tools = NULL;
-}
-
 static bool same(const char *a, const char *b) {
   return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
 }
 
-/* The connected client of `entry`'s backend; the slot is returned locked. */
+/* The connected client of `entry`'s backend (a reference: live_release it) and its slot, returned with
+ * slot->lock held. */
 static int slot_acquire(gateway_registry *registry, json_t *entry, const char *auth_header, struct slot **out,
-                        dome_error *err) {
+                        struct live **live_out, dome_error *err) {
   const char *name = json_string_value(json_object_get(entry, "name"));
   const char *url = json_string_value(json_object_get(entry, "url"));
   if (name == NULL || !gateway_entry_is_external(entry))
@@ -271,9 +280,8 @@ static int slot_acquire(gateway_registry *registry, json_t *entry, const char *a
   struct slot *slot = slot_find(registry, name, true);
   if (slot == NULL) return dome_error_set(err, ENOMEM, "backend `%s`", name);
   pthread_mutex_lock(&slot->lock);
-  if (slot->backend && (!same(slot->url, url) || !same(slot->auth_header, auth_header)))
-    retire(registry, slot);
-  if (slot->backend == NULL) {
+  if (slot->live && (!same(slot->url, url) || !same(slot->auth_header, auth_header))) retire(registry, slot);
+  if (slot->live == NULL) {
     free(slot->url);
     free(slot->auth_header);
     slot->url = strdup(url);
@@ -288,13 +296,18 @@ static int slot_acquire(gateway_registry *registry, json_t *entry, const char *a
         .ca_file = json_string_value(json_object_get(entry, "ca_file")),
         .client_name = "dome",
     };
-    int rc = gateway_backend_connect(&options, &slot->backend, err);
+    struct live *live = calloc(1, sizeof *live);
+    int rc = live ? gateway_backend_connect(&options, &live->backend, err)
+                  : dome_error_set(err, ENOMEM, "backend `%s`", name);
     if (rc < 0) {
-      slot->backend = NULL;
+      free(live);
       pthread_mutex_unlock(&slot->lock);
       return rc;
     }
+    live->refs = 1; /* the slot's */
+    slot->live = live;
   }
+  *live_out = live_acquire(registry, slot->live);
   *out = slot;
   return 0;
 }
@@ -318,27 +331,35 @@ static json_t *expose(const char *backend, json_t *tools) {
 int gateway_registry_list_tools(gateway_registry *registry, json_t *entry, const char *auth_header,
                                 json_t **out, dome_error *err) {
   struct slot *slot;
-  int rc = slot_acquire(registry, entry, auth_header, &slot, err);
+  struct live *live;
+  int rc = slot_acquire(registry, entry, auth_header, &slot, &live, err);
   if (rc < 0) return rc;
   uint64_t now = now_ms();
   if (slot->tools && now - slot->tools_at_ms < registry->options.tools_ttl_ms) {
     *out = json_deep_copy(slot->tools);
     pthread_mutex_unlock(&slot->lock);
+    live_release(registry, live);
     return 0;
   }
+  /* Listed without the slot lock: a slow backend delays no call. */
+  pthread_mutex_unlock(&slot->lock);
   json_t *tools = NULL;
-  /* Listed under the slot lock: concurrent listings of one backend wait for one answer. */
-  rc = gateway_backend_list_tools(slot->backend, &tools, err);
+  rc = gateway_backend_list_tools(live->backend, &tools, err);
+  pthread_mutex_lock(&slot->lock);
   if (rc == 0) {
-    json_decref(slot->tools);
-    slot->tools = expose(slot->name, tools);
-    slot->tools_at_ms = now;
-    *out = json_deep_copy(slot->tools);
+    json_t *exposed = expose(slot->name, tools);
+    if (slot->live == live) {
+      json_decref(slot->tools);
+      slot->tools = json_incref(exposed);
+      slot->tools_at_ms = now;
+    }
+    *out = exposed;
     json_decref(tools);
-  } else if (rc != -EREMOTEIO) {
+  } else if (rc != -EREMOTEIO && slot->live == live) {
     retire(registry, slot); /* reconnect on the next use */
   }
   pthread_mutex_unlock(&slot->lock);
+  live_release(registry, live);
   return rc;
 }
 
@@ -347,11 +368,13 @@ int gateway_registry_call(gateway_registry *registry, json_t *entry, const char 
                           json_t **result, int *rpc_error, dome_error *err) {
   if (rpc_error) *rpc_error = 0;
   struct slot *slot;
-  int rc = slot_acquire(registry, entry, auth_header, &slot, err);
+  struct live *live;
+  int rc = slot_acquire(registry, entry, auth_header, &slot, &live, err);
   if (rc < 0) return rc;
-  gateway_backend *backend = slot->backend; /* stays valid: replaced clients are only retired */
   pthread_mutex_unlock(&slot->lock);
-  return gateway_backend_call_tool(backend, tool, arguments, options, result, rpc_error, err);
+  rc = gateway_backend_call_tool(live->backend, tool, arguments, options, result, rpc_error, err);
+  live_release(registry, live);
+  return rc;
 }
 
 void gateway_registry_forget(gateway_registry *registry, const char *name) {

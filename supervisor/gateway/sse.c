@@ -10,10 +10,10 @@ struct gateway_sse {
   size_t max_event_bytes;
   gateway_sse_event_fn on_event;
   void *context;
-  char *line; /* current line (without its end) */
-  size_t line_length;
-  char *data; /* data buffer of the current event */
-  size_t data_length;
+  char *line; /* current line (without its end); grown on demand up to max_event_bytes + 1 */
+  size_t line_length, line_capacity;
+  char *data; /* data buffer of the current event; likewise */
+  size_t data_length, data_capacity;
   char event_type[64];
   char last_id[256];
   bool pending_cr; /* the previous chunk ended in CR: a following LF belongs to it */
@@ -26,12 +26,6 @@ struct gateway_sse *gateway_sse_new(size_t max_event_bytes, gateway_sse_event_fn
   sse->max_event_bytes = max_event_bytes ? max_event_bytes : (4u << 20);
   sse->on_event = on_event;
   sse->context = context;
-  sse->line = malloc(sse->max_event_bytes + 1);
-  sse->data = malloc(sse->max_event_bytes + 1);
-  if (sse->line == NULL || sse->data == NULL) {
-    gateway_sse_free(sse);
-    return NULL;
-  }
   return sse;
 }
 
@@ -44,6 +38,20 @@ void gateway_sse_free(struct gateway_sse *sse) {
 
 const char *gateway_sse_last_event_id(const struct gateway_sse *sse) {
   return sse->last_id;
+}
+
+/* Make room for `needed` bytes (+1 for a NUL) in *buffer, never beyond max_event_bytes + 1. */
+static int reserve(struct gateway_sse *sse, char **buffer, size_t *capacity, size_t needed) {
+  if (needed > sse->max_event_bytes) return -EMSGSIZE;
+  if (needed + 1 <= *capacity) return 0;
+  size_t next = *capacity ? *capacity : 256;
+  while (next < needed + 1) next *= 2;
+  if (next > sse->max_event_bytes + 1) next = sse->max_event_bytes + 1;
+  char *grown = realloc(*buffer, next);
+  if (grown == NULL) return -ENOMEM;
+  *buffer = grown;
+  *capacity = next;
+  return 0;
 }
 
 static int dispatch(struct gateway_sse *sse) {
@@ -60,6 +68,8 @@ static int dispatch(struct gateway_sse *sse) {
 }
 
 static int process_line(struct gateway_sse *sse) {
+  int rc = reserve(sse, &sse->line, &sse->line_capacity, sse->line_length);
+  if (rc < 0) return rc;
   char *line = sse->line;
   size_t length = sse->line_length;
   line[length] = '\0';
@@ -75,7 +85,8 @@ static int process_line(struct gateway_sse *sse) {
     value_length = length - (size_t)(value - line);
   }
   if (strcmp(line, "data") == 0) {
-    if (sse->data_length + value_length + 1 > sse->max_event_bytes) return -EMSGSIZE;
+    rc = reserve(sse, &sse->data, &sse->data_capacity, sse->data_length + value_length + 1);
+    if (rc < 0) return rc;
     memcpy(sse->data + sse->data_length, value, value_length);
     sse->data_length += value_length;
     sse->data[sse->data_length++] = '\n';
@@ -106,7 +117,10 @@ int gateway_sse_feed(struct gateway_sse *sse, const char *data, size_t length) {
       if (rc != 0) return rc;
       continue;
     }
-    if (sse->line_length >= sse->max_event_bytes) return -EMSGSIZE;
+    if (sse->line_length >= sse->line_capacity) {
+      int rc = reserve(sse, &sse->line, &sse->line_capacity, sse->line_length + 1);
+      if (rc < 0) return rc;
+    }
     sse->line[sse->line_length++] = c;
   }
   return 0;

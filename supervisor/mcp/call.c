@@ -106,7 +106,8 @@ const char *mcp_call_session_id(const mcp_call *call) {
   return call->session_id;
 }
 
-void mcp_call_cancel(mcp_call *call) {
+void mcp_call_cancel(mcp_call *call, bool by_client) {
+  if (by_client) atomic_store(&call->cancelled_by_client, true);
   if (atomic_exchange(&call->cancelled, true)) return;
   uint64_t one = 1;
   ssize_t written = write(call->cancel_fd, &one, sizeof one);
@@ -124,14 +125,20 @@ static void *call_thread(void *argument) {
   json_t *result = server->handlers.call_tool(server->handlers.context, &call->identity, call->tool_name,
                                               call->arguments, call, &rpc_error, &err);
   json_t *message;
-  if (result != NULL)
+  if (atomic_load(&call->cancelled) && !atomic_load(&call->cancelled_by_client)) {
+    /* cancelled by the server (shutdown, session ended): the client still gets an answer */
+    json_decref(result);
+    message = mcp_jsonrpc_error(call->request_id, MCP_INTERNAL_ERROR,
+                                "request cancelled: server shutting down or session ended");
+  } else if (result != NULL) {
     message = mcp_jsonrpc_result(call->request_id, result);
-  else
+  } else {
     message = mcp_jsonrpc_error(call->request_id, rpc_error ? rpc_error : MCP_INTERNAL_ERROR,
                                 err.message[0] ? err.message : "internal error");
+  }
   pthread_mutex_lock(&call->lock);
-  if (atomic_load(&call->cancelled))
-    json_decref(message); /* a cancelled request gets no response (basic/utilities/cancellation) */
+  if (atomic_load(&call->cancelled_by_client))
+    json_decref(message); /* a request the client cancelled gets no response (basic/utilities/cancellation) */
   else
     append_event_locked(call, message, true);
   call->done = true;

@@ -369,7 +369,7 @@ void mcp_server_cancel_all(mcp_server *server) {
   server->stopping = true;
   for (size_t i = 0; i < server->session_count; i++)
     for (mcp_call *call = server->sessions[i]->calls; call; call = call->next_in_session)
-      mcp_call_cancel(call);
+      mcp_call_cancel(call, false);
   pthread_mutex_unlock(&server->lock);
 }
 

@@ -131,7 +131,8 @@ bool mcp_call_wants_progress(const mcp_call *call);
 void mcp_call_progress(mcp_call *call, double progress, const char *message);
 
 /* A file descriptor (eventfd) that becomes readable when the client cancels the request
- * (notifications/cancelled), ends the session, or the server shuts down. Owned by the call. */
+ * (notifications/cancelled: no response is sent), ends the session, or the server shuts down (then the
+ * client gets -32603 whatever the handler returns). Owned by the call. */
 int mcp_call_cancel_fd(const mcp_call *call);
 bool mcp_call_cancelled(const mcp_call *call);
 

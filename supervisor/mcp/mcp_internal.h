@@ -36,6 +36,7 @@ struct mcp_call {
   char session_id[MCP_SESSION_ID_BYTES * 2 + 1];
   int cancel_fd;
   atomic_bool cancelled;
+  atomic_bool cancelled_by_client; /* notifications/cancelled: no response is sent */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   char *out; /* SSE bytes not yet sent */
@@ -81,7 +82,7 @@ void mcp_session_cancel_request(mcp_server *server, struct mcp_session *session,
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
                    const json_t *request_id, const char *name, json_t *arguments,
                    const json_t *progress_token, struct MHD_Response **response, dome_error *err);
-void mcp_call_cancel(mcp_call *call);
+void mcp_call_cancel(mcp_call *call, bool by_client);
 
 /* protocol.c: handle one POSTed message; returns the HTTP response queued by the caller. */
 struct mcp_post {

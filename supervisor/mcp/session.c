@@ -82,7 +82,7 @@ void mcp_session_release(mcp_server *server, struct mcp_session *session) {
 }
 
 static void cancel_calls_locked(struct mcp_session *session) {
-  for (mcp_call *call = session->calls; call; call = call->next_in_session) mcp_call_cancel(call);
+  for (mcp_call *call = session->calls; call; call = call->next_in_session) mcp_call_cancel(call, false);
 }
 
 void mcp_session_close(mcp_server *server, struct mcp_session *session) {
@@ -116,6 +116,6 @@ void mcp_session_close_all(mcp_server *server) {
 void mcp_session_cancel_request(mcp_server *server, struct mcp_session *session, const json_t *request_id) {
   pthread_mutex_lock(&server->lock);
   for (mcp_call *call = session->calls; call; call = call->next_in_session)
-    if (json_equal(call->request_id, (json_t *)request_id)) mcp_call_cancel(call);
+    if (json_equal(call->request_id, (json_t *)request_id)) mcp_call_cancel(call, true);
   pthread_mutex_unlock(&server->lock);
 }

@@ -104,7 +104,7 @@ function leaf() {
     case 4: return pick(['principal', 'action', 'resource', 'context']);
     case 5: return `${pick(['principal', 'resource', 'context'])}${attrAccess()}`;
     case 6: return pick(['ip("10.0.0.1")', 'decimal("1.5")', 'datetime("2024-01-01")', 'duration("1h")']);
-    case 7: return chance(0.9) ? 'context.flag' : 'unknown("u")';
+    case 7: return 'context.flag';
     default: return `principal${attrAccess()}`;
   }
 }

@@ -6,6 +6,7 @@
  *                                               forward a call, redact its result and progress
  *   concurrent URL AUTH_FILE TOOL TIMEOUT_MS    call TOOL (a broken one) while a healthy call (add)
  *                                               runs on the same registry; both outcomes and times
+ *   reconnect URL AUTH_FILE                     list, forget, list, change the url, list, call
  *   serve ...                                   a gateway MCP endpoint (serve.c)
  *   bench URL AUTH_FILE N                       N calls of add: median µs of the bare client and of
  *                                               the gateway path (resolve + Cedar + forward + redact)
@@ -346,6 +347,33 @@ int main(int argc, char **argv) {
     print(json_pack("{s:o,s:o}", "broken", broken.out, "healthy", healthy));
     json_decref(arguments);
     guard_free(guard);
+    json_decref(entry);
+  } else if (strcmp(mode, "reconnect") == 0) {
+    /* list; forget; list; the entry's url changes; list; a call; all on fresh clients */
+    json_t *entry = entry_of(url, NULL);
+    json_t *results = json_array();
+    for (int step = 0; step < 3; step++) {
+      if (step == 1) gateway_registry_forget(registry, "ext");
+      if (step == 2) {
+        char changed[1100];
+        snprintf(changed, sizeof changed, "%s?changed=1", url);
+        json_object_set_new(entry, "url", json_string(changed));
+      }
+      json_t *tools = NULL;
+      int rc = gateway_registry_list_tools(registry, entry, auth, &tools, &err);
+      json_array_append_new(results, json_integer(rc == 0 ? (json_int_t)json_array_size(tools) : rc));
+      json_decref(tools);
+    }
+    json_t *arguments = json_pack("{s:i,s:i}", "a", 1, "b", 2);
+    json_t *result = NULL;
+    int rc = gateway_registry_call(registry, entry, auth, "add", arguments, NULL, &result, NULL, &err);
+    json_array_append_new(results,
+                          json_integer(rc == 0 ? json_integer_value(json_object_get(
+                                                     json_object_get(result, "structuredContent"), "sum"))
+                                               : rc));
+    print(json_pack("{s:b,s:o}", "ok", 1, "steps", results));
+    json_decref(result);
+    json_decref(arguments);
     json_decref(entry);
   } else if (strcmp(mode, "bench") == 0 && argc >= 5) {
     json_t *entry = entry_of(url, "content=SENSITIVE");

@@ -385,6 +385,39 @@ static void test_time_format_and_parse(void **state) {
   }
   assert_int_equal(journal_parse_time("yesterday", &ns, &err), -EINVAL);
   assert_non_null(strstr(err.message, "yesterday"));
+  /* Bug fixed: a time past int64 nanoseconds overflowed silently, so `--until 2999-01-01` filtered
+   * with a garbage bound. It is now refused, naming the text. */
+  ns = 42;
+  assert_int_equal(journal_parse_time("2999-01-01", &ns, &err), -ERANGE);
+  assert_non_null(strstr(err.message, "2999-01-01"));
+  assert_int_equal(ns, 42);
+  assert_int_equal(journal_parse_time("2262-04-11T23:47:16Z", &ns, &err), 0);
+  assert_int_equal(journal_parse_time("2262-04-11T23:47:17Z", &ns, &err), -ERANGE);
+}
+
+/* Bug fixed: two writers on one directory interleaved frames and forked the Merkle tree. The second
+ * journal_open is now refused with -EBUSY and the first writer goes on undisturbed. */
+static void test_second_writer_refused(void **state) {
+  (void)state;
+  char *directory = make_directory();
+  journal *first = open_journal(directory, 0, 0);
+  append(first, "{\"type\":\"test.one\"}");
+  journal_options options;
+  journal_options_init(&options, directory);
+  journal *second = NULL;
+  dome_error err = {0};
+  assert_int_equal(journal_open(&options, &second, &err), -EBUSY);
+  assert_null(second);
+  assert_non_null(strstr(err.message, "another writer"));
+  assert_int_equal(append(first, "{\"type\":\"test.two\"}"), 2);
+  assert_int_equal(journal_close(first, &err), 0);
+  /* The lock dies with the writer: reopening works and continues the sequence. */
+  journal *again = open_journal(directory, 0, 0);
+  /* close wrote a checkpoint event after seq 2, so the next event comes after it */
+  assert_true(append(again, "{\"type\":\"test.three\"}") > 3);
+  assert_int_equal(journal_close(again, &err), 0);
+  assert_verifies(directory, 0);
+  remove_directory(directory);
 }
 
 int main(void) {
@@ -398,6 +431,7 @@ int main(void) {
       cmocka_unit_test(test_inclusion_proofs),
       cmocka_unit_test(test_retention_drops_whole_segments),
       cmocka_unit_test(test_time_format_and_parse),
+      cmocka_unit_test(test_second_writer_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

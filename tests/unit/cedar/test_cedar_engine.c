@@ -78,6 +78,9 @@ static void operators_and_errors(void **state) {
   expect("{a: 1, b: [true]} == {b: [true], a: 1}", ALLOW);
   expect("\"a\" < \"b\"", ERROR);
   expect("context.n", ERROR); /* not a bool */
+  /* unknown("name") parses (upstream's partial-evaluation extension) and errors when evaluated */
+  expect("unknown(\"x\") == 1", ERROR);
+  expect("true || unknown(\"x\")", ALLOW);
 }
 
 static void entities_and_hierarchy(void **state) {
