@@ -85,7 +85,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBRARIES)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LINK_LIBRARIES) $(LDLIBS_COMMON)
 
-.PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install difftest vmtest
+.PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install difftest fuzz vmtest
 all: $(addprefix $(BUILD)/,$(PROGRAMS))
 generated: $(GENERATED)
 unit-tests: $(UNIT_TESTS)
@@ -93,8 +93,13 @@ unit-tests: $(UNIT_TESTS)
 asan:
 	$(MAKE) BUILD=$(BUILD)/asan SANITIZE=1 all unit-tests
 
-# `make test`: everything a fresh machine needs (scripts/install-deps first, as .ci/run does).
-test: all unit-tests asan
+# `make test`: the whole set-up on a fresh machine (Debian packages and the tests' Node
+# dev-dependencies through scripts/install-deps, idempotent), the build, the sanitizer build, and
+# every suite; ends with `N passed, N failed`.
+test:
+	scripts/install-deps
+	$(MAKE) all unit-tests
+	$(MAKE) asan
 	tests/run --build $(BUILD)
 
 test-quick: all unit-tests
@@ -108,6 +113,14 @@ demo:
 
 vmtest: all
 	scripts/vmtest --build $(BUILD)
+
+# Differential tests against the reference Cedar implementation (cedar-wasm): 100,000 random cases.
+difftest: all
+	tests/difftest/run --build $(BUILD) --cases 100000
+
+# libFuzzer targets (policy parser, EST, entities, schema) under ASan+UBSan, 10 minutes each.
+fuzz:
+	tests/fuzz/run --build $(BUILD) --seconds 600
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -198,10 +198,15 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
 
 static void stream_free(void *cls) {
   mcp_call *call = cls;
+  mcp_server *server = call->server;
   pthread_mutex_lock(&call->lock);
   call->stream_gone = true;
   pthread_mutex_unlock(&call->lock);
   call_unref(call);
+  pthread_mutex_lock(&server->lock);
+  server->streams_open--;
+  pthread_cond_broadcast(&server->idle);
+  pthread_mutex_unlock(&server->lock);
 }
 
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
@@ -233,6 +238,9 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
     call_unref(call);
     return dome_error_set(err, ENOMEM, "create event stream");
   }
+  pthread_mutex_lock(&server->lock);
+  server->streams_open++; /* until stream_free */
+  pthread_mutex_unlock(&server->lock);
   pthread_mutex_lock(&server->lock);
   if (server->stopping || session->closed) {
     pthread_mutex_unlock(&server->lock);

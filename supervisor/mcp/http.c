@@ -394,6 +394,14 @@ void mcp_server_stop(mcp_server *server) {
   if (server == NULL) return;
   mcp_server_cancel_all(server);
   mcp_server_wait_idle(server, 30000);
+  /* let the connection threads send the last answers before the connections are closed */
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 3;
+  pthread_mutex_lock(&server->lock);
+  while (server->streams_open > 0)
+    if (pthread_cond_timedwait(&server->idle, &server->lock, &deadline) == ETIMEDOUT) break;
+  pthread_mutex_unlock(&server->lock);
   mcp_session_close_all(server);
   if (server->daemon) MHD_stop_daemon(server->daemon);
   mcp_server_wait_idle(server, 5000);

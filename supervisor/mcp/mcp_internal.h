@@ -61,6 +61,7 @@ struct mcp_server {
   struct mcp_session **sessions;
   size_t session_count;
   unsigned calls_active;
+  unsigned streams_open; /* tools/call responses not yet fully sent or dropped */
   bool stopping;
   struct mcp_server_stats stats;
 };

@@ -91,6 +91,10 @@ function checkExpect(task, result, progress, elapsed, leavesBefore) {
     const count = (s.redactions || []).reduce((sum, r) => sum + (r.count || 0), 0);
     check(count >= expect.redactions_min, `${id}: at least ${expect.redactions_min} redactions (got ${count})`,
       s.redactions);
+    // env_vars (SENSITIVE) is redacted on every run; the task's redactions are about what the program printed
+    const inOutput = (s.redactions || []).filter((r) => r.field !== 'env_vars').reduce((sum, r) => sum + (r.count || 0), 0);
+    check(inOutput >= expect.redactions_min,
+      `${id}: at least ${expect.redactions_min} of them in the program's output, not env_vars (got ${inOutput})`, s.redactions);
   }
   if ('denials_min' in expect)
     check((s.denials || []).length >= expect.denials_min,
