@@ -136,8 +136,10 @@ void domed_authorize(struct domed *domed, struct domed_rules *rules, const struc
     json_object_set_new(context, "actas", json_string(principal->actas));
   char *entities_text = json_dumps(entities, JSON_COMPACT);
   char *context_text = json_dumps(context, JSON_COMPACT);
-  json_decref(entities);
-  json_decref(context);
+  decision->request =
+      json_pack("{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:o,s:o}", "principal", "type", "Dome::Agent", "id",
+                principal->agent, "action", "type", "Dome::Action", "id", action, "resource", "type",
+                "Dome::MCPTool", "id", DOMED_BUILTIN_TOOL, "context", context, "entities", entities);
   cedar_entities *cedar_entities = NULL;
   cedar_context *cedar_context = NULL;
   cedar_diagnostic diag;
@@ -181,5 +183,7 @@ void domed_authorize(struct domed *domed, struct domed_rules *rules, const struc
 void domed_decision_release(struct domed_decision *decision) {
   json_decref(decision->determining);
   json_decref(decision->errors);
+  json_decref(decision->request);
+  decision->request = NULL;
   decision->determining = decision->errors = NULL;
 }

@@ -147,6 +147,9 @@ struct domed_decision {
   json_t *errors;      /* array of {policy, message} */
   int policy_version;
   char policy_name[128];
+  /* The request exactly as handed to the engine, for `dome rules simulate` (docs/simulate-replay.md):
+   * {principal, action, resource: {type, id}, context, entities}; NULL when it could not be built. */
+  json_t *request;
 };
 
 struct domed_principal {

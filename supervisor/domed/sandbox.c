@@ -79,6 +79,7 @@ static json_t *decision_event(const char *exec_id, const mcp_identity *identity,
   json_object_set_new(event, "policy_version", json_string(version));
   if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
   if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  if (decision->request) json_object_set(event, "request", decision->request);
   return event;
 }
 
