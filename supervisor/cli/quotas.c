@@ -99,7 +99,10 @@ static int list_main(int argc, char **argv) {
       json_output = true;
     else if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
       socket = argv[++i];
-    else {
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("usage: dome quotas list [--json] [--control-socket PATH]\n");
+      return 0;
+    } else {
       fprintf(stderr, "dome quotas list: unexpected argument `%s`\n", argv[i]);
       return DOME_EXIT_FAILURE;
     }

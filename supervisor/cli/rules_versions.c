@@ -1,4 +1,7 @@
-/* dome rules apply|list|show — versions of the Cedar rules domed enforces. */
+/* dome rules apply|list|show — versions of the Cedar rules domed enforces.
+ * `dome rules apply FILE --name N --simulate-first [--accept-diffs N] [--journal DIR]` first simulates
+ * FILE against domed's journal (supervisor/replay/replay.h simulate_rules_text) and activates it only when
+ * the number of changed decisions (allow->deny + deny->allow) is exactly the accepted count (default 0). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,22 +9,113 @@
 
 #include "supervisor/cli/command.h"
 #include "supervisor/control/control.h"
+#include "supervisor/replay/replay.h"
+
+#define SIMULATE_DIFFS_SHOWN 50 /* diffs printed before a refusal; the count covers them all */
+
+static void print_ids(json_t *ids) {
+  size_t i;
+  json_t *id;
+  if (json_array_size(ids) == 0) fputs("no policy", stdout);
+  json_array_foreach(ids, i, id) printf("%s%s", i ? "," : "", json_string_value(id));
+}
+
+static const char *text_of(json_t *object, const char *key) {
+  const char *value = json_string_value(json_object_get(object, key));
+  return value ? value : "?";
+}
+
+/* The journal domed writes: --journal, else domed's own (`audit.stream` {describe}), else
+ * $DOME_JOURNAL_DIR or the default. *owned receives a malloc'd copy when it came from domed. */
+static const char *journal_of_domed(const char *socket, const char *flag, char **owned) {
+  *owned = NULL;
+  if (flag) return flag;
+  json_t *args = json_pack("{s:b}", "describe", 1), *result = NULL;
+  dome_error err = {0};
+  if (control_call(control_socket_path(socket), "audit.stream", args, &result, &err) == 0) {
+    const char *dir = json_string_value(json_object_get(result, "journal_dir"));
+    if (dir) *owned = strdup(dir);
+  }
+  json_decref(args);
+  json_decref(result);
+  if (*owned) return *owned;
+  const char *env = getenv("DOME_JOURNAL_DIR");
+  return env && env[0] ? env : NULL; /* NULL: simulate_rules_text's default */
+}
+
+/* Simulate `text` against the journal; print the first diffs and the summary. Returns the number of
+ * changed decisions (>= 0), or -1 with the error printed (bad rules: file:line:col; damaged journal). */
+static long long simulate_first(const char *text, size_t length, const char *file, const char *journal_dir) {
+  json_t *report = NULL;
+  dome_error err = {0};
+  if (simulate_rules_text(text, length, file, journal_dir, SIMULATE_DIFFS_SHOWN, &report, &err) < 0) {
+    fprintf(stderr, "dome rules apply: --simulate-first: %s\n", err.message);
+    return -1;
+  }
+  json_t *summary = json_object_get(report, "summary");
+  long long to_deny = json_integer_value(json_object_get(summary, "allow_to_deny"));
+  long long to_allow = json_integer_value(json_object_get(summary, "deny_to_allow"));
+  size_t i;
+  json_t *diff;
+  json_array_foreach(json_object_get(report, "diffs"), i, diff) {
+    json_t *old = json_object_get(diff, "old"), *new = json_object_get(diff, "new");
+    printf("#%lld %s agent=%s %s %s: %s -> %s (was ",
+           (long long)json_integer_value(json_object_get(diff, "seq")), text_of(diff, "type"),
+           text_of(diff, "agent"), text_of(diff, "action"), text_of(diff, "resource"),
+           text_of(old, "decision"), text_of(new, "decision"));
+    print_ids(json_object_get(old, "determining"));
+    printf("; now ");
+    print_ids(json_object_get(new, "determining"));
+    printf(")\n");
+  }
+  if (json_is_true(json_object_get(report, "diffs_truncated")))
+    printf("... (first %d diffs shown)\n", SIMULATE_DIFFS_SHOWN);
+  printf(
+      "Simulated %s against %lld recorded requests of %s: %lld unchanged, %lld allow->deny, %lld "
+      "deny->allow, %lld errors\n",
+      file, (long long)json_integer_value(json_object_get(summary, "evaluated")),
+      journal_dir ? journal_dir : "the default journal",
+      (long long)json_integer_value(json_object_get(summary, "unchanged")), to_deny, to_allow,
+      (long long)json_integer_value(json_object_get(summary, "errors")));
+  json_decref(report);
+  return to_deny + to_allow;
+}
 
 static int apply_main(int argc, char **argv) {
-  const char *socket = NULL, *name = NULL, *file = NULL;
+  const char *socket = NULL, *name = NULL, *file = NULL, *journal_flag = NULL;
+  bool simulate = false;
+  long long accepted = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       printf(
-          "usage: dome rules apply FILE --name NAME [--control-socket PATH]\n"
+          "usage: dome rules apply FILE --name NAME [--simulate-first [--accept-diffs N] [--journal DIR]]\n"
+          "                        [--control-socket PATH]\n"
           "Validates FILE against the Dome schema, stores it as a new version and activates it atomically:\n"
-          "running executions keep their version, new calls get the new one.\n");
+          "running executions keep their version, new calls get the new one.\n"
+          "--simulate-first: first re-evaluate the decisions recorded in domed's journal (or DIR) under "
+          "FILE\n"
+          "and print what changes; refuse (exit 125, nothing applied) unless the number of changed\n"
+          "decisions is exactly N (default 0).\n");
       return 0;
     }
     if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
       socket = argv[++i];
     else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
       name = argv[++i];
-    else if (argv[i][0] != '-' && file == NULL)
+    else if (strcmp(argv[i], "--simulate-first") == 0)
+      simulate = true;
+    else if (strcmp(argv[i], "--journal") == 0 && i + 1 < argc)
+      journal_flag = argv[++i];
+    else if (strcmp(argv[i], "--accept-diffs") == 0 && i + 1 < argc) {
+      char *end;
+      errno = 0;
+      accepted = strtoll(argv[++i], &end, 10);
+      if (errno || *end || end == argv[i] || accepted < 0) {
+        fprintf(stderr, "dome rules apply: --accept-diffs: expected a count >= 0, got `%s`\n", argv[i]);
+        return DOME_EXIT_FAILURE;
+      }
+      simulate = true;
+    } else if (argv[i][0] != '-' && file == NULL)
       file = argv[i];
     else {
       fprintf(stderr, "dome rules apply: unexpected argument `%s`\n", argv[i]);
@@ -52,6 +146,19 @@ static int apply_main(int argc, char **argv) {
     fprintf(stderr, "dome rules apply: `%s`: too large or contains NUL bytes\n", file);
     free(text);
     return DOME_EXIT_FAILURE;
+  }
+  if (simulate) {
+    char *owned = NULL;
+    const char *journal_dir = journal_of_domed(socket, journal_flag, &owned);
+    long long diffs = simulate_first(text, total, file, journal_dir);
+    free(owned);
+    if (diffs < 0 || diffs != accepted) {
+      if (diffs >= 0)
+        fprintf(stderr, "dome rules apply: %lld diffs: pass --accept-diffs %lld to apply (nothing applied)\n",
+                diffs, diffs);
+      free(text);
+      return DOME_EXIT_FAILURE;
+    }
   }
   json_t *args = json_pack("{s:s,s:s,s:s}", "name", name, "text", text, "file", file), *result = NULL;
   free(text);

@@ -51,20 +51,47 @@ static bool peer_gone(int fd) {
   return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+/* `audit.stream` args (all optional): agent, exec_id, type (filters as journal_filter), since_ns (Unix
+ * ns), from_seq (default: the next event journalled, or the oldest kept when since_ns is given), follow
+ * (default true: wait for new events until the client leaves or domed stops). {"describe": true} answers
+ * at once with {"journal_dir", "last_seq"} (for clients that read domed's journal themselves, e.g.
+ * `dome rules apply --simulate-first`). */
 json_t *domed_audit_stream(struct domed *domed, const struct control_request *request, dome_error *err) {
   if (domed->journal == NULL) {
     dome_error_set(err, EIO, "journal not open");
     return NULL;
   }
-  const char *agent = json_string_value(json_object_get(request->args, "agent"));
-  const char *type = json_string_value(json_object_get(request->args, "type"));
-  json_t *from = json_object_get(request->args, "from_seq");
+  json_t *args = request->args;
+  if (json_is_true(json_object_get(args, "describe")))
+    return json_pack("{s:s,s:I}", "journal_dir", domed->config.journal_dir, "last_seq",
+                     (json_int_t)journal_last_seq(domed->journal));
+  static const char *strings[] = {"agent", "exec_id", "type"};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+    json_t *value = json_object_get(args, strings[i]);
+    if (value && !json_is_string(value)) {
+      dome_error_set(err, EINVAL, "audit.stream: `%s` must be a string", strings[i]);
+      return NULL;
+    }
+  }
+  json_t *from = json_object_get(args, "from_seq"), *since = json_object_get(args, "since_ns");
+  if ((from && (!json_is_integer(from) || json_integer_value(from) < 0)) ||
+      (since && (!json_is_integer(since) || json_integer_value(since) < 0))) {
+    dome_error_set(err, EINVAL, "audit.stream: `%s` must be a non-negative integer",
+                   from && !json_is_integer(from) ? "from_seq" : "since_ns");
+    return NULL;
+  }
+  uint64_t from_seq = journal_last_seq(domed->journal) + 1;
+  if (json_is_integer(from))
+    from_seq = (uint64_t)json_integer_value(from);
+  else if (since)
+    from_seq = 1;
   journal_filter filter = {
-      .from_seq =
-          json_is_integer(from) ? (uint64_t)json_integer_value(from) : journal_last_seq(domed->journal) + 1,
-      .agent = agent,
-      .type = type,
-      .follow = !json_is_false(json_object_get(request->args, "follow")),
+      .from_seq = from_seq,
+      .since_ns = since ? (int64_t)json_integer_value(since) : 0,
+      .agent = json_string_value(json_object_get(args, "agent")),
+      .exec_id = json_string_value(json_object_get(args, "exec_id")),
+      .type = json_string_value(json_object_get(args, "type")),
+      .follow = !json_is_false(json_object_get(args, "follow")),
       .follow_timeout_ms = 500,
   };
   journal_reader *reader = NULL;

@@ -204,9 +204,12 @@ struct jail_cgroup;
 struct domed_kernel_run {
   uint64_t cgroup_id;
   void *attachment; /* struct dome_kernel_attachment * */
-  json_t *denials;  /* array of {hook, object, pid, action, policy}; owned by the caller */
+  json_t *denials;  /* array of {hook, object, pid, action, policy, offset_ms}; owned by the caller */
   uint64_t count;
-  uint32_t ruleset; /* 0: deny all network */
+  uint32_t ruleset;   /* 0: deny all network */
+  uint64_t start_ns;  /* CLOCK_MONOTONIC at attachment: the base of the denials' offset_ms */
+  const char *level;  /* "reduced"/"full" while attached (static), NULL: no kernel layer */
+  const char *reason; /* why ruleset 0: "quota" (the capability's quota denies egress), else "policy" */
   struct domed_kernel_run *next;
 };
 void domed_kernel_init(struct domed *domed); /* never fatal: logs the level or why it is missing */
@@ -219,6 +222,16 @@ int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const
 int domed_kernel_check(struct domed *domed, struct domed_rules *rules, const char *agent, dome_error *err);
 /* After the jail ended: collect its last denials and detach. */
 void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run);
+/* Landlock path rules for a jail of `principal` under `rules`: the ALLOW file entries of the baseline +
+ * rules compiled for the agent (as `dome run --rules`). Returns 0 with *out (release it), or *out NULL when
+ * there is nothing to add (no rules: the jail's baseline); -EINVAL/-E2BIG/... with *err when the tables
+ * cannot be enforced (without BPF-LSM, a deny inside an allowed subtree: the execution must not run). */
+struct domed_path_rules;
+struct jail_path_rule;
+int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *principal,
+                            struct domed_rules *rules, struct domed_path_rules **out, dome_error *err);
+const struct jail_path_rule *domed_path_rules_list(const struct domed_path_rules *rules, size_t *count);
+void domed_path_rules_release(struct domed_path_rules *rules);
 
 /* ---- commands.c: the control socket handler ---- */
 json_t *domed_control_handle(void *context, const struct control_request *request, dome_error *err);

@@ -9,6 +9,7 @@
 
 #include "supervisor/guards/guard.h"
 #include "supervisor/jail/jail.h"
+#include "supervisor/replay/replay.h"
 #include "supervisor/domed/domed.h"
 
 #define PROGRESS_CHUNK_MAX 16384 /* bytes of redacted output per progress notification */
@@ -54,68 +55,137 @@ struct run_context {
   struct guard *guard;
   struct guard_stream *streams[3]; /* [1] stdout, [2] stderr */
   uint64_t streamed;
-  int stream; /* being fed */
+  int stream;         /* being fed */
+  uint64_t offset_ms; /* of the chunk being fed, since the program started */
+  /* Redacted output as recorded in exec.output: an incomplete UTF-8 sequence at a chunk's end waits
+   * for the next chunk; digest and size of each whole redacted stream for exec.end. */
+  char carry[3][4];
+  size_t carry_length[3];
+  crypto_hash_sha256_state digest[3];
+  uint64_t bytes[3];
+  json_t *capabilities; /* the agent's, for the kernel tables and the denials' requests */
   struct domed_kernel_run kernel_run;
 };
 
+static json_t *base_event(const struct domed_execution *execution, const char *type);
+
 static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_error *err) {
   struct run_context *run = context;
-  json_t *capabilities = json_array();
-  json_t *record = control_agent_get(run->domed->store, run->execution->identity->agent);
-  if (record && json_is_array(json_object_get(record, "capabilities"))) {
-    json_decref(capabilities);
-    capabilities = json_incref(json_object_get(record, "capabilities"));
-  }
-  json_decref(record);
   struct domed_principal principal = {
       .agent = run->execution->identity->agent,
-      .capabilities = capabilities,
+      .capabilities = run->capabilities,
       .gateway = run->execution->identity->gateway,
   };
   int rc = domed_kernel_attach(run->domed, &run->kernel_run, leaf, &principal, run->execution->rules,
                                run->execution->quota.egress, err);
-  json_decref(capabilities);
-  return rc;
+  if (rc < 0) return rc;
+  /* the "jail set-up" step of the execution's timeline */
+  json_t *event = base_event(run->execution, "exec.jail");
+  json_object_set_new(event, "jail_id", json_string(leaf->jail_id ? leaf->jail_id : ""));
+  json_object_set_new(event, "cgroup_id", json_integer((json_int_t)leaf->id));
+  json_object_set_new(event, "offset_ms", json_integer(0));
+  /* enforcement of this jail's network and files by cgroup BPF: "none", "reduced" or "full", and the
+   * kernel ruleset (0: every connect/bind/send denied) */
+  json_object_set_new(event, "kernel", json_string(run->kernel_run.level ? run->kernel_run.level : "none"));
+  json_object_set_new(event, "ruleset", json_integer(run->kernel_run.ruleset));
+  domed_audit_append(run->domed, event);
+  json_decref(event);
+  return 0;
 }
 
-static int emit_progress(const char *data, size_t length, void *context) {
-  struct run_context *run = context;
-  if (length == 0) return 0;
-  if (length > PROGRESS_CHUNK_MAX) length = PROGRESS_CHUNK_MAX;
-  char *text = malloc(length + 16);
-  if (text == NULL) return 0;
-  int prefix = sprintf(text, "[%s] ", run->stream == 1 ? "stdout" : "stderr");
-  memcpy(text + prefix, data, length);
-  text[prefix + length] = '\0';
-  /* the chunk may end inside a UTF-8 sequence: jansson refuses invalid UTF-8, so cut it back */
-  size_t end = (size_t)prefix + length;
-  while (end > (size_t)prefix && (unsigned char)text[end - 1] >= 0x80) {
-    size_t start = end - 1;
-    while (start > (size_t)prefix && ((unsigned char)text[start] & 0xC0) == 0x80) start--;
-    unsigned char lead = (unsigned char)text[start];
-    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (end - start >= need) break;
-    end = start;
+/* Valid UTF-8 of carry + data[0..length) as a new JSON string; invalid bytes become U+FFFD, and an
+ * incomplete sequence at the very end is kept in the carry for the next chunk (so the concatenated
+ * chunks do not depend on where the jail's reads cut the output, as supervisor/replay records it). */
+static json_t *utf8_chunk(char carry[4], size_t *carry_length, const char *data, size_t length) {
+  size_t total = *carry_length + length;
+  char *in = malloc(total + 1);
+  if (in == NULL) return NULL;
+  memcpy(in, carry, *carry_length);
+  memcpy(in + *carry_length, data, length);
+  *carry_length = 0;
+  const unsigned char *p = (const unsigned char *)in;
+  size_t keep = total;
+  for (size_t back = 1; back <= 3 && back <= total; back++) {
+    unsigned char c = p[total - back];
+    if ((c & 0xC0) == 0x80) continue; /* a continuation byte: look further back */
+    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (need > back) keep = total - back;
+    break;
   }
-  text[end] = '\0';
-  run->streamed += length;
-  char *clean = utf8_sanitize(text, end);
-  if (clean) mcp_call_progress(run->execution->call, (double)run->streamed, clean);
+  *carry_length = total - keep;
+  memcpy(carry, in + keep, *carry_length);
+  char *clean = utf8_sanitize(in, keep);
+  free(in);
+  if (clean == NULL) return NULL;
+  json_t *text = json_string(clean);
   free(clean);
-  free(text);
+  return text;
+}
+
+/* One redacted chunk: journalled as exec.output (always), sent as progress when the client asked. */
+static void record_output(struct run_context *run, int stream, json_t *text) {
+  size_t length = json_string_length(text);
+  if (length == 0) return;
+  crypto_hash_sha256_update(&run->digest[stream], (const unsigned char *)json_string_value(text), length);
+  run->bytes[stream] += length;
+  json_t *event = base_event(run->execution, "exec.output");
+  json_object_set_new(event, "stream", json_string(stream == 1 ? "stdout" : "stderr"));
+  json_object_set_new(event, "offset_ms", json_integer((json_int_t)run->offset_ms));
+  json_object_set_new(event, "bytes", json_integer((json_int_t)length));
+  json_object_set(event, "data", text);
+  domed_audit_append(run->domed, event);
+  json_decref(event);
+  if (!mcp_call_wants_progress(run->execution->call)) return;
+  char *message = NULL;
+  if (asprintf(&message, "[%s] %s", stream == 1 ? "stdout" : "stderr", json_string_value(text)) < 0) return;
+  run->streamed += length;
+  mcp_call_progress(run->execution->call, (double)run->streamed, message);
+  free(message);
+}
+
+static int emit_output(const char *data, size_t length, void *context) {
+  struct run_context *run = context;
+  int s = run->stream;
+  while (length > 0) {
+    size_t n = length > PROGRESS_CHUNK_MAX ? PROGRESS_CHUNK_MAX : length;
+    json_t *text = utf8_chunk(run->carry[s], &run->carry_length[s], data, n);
+    if (text == NULL) return -ENOMEM;
+    record_output(run, s, text);
+    json_decref(text);
+    data += n;
+    length -= n;
+  }
   return 0;
 }
 
 static void on_output(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
-  (void)offset_ms;
   struct run_context *run = context;
   if (stream < 1 || stream > 2 || run->streams[stream] == NULL) return;
-  struct guard_sink sink = {.emit = emit_progress, .context = run};
+  struct guard_sink sink = {.emit = emit_output, .context = run};
   run->stream = stream;
+  run->offset_ms = offset_ms;
   dome_error err;
   if (guard_stream_feed(run->streams[stream], data, length, &sink, &err) < 0) {
     guard_stream_close(run->streams[stream]);
     run->streams[stream] = NULL;
+  }
+}
+
+/* End of the program: the held-back bytes of each stream, then a lone incomplete sequence as U+FFFD. */
+static void finish_output(struct run_context *run, uint64_t offset_ms) {
+  run->offset_ms = offset_ms;
+  for (int s = 1; s <= 2; s++) {
+    if (run->streams[s] == NULL) continue;
+    struct guard_sink sink = {.emit = emit_output, .context = run};
+    run->stream = s;
+    dome_error ignored;
+    guard_stream_finish(run->streams[s], &sink, &ignored);
+    if (run->carry_length[s]) {
+      run->carry_length[s] = 0;
+      json_t *replacement = json_string("\xEF\xBF\xBD");
+      record_output(run, s, replacement);
+      json_decref(replacement);
+    }
   }
 }
 
@@ -176,6 +246,150 @@ static json_t *tool_error(const char *text) {
   return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
 }
 
+/* An input of exec.start: inline up to REPLAY_BLOB_INLINE_MAX bytes, else only its digest, the content
+ * kept in the journal's blob store (docs/simulate-replay.md). Returns 0 or replay_blob_put's error. */
+static int record_input(json_t *holder, const char *member, const char *data, size_t length,
+                        const char *journal_dir, dome_error *err) {
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  char hex[crypto_hash_sha256_BYTES * 2 + 1];
+  crypto_hash_sha256(digest, (const unsigned char *)data, length);
+  sodium_bin2hex(hex, sizeof hex, digest, sizeof digest);
+  char key[64];
+  snprintf(key, sizeof key, "%s_sha256", member);
+  json_object_set_new(holder, key, json_string(hex));
+  snprintf(key, sizeof key, "%s_bytes", member);
+  json_object_set_new(holder, key, json_integer((json_int_t)length));
+  if (length <= REPLAY_BLOB_INLINE_MAX)
+    return json_object_set_new(holder, member, json_stringn(data, length)) < 0
+               ? dome_error_set(err, ENOMEM, "exec.start `%s`", member)
+               : 0;
+  return replay_blob_put(journal_dir, data, length, hex, err);
+}
+
+/* exec.start with every input a re-run needs: code, stdin, files, image, limits, classification, and the
+ * environment's NAMES (values never: the tool's secret environment and the agent's variables are
+ * redacted from output; only the agent's values shorter than REPLAY_SECRET_MIN_BYTES, which the guards
+ * do not redact, are kept). NULL with *err when an input could not be stored. */
+static json_t *start_event(struct domed *domed, const struct domed_execution *execution, json_t *secrets,
+                           json_t *agent_env, const char *classification, dome_error *err) {
+  json_t *arguments = execution->arguments;
+  const char *journal_dir = domed->config.journal_dir;
+  json_t *start = base_event(execution, "exec.start");
+  json_object_set(start, "language", json_object_get(arguments, "language"));
+  json_object_set_new(start, "image", json_string(domed->config.image));
+  json_object_set_new(
+      start, "limits",
+      json_pack("{s:I,s:f,s:I,s:I,s:I,s:I}", "memory_bytes", (json_int_t)execution->quota.memory_bytes,
+                "cpus", execution->quota.cpus, "pids", (json_int_t)execution->quota.pids, "timeout_ms",
+                (json_int_t)execution->quota.timeout_ms, "workspace_bytes",
+                (json_int_t)execution->quota.workspace_bytes, "output_bytes",
+                (json_int_t)execution->quota.output_bytes));
+  json_object_set_new(start, "classification", json_string(classification ? classification : ""));
+  json_t *code = json_object_get(arguments, "code");
+  int rc = record_input(start, "code", json_string_value(code), json_string_length(code), journal_dir, err);
+  json_t *stdin_value = json_object_get(arguments, "stdin");
+  if (rc == 0 && json_is_string(stdin_value))
+    rc = record_input(start, "stdin", json_string_value(stdin_value), json_string_length(stdin_value),
+                      journal_dir, err);
+  json_t *files = json_array();
+  const char *path;
+  json_t *content;
+  json_object_foreach(json_object_get(arguments, "files"), path, content) {
+    if (rc < 0) break;
+    json_t *file = json_pack("{s:s}", "path", path);
+    rc = record_input(file, "content", json_string_value(content), json_string_length(content), journal_dir,
+                      err);
+    json_array_append_new(files, file);
+  }
+  json_object_set_new(start, "files", files);
+  json_t *names = json_array(), *short_values = json_object();
+  const char *name;
+  json_t *value;
+  json_object_foreach(secrets, name, value) json_array_append_new(names, json_string(name));
+  json_object_foreach(agent_env, name, value) {
+    if (json_object_get(secrets, name) == NULL) json_array_append_new(names, json_string(name));
+    if (json_string_length(value) < REPLAY_SECRET_MIN_BYTES) json_object_set(short_values, name, value);
+  }
+  json_object_set_new(start, "env_names", names);
+  json_object_set_new(start, "env_short_values", short_values);
+  if (rc < 0) {
+    json_decref(start);
+    return NULL;
+  }
+  return start;
+}
+
+/* "203.0.113.7:443" / "[::1]:80" -> ip, port. false when the object is no address. */
+static bool split_address(const char *object, char *ip, size_t size, long *port) {
+  const char *colon = strrchr(object, ':');
+  if (colon == NULL || colon == object) return false;
+  const char *host = object, *host_end = colon;
+  if (object[0] == '[') {
+    if (colon[-1] != ']') return false;
+    host++;
+    host_end--;
+  }
+  char *end;
+  *port = strtol(colon + 1, &end, 10);
+  if (*end || colon[1] == '\0' || *port < 0 || *port > 65535 || (size_t)(host_end - host) >= size)
+    return false;
+  memcpy(ip, host, (size_t)(host_end - host));
+  ip[host_end - host] = '\0';
+  return ip[0] != '\0';
+}
+
+/* The Cedar request a kernel denial answered, in the shape of docs/simulate-replay.md (`dome rules
+ * simulate` re-evaluates it): net:* on Dome::Network::"loopback"/"egress" with context {dst_ip, dst_port,
+ * protocol}, fs:* on Dome::Path::"<path>". NULL when the hook's object names neither (sock_create,
+ * egress byte quota, ptrace, ...). The kernel event does not carry the protocol: connect and bind are
+ * recorded as "tcp", sendmsg (unconnected datagrams) as "udp". */
+static json_t *denial_request(struct run_context *run, const char *hook, const char *action,
+                              const char *object) {
+  json_t *resource = NULL, *context = NULL;
+  if (strncmp(action, "net:", 4) == 0) {
+    char ip[64];
+    long port;
+    if (!split_address(object, ip, sizeof ip, &port)) return NULL;
+    bool loopback =
+        strncmp(ip, "127.", 4) == 0 || strcmp(ip, "::1") == 0 || strncmp(ip, "::ffff:127.", 11) == 0;
+    resource = json_pack("{s:s,s:s}", "type", "Dome::Network", "id", loopback ? "loopback" : "egress");
+    context = json_pack("{s:s,s:i,s:s}", "dst_ip", ip, "dst_port", (int)port, "protocol",
+                        strncmp(hook, "sendmsg", 7) == 0 ? "udp" : "tcp");
+  } else {
+    if (object[0] != '/') return NULL;
+    resource = json_pack("{s:s,s:s}", "type", "Dome::Path", "id", object);
+    context = json_object();
+  }
+  const char *agent = run->execution->identity->agent, *gateway = run->execution->identity->gateway;
+  json_t *entities =
+      json_pack("[{s:{s:s,s:s},s:{s:O},s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid", "type", "Dome::Agent",
+                "id", agent, "attrs", "capabilities", run->capabilities, "parents", "type", "Dome::Gateway",
+                "id", gateway, "uid", "type", "Dome::Gateway", "id", gateway, "attrs", "parents");
+  return json_pack("{s:{s:s,s:s},s:{s:s,s:s},s:o,s:o,s:o}", "principal", "type", "Dome::Agent", "id", agent,
+                   "action", "type", "Dome::Action", "id", action, "resource", resource, "context", context,
+                   "entities", entities);
+}
+
+/* exec.denial: the kernel's report plus decision, determining policy, why (`reason` "quota" when the
+ * capability's quota denied all network whatever the rules: simulation keeps such denials) and the
+ * request where the object names one. */
+static json_t *denial_event(struct run_context *run, json_t *denial) {
+  json_t *event = base_event(run->execution, "exec.denial");
+  json_object_update(event, denial);
+  const char *policy = json_string_value(json_object_get(denial, "policy"));
+  if (policy) json_object_set_new(event, "policy_id", json_string(policy));
+  json_object_set_new(event, "decision", json_string("deny"));
+  json_object_set_new(event, "determining", policy ? json_pack("[s]", policy) : json_array());
+  json_object_set_new(event, "reason",
+                      json_string(run->kernel_run.reason ? run->kernel_run.reason : "policy"));
+  const char *hook = json_string_value(json_object_get(denial, "hook"));
+  const char *action = json_string_value(json_object_get(denial, "action"));
+  const char *object = json_string_value(json_object_get(denial, "object"));
+  json_t *request = hook && action && object ? denial_request(run, hook, action, object) : NULL;
+  if (request) json_object_set_new(event, "request", request);
+  return event;
+}
+
 json_t *domed_execute(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
                       dome_error *err) {
   json_t *arguments = execution->arguments;
@@ -222,6 +436,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   };
   struct run_context run = {.domed = domed, .execution = execution};
   void *guard_handle = NULL;
+  struct domed_path_rules *path_rules = NULL;
   json_t *denials = NULL;
   json_t *result = NULL;
   struct jail_result jail_result;
@@ -233,26 +448,25 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
     *rpc_error = MCP_INTERNAL_ERROR;
     goto out;
   }
-  if (mcp_call_wants_progress(execution->call)) {
-    guard_stream_open(run.guard, "stdout", &run.streams[1], err);
-    guard_stream_open(run.guard, "stderr", &run.streams[2], err);
+  /* the redacted output is journalled for every execution (exec.output), streamed as progress on request */
+  if ((rc = guard_stream_open(run.guard, "stdout", &run.streams[1], err)) < 0 ||
+      (rc = guard_stream_open(run.guard, "stderr", &run.streams[2], err)) < 0) {
+    dome_error_wrap(err, "guard");
+    *rpc_error = MCP_INTERNAL_ERROR;
+    goto out;
   }
+  for (int s = 1; s <= 2; s++) crypto_hash_sha256_init(&run.digest[s]);
+  json_t *record = control_agent_get(domed->store, execution->identity->agent);
+  json_t *capabilities = json_object_get(record, "capabilities");
+  run.capabilities = json_is_array(capabilities) ? json_incref(capabilities) : json_array();
+  json_decref(record);
 
-  json_t *start = base_event(execution, "exec.start");
-  char code_hash[crypto_hash_sha256_BYTES * 2 + 1];
-  unsigned char digest[crypto_hash_sha256_BYTES];
-  crypto_hash_sha256(digest, (const unsigned char *)code, strlen(code));
-  sodium_bin2hex(code_hash, sizeof code_hash, digest, sizeof digest);
-  json_object_set_new(start, "language", json_string(language));
-  json_object_set_new(start, "code_sha256", json_string(code_hash));
-  json_object_set_new(start, "code_bytes", json_integer((json_int_t)strlen(code)));
-  json_object_set_new(
-      start, "limits",
-      json_pack("{s:I,s:f,s:I,s:I,s:I,s:I}", "memory_bytes", (json_int_t)execution->quota.memory_bytes,
-                "cpus", execution->quota.cpus, "pids", (json_int_t)execution->quota.pids, "timeout_ms",
-                (json_int_t)execution->quota.timeout_ms, "workspace_bytes",
-                (json_int_t)execution->quota.workspace_bytes, "output_bytes",
-                (json_int_t)execution->quota.output_bytes));
+  json_t *start = start_event(domed, execution, secrets, agent_env, classification, err);
+  if (start == NULL) { /* an input could not be kept: nothing runs that the journal cannot replay */
+    *rpc_error = MCP_INTERNAL_ERROR;
+    dome_error_wrap(err, "journal the inputs");
+    goto out;
+  }
   domed_audit_append(domed, start);
   json_decref(start);
 
@@ -281,27 +495,41 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   atomic_fetch_add(&domed->metrics.executions, 1);
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_GUARD], domed_now_us() - phase_start);
   phase_start = domed_now_us();
-  rc = jail_run(&config, &jail_result, err);
+  /* the agent's file rules as the jail's Landlock path rules (none: the jail's baseline) */
+  struct domed_principal principal = {.agent = execution->identity->agent,
+                                      .capabilities = run.capabilities,
+                                      .gateway = execution->identity->gateway};
+  rc = domed_kernel_path_rules(domed, &principal, execution->rules, &path_rules, err);
+  if (rc == 0) {
+    config.path_rules = domed_path_rules_list(path_rules, &config.path_rule_count);
+    rc = jail_run(&config, &jail_result, err);
+  }
   uint64_t jail_us = domed_now_us() - phase_start;
   domed_kernel_finish(domed, &run.kernel_run);
   denials = run.kernel_run.denials ? json_incref(run.kernel_run.denials) : json_array();
   atomic_fetch_add(&domed->metrics.denials_kernel, run.kernel_run.count);
+  finish_output(&run, jail_result.duration_ms);
   size_t d;
   json_t *denial;
   json_array_foreach(denials, d, denial) {
-    json_t *event = base_event(execution, "exec.denial");
-    json_object_update(event, denial);
+    json_t *event = denial_event(&run, denial);
     domed_audit_append(domed, event);
     json_decref(event);
   }
-  for (int s = 1; s <= 2; s++)
-    if (run.streams[s]) {
-      struct guard_sink sink = {.emit = emit_progress, .context = &run};
-      run.stream = s;
-      dome_error ignored;
-      guard_stream_finish(run.streams[s], &sink, &ignored);
-    }
   json_t *end = base_event(execution, "exec.end");
+  json_object_set_new(end, "jail_id", json_string(jail_result.jail_id));
+  json_object_set_new(end, "offset_ms", json_integer((json_int_t)jail_result.duration_ms));
+  json_object_set_new(end, "kernel", json_string(run.kernel_run.level ? run.kernel_run.level : "none"));
+  json_object_set_new(end, "denials", json_integer((json_int_t)json_array_size(denials)));
+  for (int s = 1; s <= 2; s++) {
+    unsigned char digest[crypto_hash_sha256_BYTES];
+    char hex[crypto_hash_sha256_BYTES * 2 + 1];
+    crypto_hash_sha256_final(&run.digest[s], digest);
+    sodium_bin2hex(hex, sizeof hex, digest, sizeof digest);
+    json_object_set_new(end, s == 1 ? "stdout_sha256" : "stderr_sha256", json_string(hex));
+    json_object_set_new(end, s == 1 ? "stdout_bytes" : "stderr_bytes",
+                        json_integer((json_int_t)run.bytes[s]));
+  }
   if (rc < 0) {
     atomic_fetch_add(&domed->metrics.execution_errors, 1);
     json_object_set_new(end, "error", json_string(err->message));
@@ -410,6 +638,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
 out:
   for (int s = 1; s <= 2; s++) guard_stream_close(run.streams[s]);
   domed_guard_release(guard_handle);
+  domed_path_rules_release(path_rules);
   jail_result_release(&jail_result);
   free(classification);
   free(input_files);
@@ -419,5 +648,6 @@ out:
   json_decref(run.kernel_run.denials);
   json_decref(secrets);
   json_decref(environment);
+  json_decref(run.capabilities);
   return result;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "supervisor/domed/domed.h"
@@ -104,6 +105,8 @@ static void collect(void *context, const struct dome_denial *denial) {
                                          : denial->file_access == DOME_FILE_EXEC ? "fs:exec"
                                                                                  : "fs:read"));
     json_object_set_new(entry, "policy", denial->policy_id ? json_string(denial->policy_id) : json_null());
+    uint64_t offset_ms = denial->time_ns > run->start_ns ? (denial->time_ns - run->start_ns) / 1000000u : 0;
+    json_object_set_new(entry, "offset_ms", json_integer((json_int_t)offset_ms));
     json_array_append_new(run->denials, entry);
     run->count++;
     return;
@@ -150,7 +153,10 @@ void domed_kernel_init(struct domed *domed) {
   domed_log("info", "kernel", "level=%s", dome_enforcement_level_name(dome_kernel_level(k->kernel)));
 }
 
+void domed_path_rules_clear(void);
+
 void domed_kernel_cleanup(struct domed *domed) {
+  domed_path_rules_clear();
   struct domed_kernel *k = domed->kernel;
   if (k == NULL) return;
   atomic_store(&k->stop, true);
@@ -212,6 +218,11 @@ int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const
   if (rc == 0) {
     run->cgroup_id = leaf->id;
     run->ruleset = ruleset;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    run->start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    run->level = dome_enforcement_level_name(dome_kernel_level(k->kernel));
+    run->reason = ruleset == 0 && !egress && rules && rules->kernel_policies ? "quota" : "policy";
     if (run->denials == NULL) run->denials = json_array();
     run->next = k->runs;
     k->runs = run;
@@ -238,4 +249,159 @@ void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run) {
   run->attachment = NULL;
   if (run->ruleset > 0 && k->slots[run->ruleset - 1].attached > 0) k->slots[run->ruleset - 1].attached--;
   pthread_mutex_unlock(&k->lock);
+}
+
+/* ---- Landlock path rules of the agent's compiled file tables ----
+ * The jail's Landlock layer gets the ALLOW file entries of (baseline + active rules) compiled for the
+ * agent (as `dome run --rules` does), merged per (path, exact). Without BPF-LSM (level reduced or none)
+ * Landlock is the only file layer: tables with a deny inside an allowed subtree, which Landlock cannot
+ * express, refuse the execution (fail closed). Compiled once per (agent, capabilities, rules version). */
+
+#define PATH_RULES_CACHED 32
+
+struct domed_path_rules {
+  unsigned refs; /* under path_cache_lock */
+  char key[1024];
+  uint64_t used;
+  struct jail_path_rule *rules;
+  size_t count;
+  char **paths; /* owned copies, parallel to rules */
+};
+
+static pthread_mutex_t path_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct domed_path_rules *path_cache[PATH_RULES_CACHED];
+static uint64_t path_cache_tick;
+
+static void path_rules_free(struct domed_path_rules *p) {
+  if (p == NULL) return;
+  for (size_t i = 0; i < p->count; i++) free(p->paths[i]);
+  free(p->paths);
+  free(p->rules);
+  free(p);
+}
+
+static unsigned jail_access_of(uint8_t access) {
+  return access == DOME_FILE_READ    ? JAIL_ACCESS_READ
+         : access == DOME_FILE_WRITE ? JAIL_ACCESS_WRITE
+                                     : JAIL_ACCESS_EXEC;
+}
+
+static int build_path_rules(const struct dome_rule_tables *t, struct domed_path_rules *p, dome_error *err) {
+  p->rules = calloc(t->file_count + 1, sizeof *p->rules);
+  p->paths = calloc(t->file_count + 1, sizeof *p->paths);
+  if (p->rules == NULL || p->paths == NULL) return dome_error_set(err, ENOMEM, "path rules");
+  for (size_t i = 0; i < t->file_count; i++) {
+    const struct dome_file_entry *e = &t->files[i];
+    if (e->decision != DOME_DECISION_ALLOW) continue;
+    bool exact = e->match == DOME_MATCH_EXACT;
+    struct jail_path_rule *rule = NULL;
+    for (size_t k = 0; k < p->count && rule == NULL; k++)
+      if (strcmp(p->rules[k].path, e->path) == 0 && p->rules[k].exact == exact) rule = &p->rules[k];
+    if (rule == NULL) {
+      if (p->count >= JAIL_MAX_PATH_RULES)
+        return dome_error_set(err, E2BIG, "more than %u allowed paths for Landlock", JAIL_MAX_PATH_RULES);
+      if ((p->paths[p->count] = strdup(e->path)) == NULL) return dome_error_set(err, ENOMEM, "path rules");
+      rule = &p->rules[p->count];
+      *rule = (struct jail_path_rule){.path = p->paths[p->count], .optional = true, .exact = exact};
+      p->count++;
+    }
+    rule->access |= jail_access_of(e->access);
+  }
+  return 0;
+}
+
+int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *principal,
+                            struct domed_rules *rules, struct domed_path_rules **out, dome_error *err) {
+  *out = NULL;
+  if (rules == NULL || rules->kernel_policies == NULL) return 0;
+  char *capabilities = json_dumps(principal->capabilities, JSON_COMPACT | JSON_ENCODE_ANY);
+  char key[1024];
+  snprintf(key, sizeof key, "%d\x1f%s\x1f%s\x1f%s", rules->version, principal->agent,
+           principal->gateway ? principal->gateway : "", capabilities ? capabilities : "");
+  free(capabilities);
+  pthread_mutex_lock(&path_cache_lock);
+  for (size_t i = 0; i < PATH_RULES_CACHED; i++)
+    if (path_cache[i] && strcmp(path_cache[i]->key, key) == 0) {
+      path_cache[i]->used = ++path_cache_tick;
+      if (path_cache[i]->count > 0) { /* none: the jail's baseline rules */
+        path_cache[i]->refs++;
+        *out = path_cache[i];
+      }
+      pthread_mutex_unlock(&path_cache_lock);
+      return 0;
+    }
+  pthread_mutex_unlock(&path_cache_lock);
+
+  struct dome_rule_tables tables;
+  int rc = compile_tables(domed, rules, principal->agent, principal->capabilities,
+                          principal->gateway ? principal->gateway : MCP_GATEWAY_DEFAULT, &tables, err);
+  struct domed_kernel *k = domed->kernel;
+  enum dome_enforcement_level level = DOME_LEVEL_NONE;
+  if (k) {
+    pthread_mutex_lock(&k->lock);
+    level = dome_kernel_level(k->kernel);
+    pthread_mutex_unlock(&k->lock);
+  }
+  if (rc == 0 && level != DOME_LEVEL_FULL && tables.file_count > 0 &&
+      dome_landlock_check_tables(&tables, err) < 0)
+    rc = dome_error_wrap(err, "file rules cannot be enforced without BPF-LSM");
+  struct domed_path_rules *p = rc == 0 ? calloc(1, sizeof *p) : NULL;
+  if (rc == 0 && p == NULL) rc = dome_error_set(err, ENOMEM, "path rules");
+  if (rc == 0) {
+    snprintf(p->key, sizeof p->key, "%s", key);
+    rc = build_path_rules(&tables, p, err);
+  }
+  dome_rule_tables_free(&tables);
+  if (rc < 0) {
+    path_rules_free(p);
+    return dome_error_wrap(err, "kernel rules for agent `%s`", principal->agent);
+  }
+  pthread_mutex_lock(&path_cache_lock);
+  p->refs = 2; /* the cache's and the caller's */
+  p->used = ++path_cache_tick;
+  struct domed_path_rules **slot = NULL;
+  for (size_t i = 0; i < PATH_RULES_CACHED; i++) {
+    if (path_cache[i] == NULL) {
+      slot = &path_cache[i];
+      break;
+    }
+    if (path_cache[i]->refs == 1 && (slot == NULL || path_cache[i]->used < (*slot)->used))
+      slot = &path_cache[i];
+  }
+  if (slot) {
+    if (*slot) path_rules_free(*slot); /* refs 1: only the cache held it */
+    *slot = p;
+  } else {
+    p->refs = 1; /* every slot in use: not cached */
+  }
+  pthread_mutex_unlock(&path_cache_lock);
+  if (p->count == 0) {
+    domed_path_rules_release(p);
+    return 0;
+  }
+  *out = p;
+  return 0;
+}
+
+const struct jail_path_rule *domed_path_rules_list(const struct domed_path_rules *p, size_t *count) {
+  *count = p ? p->count : 0;
+  return p ? p->rules : NULL;
+}
+
+void domed_path_rules_release(struct domed_path_rules *p) {
+  if (p == NULL) return;
+  pthread_mutex_lock(&path_cache_lock);
+  bool last = --p->refs == 0;
+  pthread_mutex_unlock(&path_cache_lock);
+  if (last) path_rules_free(p);
+}
+
+/* Drop the cached path rules (at shutdown; executions holding some keep them until released). */
+void domed_path_rules_clear(void) {
+  pthread_mutex_lock(&path_cache_lock);
+  for (size_t i = 0; i < PATH_RULES_CACHED; i++) {
+    if (path_cache[i] && --path_cache[i]->refs == 0) path_rules_free(path_cache[i]);
+    path_cache[i] = NULL;
+  }
+  pthread_mutex_unlock(&path_cache_lock);
 }

@@ -107,7 +107,7 @@ export function journalEvents(domed) {
   for (const file of fs.readdirSync(dir).filter((f) => f.startsWith('segment-')).sort()) {
     let text = '';
     try {
-      text = execFileSync('zstdcat', [path.join(dir, file)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      text = execFileSync('zstdcat', [path.join(dir, file)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 28 });
     } catch (e) {
       text = String(e.stdout || ''); // the active segment may end in an open frame
     }
