@@ -7,7 +7,11 @@
  * shipped baseline plus the active rules version — are compiled (policy/compile/compile.h) for the
  * agent and installed once per (agent, rules version) into one of the other rulesets, reused by every
  * jail of that agent and version (least recently used slot replaced when none is free). A host where
- * the programs cannot be loaded runs without this layer; results say so in `enforcement`. */
+ * the programs cannot be loaded runs without this layer; results say so in `enforcement`.
+ *
+ * Files: the agent's fs:* rules also become the jail's Landlock path rules (domed_kernel_path_rules, at the
+ * end of this file), whatever the quota says. Egress plumbing (supervisor/net) for rules that permit more
+ * than loopback is not wired yet: such connects fail in the jail's empty network namespace. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -219,6 +219,12 @@ static int apply_v1(const struct jail_leaf *leaf, const struct jail_limits *limi
       if (r < 0) return r;
     }
     jail_cgroup_write(memory, "memory.swappiness", "0", &ignored);
+    /* v1 does not charge TCP socket buffers to the memcg unless a tcp limit is set (memory.rst 2.7.1):
+     * setting it turns accounting on, so loopback buffers count against the jail's memory. */
+    if (jail_cgroup_read(memory, "memory.kmem.tcp.limit_in_bytes", probe, sizeof probe) >= 0) {
+      r = set_checked(memory, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes, expected, err);
+      if (r < 0) return r;
+    }
   }
   const char *pids = leaf->v1_path[JAIL_V1_PIDS];
   if (pids[0]) {

@@ -148,8 +148,14 @@ static void setup_dev(const struct jail_plan *plan) {
   if (mkdir(STAGED("/dev/pts"), 0755) < 0) fail(plan, errno, "mkdir", STAGED("/dev/pts"));
   /* A private devpts instance: ptys of the jail only, none of the host's terminals. */
   if (mount("devpts", STAGED("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC,
-            "newinstance,ptmxmode=0666,mode=0620") < 0)
+            "newinstance,ptmxmode=0666,mode=0620,max=" JAIL_PTY_MAX) < 0)
     fail(plan, errno, "mount devpts", STAGED("/dev/pts"));
+  /* A private /dev/shm (POSIX shared memory, semaphores: Python multiprocessing). Its pages are charged to
+   * the memory cgroup of the writer, the jail, and the size is capped besides. */
+  if (mkdir(STAGED("/dev/shm"), 0755) < 0) fail(plan, errno, "mkdir", STAGED("/dev/shm"));
+  if (mount("tmpfs", STAGED("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=" JAIL_SHM_SIZE ",nr_inodes=1024,mode=1777") < 0)
+    fail(plan, errno, "mount tmpfs", STAGED("/dev/shm"));
   static const char *const links[][2] = {{"pts/ptmx", STAGED("/dev/ptmx")},
                                          {"/proc/self/fd", STAGED("/dev/fd")},
                                          {"/proc/self/fd/0", STAGED("/dev/stdin")},
@@ -358,10 +364,25 @@ __attribute__((noreturn)) static void exec_program(const struct jail_plan *plan)
   fail(plan, saved, saved == ENOENT ? "program not found in the image's PATH" : "execute program", name);
 }
 
+/* Our memory is a copy of the supervisor's: blank its argv and environment (the kernel serves
+ * /proc/1/cmdline and /proc/1/environ from these areas) and rename the thread. Only in init, after the
+ * program's fork: the program's argv and env strings may live in those areas (the CLI's argv). */
+static void hide_supervisor(const struct jail_plan *plan) {
+  static const char name[] = "init";
+  if (plan->arg_start && plan->arg_end > plan->arg_start + sizeof name) {
+    memset((void *)plan->arg_start, 0, plan->arg_end - plan->arg_start);
+    memcpy((void *)plan->arg_start, name, sizeof name);
+  }
+  if (plan->env_start && plan->env_end > plan->env_start)
+    memset((void *)plan->env_start, 0, plan->env_end - plan->env_start);
+  prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
 /* The jail's pid 1 once the program runs: the kernel ignores signals sent to it from inside the jail,
  * it reaps orphans (so zombies do not pile up against pids.max), and when the program ends it reports
  * the program's status and exits, which ends the pid namespace: the kernel kills everything left. */
 __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_plan *plan) {
+  hide_supervisor(plan);
   close(plan->sync_fd); /* the parent sees EOF once the program has exec'd */
   close(0);
   close(1);
@@ -406,6 +427,8 @@ void jail_child_main(const struct jail_plan *plan) {
   set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
   set_limit(plan, RLIMIT_NOFILE, plan->nofile_limit, "RLIMIT_NOFILE");
   set_limit(plan, RLIMIT_FSIZE, plan->fsize_limit, "RLIMIT_FSIZE");
+  /* Queued signals are counted per user up the user-namespace chain: bound the jail's share. */
+  set_limit(plan, RLIMIT_SIGPENDING, JAIL_SIGPENDING_MAX, "RLIMIT_SIGPENDING");
   if (setsid() < 0) fail(plan, errno, "setsid", NULL);
 
   /* stdio, then the control socket as fd 3 (close-on-exec), then nothing else. */

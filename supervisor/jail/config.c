@@ -36,5 +36,7 @@ void jail_result_release(struct jail_result *result) {
   free(result->stderr_data);
   for (size_t i = 0; i < result->output_path_count; i++) free(result->output_paths[i]);
   free(result->output_paths);
+  for (size_t i = 0; i < result->copy_out_error_count; i++) free(result->copy_out_errors[i]);
+  free(result->copy_out_errors);
   memset(result, 0, sizeof *result);
 }

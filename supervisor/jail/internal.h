@@ -20,6 +20,12 @@
 /* Where the child assembles the new root before pivot_root: an existing directory of the host that is
  * never a bind source (sources are /usr, /dev/... and the image's rootfs, resolved before it is covered). */
 #define JAIL_STAGING "/tmp"
+/* devpts instance of a jail: at most this many ptys (the host's pool, kernel.pty.max, is shared). */
+#define JAIL_PTY_MAX "64"
+/* Size cap of the jail's private /dev/shm tmpfs (its pages count against the memory limit too). */
+#define JAIL_SHM_SIZE "64m"
+/* RLIMIT_SIGPENDING inside a jail: queued signals it may hold at once. */
+#define JAIL_SIGPENDING_MAX 1024u
 
 /* ---- cgroups (cgroup.c) ---- */
 
@@ -138,6 +144,9 @@ struct jail_plan {
   const struct sock_fprog *seccomp;
   uint64_t fsize_limit; /* RLIMIT_FSIZE bytes */
   uint64_t nofile_limit;
+  /* The supervisor's argv and environment areas (from /proc/self/stat, 0 when unknown): the child wipes
+   * its copy so the jail's pid 1 shows none of them in /proc/1/cmdline or /proc/1/environ. */
+  uintptr_t arg_start, arg_end, env_start, env_end;
 };
 
 /* Messages on the control socket (SOCK_SEQPACKET). */
@@ -221,9 +230,11 @@ void jail_workspace_input_release(struct jail_workspace_input *input);
 /* Walk the workspace (dirfd of its root) and list regular files that are new or differ from `input`. */
 int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *input, char ***paths,
                            size_t *count, dome_error *err);
-/* Copy the listed files from the workspace to the host directory (creating directories), never following
- * symlinks on either side. */
+/* Copy the listed files from the workspace to the host directory (creating directories one component at
+ * a time), never following symlinks on either side. A file that cannot be copied (a path conflict on the
+ * host, a symlink swapped in, ENOSPC) is skipped and described in *errors ("path: reason (strerror)",
+ * *error_count entries, appended, malloc'd). Returns 0, or -ENOMEM / the workspace's open error. */
 int jail_workspace_copy_out(int workspace_fd, const char *host_dir, char *const *paths, size_t count,
-                            dome_error *err);
+                            char ***errors, size_t *error_count, dome_error *err);
 
 #endif

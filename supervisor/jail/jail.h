@@ -38,6 +38,10 @@
 #define JAIL_DEFAULT_TIMEOUT_MS 10000u
 #define JAIL_DEFAULT_WORKSPACE_BYTES (64ull << 20)
 #define JAIL_DEFAULT_OUTPUT_LIMIT_BYTES (1ull << 20)
+/* Largest output_limit accepted (bytes kept per stream, held in memory by the supervisor). */
+#define JAIL_MAX_OUTPUT_LIMIT_BYTES (64ull << 20)
+/* Smallest pids limit accepted: the jail's init and the program. */
+#define JAIL_MIN_PIDS 2u
 /* Where built images live: <store>/<name>/rootfs. Overridden by jail_config.image_store or the
  * environment variable DOME_IMAGE_STORE (read by the CLI, not by the library). */
 #define JAIL_DEFAULT_IMAGE_STORE "/var/lib/dome/images"
@@ -125,11 +129,12 @@ struct jail_config {
 
   /* Limits; 0 selects the default. */
   uint64_t memory_bytes;    /* memory.max (v2) / memory.limit_in_bytes (v1); swap 0 */
-  uint32_t pids;            /* pids.max */
+  uint32_t pids;            /* pids.max; at least JAIL_MIN_PIDS (else EINVAL) */
   double cpus;              /* cpu.max quota = cpus * period (100 ms); 0 = default 1.0 */
   uint64_t timeout_ms;      /* wall clock from the start of the program; then the jail is killed */
   uint64_t workspace_bytes; /* size of the /workspace tmpfs (and of /tmp) */
-  uint64_t output_limit;    /* bytes kept per stream (stdout, stderr); the rest is read and dropped */
+  uint64_t output_limit;    /* bytes kept per stream (stdout, stderr), <= JAIL_MAX_OUTPUT_LIMIT_BYTES (else
+                               EINVAL); the rest is dropped */
 
   /* /etc/resolv.conf of the jail (resolv.conf(5) text, e.g. from dome_net_resolv_conf_for_entries() of
    * supervisor/net/net.h), at most JAIL_MAX_RESOLV_CONF_BYTES. NULL: no resolv.conf (glibc then asks
@@ -208,6 +213,9 @@ struct jail_result {
   /* Regular files created or modified under /workspace, relative paths, sorted. */
   char **output_paths;
   size_t output_path_count;
+  /* With copy_out: files that could not be copied back ("path: reason"), the rest was copied. */
+  char **copy_out_errors;
+  size_t copy_out_error_count;
 };
 
 /* Run config->argv in a fresh jail, wait for it, tear the jail down and fill *result (which the caller

@@ -28,6 +28,7 @@
 #define SETUP_BUDGET_MS 30000u
 #define DRAIN_BUDGET_MS 2000u
 #define HOST_UID_BASE 0x70000000u
+#define HOST_UID_COUNT 65536u
 #define DEFAULT_SEARCH_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 static atomic_uint sequence;
@@ -82,6 +83,38 @@ static void run_state_release(struct run_state *s) {
   free(s->err.data);
 }
 
+/* The jail's host uid/gid: distinct for concurrent jails (a pid is unique among live processes, seq among
+ * the jails of one process), so jails never share a uid's per-user kernel budgets. 40503 is odd: the seq
+ * term runs through all 65536 slots. */
+static unsigned jail_host_id(pid_t pid, unsigned seq) {
+  return HOST_UID_BASE + (((unsigned)pid + seq * 40503u) % HOST_UID_COUNT);
+}
+
+/* arg_start, arg_end, env_start, env_end of this process: fields 48..51 of /proc/self/stat (proc(5)),
+ * counted after the `)` that closes the command name. Left 0 when unreadable. */
+static void read_arg_areas(struct jail_plan *plan) {
+  char text[2048];
+  _cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+  if (n <= 0) return;
+  text[n] = '\0';
+  char *p = strrchr(text, ')');
+  if (!p) return;
+  unsigned long long value[4];
+  int field = 2;
+  char *save = NULL;
+  for (char *token = strtok_r(p + 1, " \n", &save); token; token = strtok_r(NULL, " \n", &save)) {
+    field++;
+    if (field >= 48 && field <= 51) value[field - 48] = strtoull(token, NULL, 10);
+    if (field == 51) break;
+  }
+  if (field < 51 || value[0] > value[1] || value[2] > value[3]) return;
+  plan->arg_start = (uintptr_t)value[0];
+  plan->arg_end = (uintptr_t)value[1];
+  plan->env_start = (uintptr_t)value[2];
+  plan->env_end = (uintptr_t)value[3];
+}
+
 static int validate(const struct jail_config *c, dome_error *err) {
   if (!c->argv || !c->argv[0] || !c->argv[0][0]) return dome_error_set(err, EINVAL, "program: none given");
   if (c->stdin_data && c->stdin_fd >= 0)
@@ -92,6 +125,15 @@ static int validate(const struct jail_config *c, dome_error *err) {
   if (isnan(c->cpus) || c->cpus < 0 || c->cpus > 4096)
     return dome_error_set(err, EINVAL, "cpus: %g is outside 0.01..4096", c->cpus);
   if (c->cpus > 0 && c->cpus < 0.01) return dome_error_set(err, EINVAL, "cpus: %g is below 0.01", c->cpus);
+  if (c->pids && c->pids < JAIL_MIN_PIDS)
+    return dome_error_set(err, EINVAL,
+                          "pids (--pids): %" PRIu32
+                          " is below the minimum of %u (the jail's init and the program)",
+                          c->pids, JAIL_MIN_PIDS);
+  if (c->output_limit > JAIL_MAX_OUTPUT_LIMIT_BYTES)
+    return dome_error_set(err, EINVAL,
+                          "output limit (--output-limit): %" PRIu64 " bytes is above the maximum of %lluM",
+                          c->output_limit, JAIL_MAX_OUTPUT_LIMIT_BYTES >> 20);
   if (c->workspace_bytes && c->workspace_bytes < 4096)
     return dome_error_set(err, EINVAL, "workspace size: %" PRIu64 " bytes is below 4096", c->workspace_bytes);
   if (c->path_rules && c->path_rule_count > JAIL_MAX_PATH_RULES)
@@ -517,6 +559,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.seccomp = seccomp;
   plan.fsize_limit = workspace_bytes;
   plan.nofile_limit = 1024;
+  read_arg_areas(&plan);
 
   struct clone_args args;
   memset(&args, 0, sizeof args);
@@ -529,11 +572,26 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = (uint64_t)s.leaf.v2_fd;
   }
-  pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+  unsigned host_id = jail_host_id(getpid(), seq);
+  /* The new user namespace is owned by the effective ids of its creator, and per-user kernel budgets
+   * used inside it (inotify instances and watches, queued signals, ...) are charged to that owner up the
+   * chain: create it as the jail's own host uid/gid, not as root. Per-thread raw calls (glibc's wrappers
+   * would switch every thread); the fs ids stay ours so CLONE_INTO_CGROUP keeps our access to the leaf. */
+  uid_t own_uid = geteuid();
+  gid_t own_gid = getegid();
+  int cred_error = 0;
+  if (syscall(SYS_setresgid, -1, host_id, -1) < 0 || syscall(SYS_setresuid, -1, host_id, -1) < 0)
+    cred_error = errno;
+  syscall(SYS_setfsuid, own_uid);
+  syscall(SYS_setfsgid, own_gid);
+  pid_t pid = cred_error ? -1 : (pid_t)syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) jail_child_main(&plan);
+  int clone_error = cred_error ? cred_error : errno;
+  if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
+    abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
   close(child_sync);
   if (pid < 0) {
-    r = dome_error_set_errno(err, errno, "clone3 into new namespaces");
+    r = dome_error_set_errno(err, clone_error, "clone3 into new namespaces");
     goto out;
   }
   s.pid = pid;
@@ -543,7 +601,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   close_fd(&s.stdin_read);
 
   char map[64];
-  unsigned host_id = HOST_UID_BASE + (seq % 65536u);
   snprintf(map, sizeof map, "0 %u 1\n", host_id);
   if ((r = write_proc(pid, "setgroups", "deny", err)) < 0 || (r = write_proc(pid, "uid_map", map, err)) < 0 ||
       (r = write_proc(pid, "gid_map", map, err)) < 0) {
@@ -595,7 +652,8 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
                                &result->output_path_count, err);
     if (r == 0 && c->copy_out && c->workspace_dir)
       r = jail_workspace_copy_out(s.workspace_fd, c->workspace_dir, result->output_paths,
-                                  result->output_path_count, err);
+                                  result->output_path_count, &result->copy_out_errors,
+                                  &result->copy_out_error_count, err);
   }
 
 out:

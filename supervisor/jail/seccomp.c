@@ -2,13 +2,14 @@
  * that the child installs with prctl(PR_SET_SECCOMP) (no allocation after clone3).
  *
  * Default action: allow. Refused with EPERM (never killed, so programs see an ordinary error): kernel
- * attack surface (io_uring, bpf, perf_event_open, userfaultfd, keyrings), cross-process inspection
- * (ptrace, process_vm_*), the mount API, namespace creation and entry, module and kexec loading, system
- * administration (acct, swap, reboot, syslog, quotactl, clock setting), personality changes, file handles
- * (open_by_handle_at: the "shocker" escape), terminal injection (ioctl TIOCSTI/TIOCLINUX on the low 32
- * bits, as the kernel compares them) and socket families other than AF_UNIX/AF_INET/AF_INET6.
- * clone3 answers ENOSYS: its flags live in memory seccomp cannot read, and libc then falls back to clone,
- * whose namespace flags are checked. Foreign ABIs (i386, x32) kill the process (bad-arch action). */
+ * attack surface (io_uring, native AIO (host-wide fs.aio-max-nr), modify_ldt, bpf, perf_event_open,
+ * userfaultfd, keyrings), cross-process inspection (ptrace, process_vm_*), the mount API, namespace creation
+ * and entry, module and kexec loading, system administration (acct, swap, reboot, syslog, quotactl, clock
+ * setting), personality changes, file handles (open_by_handle_at: the "shocker" escape), terminal injection
+ * (ioctl TIOCSTI/TIOCLINUX on the low 32 bits, as the kernel compares them) and socket families other than
+ * AF_UNIX/AF_INET/AF_INET6. clone3 answers ENOSYS: its flags live in memory seccomp cannot read, and libc
+ * then falls back to clone, whose namespace flags are checked. Foreign ABIs (i386, x32) kill the process
+ * (bad-arch action). */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -86,6 +87,14 @@ static const char *const refused[] = {
     "query_module",
     "_sysctl",
     "chroot",
+    /* Native AIO: contexts count against the host-wide fs.aio-max-nr, which a jail could exhaust. */
+    "io_setup",
+    "io_submit",
+    "io_getevents",
+    "io_pgetevents",
+    "io_cancel",
+    "io_destroy",
+    "modify_ldt",
 };
 
 static struct sock_fprog program;

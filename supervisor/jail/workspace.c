@@ -308,54 +308,94 @@ int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *
   return 0;
 }
 
-/* mkdir -p of the directories of `relative` beneath host_fd, refusing symlinks at every step. */
-static int make_parents(int host_fd, const char *relative, dome_error *err) {
-  char buffer[MAX_RELATIVE_PATH + 1];
-  snprintf(buffer, sizeof buffer, "%s", relative);
-  for (char *slash = strchr(buffer, '/'); slash; slash = strchr(slash + 1, '/')) {
+/* Append "path: reason" to the copy-out error list (bounded by JAIL_MAX_OUTPUT_PATHS entries). */
+static int note_error(char ***errors, size_t *count, const char *path, const char *what, int errno_value) {
+  if (*count >= JAIL_MAX_OUTPUT_PATHS) return 0;
+  char text[MAX_RELATIVE_PATH + 160];
+  snprintf(text, sizeof text, "%s: %s (%s)", path, what, strerror(errno_value));
+  char **grown = realloc(*errors, (*count + 1) * sizeof *grown);
+  if (!grown) return -ENOMEM;
+  *errors = grown;
+  if (!(grown[*count] = strdup(text))) return -ENOMEM;
+  (*count)++;
+  return 0;
+}
+
+/* Open (creating as needed) the directory holding `relative` beneath host_fd, one component at a time:
+ * each step is a single name resolved in the fd of the previous one, opened O_NOFOLLOW|O_DIRECTORY, so a
+ * component swapped for a symlink (or a file) is refused, never followed. Returns the directory fd and the
+ * last component in *leaf, or -errno with *failed naming the step. */
+static int open_parent(int host_fd, const char *relative, char *buffer, size_t size, const char **leaf,
+                       const char **failed) {
+  snprintf(buffer, size, "%s", relative);
+  int dir = fcntl(host_fd, F_DUPFD_CLOEXEC, 0);
+  if (dir < 0) return *failed = "duplicate host directory fd", -errno;
+  char *name = buffer;
+  for (char *slash = strchr(name, '/'); slash; slash = strchr(name, '/')) {
     *slash = '\0';
-    if (mkdirat(host_fd, buffer, 0755) < 0 && errno != EEXIST)
-      return dome_error_set_errno(err, errno, "create directory `%s`", buffer);
-    int check = open_beneath(host_fd, buffer, O_RDONLY | O_DIRECTORY, 0);
-    if (check < 0) return dome_error_set_errno(err, -check, "directory `%s`", buffer);
-    close(check);
-    *slash = '/';
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || name[0] == '\0') {
+      close(dir);
+      return *failed = "invalid path component", -EINVAL;
+    }
+    if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST) {
+      int saved = errno;
+      close(dir);
+      return *failed = "create directory", -saved;
+    }
+    int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int saved = errno;
+    close(dir);
+    if (next < 0) return *failed = "a parent on the host is not a directory", -saved;
+    dir = next;
+    name = slash + 1;
+  }
+  *leaf = name;
+  return dir;
+}
+
+/* Copy one file: a temporary created O_EXCL|O_NOFOLLOW in the parent, renamed over the leaf (a link or
+ * file already there is replaced, never written through). Returns 0 or -errno with *failed set. */
+static int copy_one(int root, int host, const char *relative, const char **failed) {
+  _cleanup_close_ int source = open_beneath(root, relative, O_RDONLY, 0);
+  if (source < 0) return 0; /* vanished or became a symlink: nothing to copy */
+  struct stat st;
+  if (fstat(source, &st) < 0 || !S_ISREG(st.st_mode)) return 0;
+  char buffer[MAX_RELATIVE_PATH + 1];
+  const char *leaf = NULL;
+  _cleanup_close_ int dir = open_parent(host, relative, buffer, sizeof buffer, &leaf, failed);
+  if (dir < 0) return dir;
+  char temporary[MAX_RELATIVE_PATH + 32];
+  snprintf(temporary, sizeof temporary, ".%s.dome-copy-%d", leaf, (int)getpid());
+  _cleanup_close_ int target =
+      openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
+  if (target < 0) return *failed = "create temporary file", -errno;
+  char data[65536];
+  ssize_t n;
+  while ((n = read(source, data, sizeof data)) > 0)
+    if (write(target, data, (size_t)n) != n) {
+      int saved = n < 0 ? errno : ENOSPC;
+      unlinkat(dir, temporary, 0);
+      return *failed = "write", -saved;
+    }
+  if (n < 0 || renameat(dir, temporary, dir, leaf) < 0) {
+    int saved = errno;
+    unlinkat(dir, temporary, 0);
+    return *failed = n < 0 ? "read" : "replace the host file", -saved;
   }
   return 0;
 }
 
 int jail_workspace_copy_out(int workspace_fd, const char *host_dir, char *const *paths, size_t count,
-                            dome_error *err) {
+                            char ***errors, size_t *error_count, dome_error *err) {
   _cleanup_close_ int host = open(host_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (host < 0) return dome_error_set_errno(err, errno, "copy out to `%s`", host_dir);
+  if (host < 0) return note_error(errors, error_count, host_dir, "open the host workspace", errno);
   _cleanup_close_ int root = open_beneath(workspace_fd, ".", O_RDONLY | O_DIRECTORY, 0);
   if (root < 0) return dome_error_set_errno(err, -root, "open /workspace for copy-out");
   for (size_t i = 0; i < count; i++) {
-    int r = make_parents(host, paths[i], err);
-    if (r < 0) return dome_error_wrap(err, "copy out `%s`", paths[i]);
-    _cleanup_close_ int source = open_beneath(root, paths[i], O_RDONLY, 0);
-    if (source < 0) continue; /* vanished or became a symlink: nothing to copy */
-    struct stat st;
-    if (fstat(source, &st) < 0 || !S_ISREG(st.st_mode)) continue;
-    /* Replace whatever is at the destination, never writing through a link placed there. */
-    char temporary[MAX_RELATIVE_PATH + 32];
-    snprintf(temporary, sizeof temporary, "%s.dome-copy-%d", paths[i], (int)getpid());
-    _cleanup_close_ int target =
-        open_beneath(host, temporary, O_WRONLY | O_CREAT | O_EXCL, st.st_mode & 0777);
-    if (target < 0) return dome_error_set_errno(err, -target, "copy out `%s/%s`", host_dir, paths[i]);
-    char buffer[65536];
-    ssize_t n;
-    while ((n = read(source, buffer, sizeof buffer)) > 0)
-      if (write(target, buffer, (size_t)n) != n) {
-        int saved = errno;
-        unlinkat(host, temporary, 0);
-        return dome_error_set_errno(err, saved, "copy out `%s/%s`", host_dir, paths[i]);
-      }
-    if (renameat(host, temporary, host, paths[i]) < 0) {
-      int saved = errno;
-      unlinkat(host, temporary, 0);
-      return dome_error_set_errno(err, saved, "copy out `%s/%s`", host_dir, paths[i]);
-    }
+    const char *failed = "copy";
+    int r = copy_one(root, host, paths[i], &failed);
+    if (r < 0 && note_error(errors, error_count, paths[i], failed, -r) < 0)
+      return dome_error_set_errno(err, ENOMEM, "copy out: record errors");
   }
   return 0;
 }

@@ -393,7 +393,7 @@ void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *re
                            used < sizeof report->reasons ? sizeof report->reasons - used : 0, __VA_ARGS__)
   if (!report->ip_forward)
     REASON(
-        "routed egress: net.ipv4.ip_forward is 0 (dome never changes it; set it to use --net-mode routed)\n");
+        "routed egress: net.ipv4.ip_forward is 0 (dome never changes it; once the operator sets it, the default mode `auto` picks routed egress)\n");
   if (!report->nftables)
     REASON("nftables: libnftables cannot list the ruleset (package nftables, CAP_NET_ADMIN)\n");
   if (!report->pasta) REASON("user-mode egress: `%s` not executable (Debian package passt)\n", pasta_path);
