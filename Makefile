@@ -131,6 +131,10 @@ format-check:
 install: all
 	install -D -m 0755 $(BUILD)/dome $(DESTDIR)/usr/local/bin/dome
 	if [ -f $(BUILD)/domed ]; then install -D -m 0755 $(BUILD)/domed $(DESTDIR)/usr/local/sbin/domed; fi
+	install -D -m 0644 docs/man/dome.1 $(DESTDIR)/usr/local/share/man/man1/dome.1
+	install -D -m 0644 docs/man/domed.8 $(DESTDIR)/usr/local/share/man/man8/domed.8
+	install -D -m 0644 docs/domed.service $(DESTDIR)/usr/local/lib/systemd/system/domed.service
+	install -D -m 0644 docs/domed.md $(DESTDIR)/usr/local/share/doc/dome/domed.md
 
 clean:
 	rm -rf $(BUILD)

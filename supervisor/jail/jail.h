@@ -227,6 +227,8 @@ struct jail_result {
  *   -EFBIG    host workspace larger than workspace_bytes
  *   -EPERM/-EACCES/-ENOSYS/... a kernel facility refused during setup
  *   any negative value returned by a hook (the run is aborted).
+ * A file that cannot be copied out (copy_out) does not fail the run: it is listed in
+ * result->copy_out_errors and the other files are still copied.
  * Nothing is left behind (cgroup leaves, mounts, processes, fds, temporary files) in every case. */
 int jail_run(const struct jail_config *config, struct jail_result *result, dome_error *err);
 

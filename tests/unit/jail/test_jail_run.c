@@ -252,11 +252,77 @@ static void optional_and_exact_path_rules(void **state) {
   jail_result_release(&r);
 }
 
+/* Limits below what a jail needs or above what the supervisor holds are refused, naming the field. */
+static void limits_refused(void **state) {
+  (void)state;
+  static char *const argv[] = {"true", NULL};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.pids = 1;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "--pids"));
+  jail_result_release(&r);
+  c.pids = JAIL_MIN_PIDS;
+  c.output_limit = JAIL_MAX_OUTPUT_LIMIT_BYTES + 1;
+  assert_int_equal(jail_run(&c, &r, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "--output-limit"));
+  jail_result_release(&r);
+  c.output_limit = JAIL_MAX_OUTPUT_LIMIT_BYTES;
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_int_equal(r.exit_code, 0);
+  jail_result_release(&r);
+}
+
+/* A copy-out conflict (a file on the host where the jail made a directory) skips that file, lists it in
+ * copy_out_errors and keeps the run's result and the other files. */
+static void copy_out_conflict_listed(void **state) {
+  (void)state;
+  char host[] = "/var/tmp/dome-unit-copyout-XXXXXX";
+  assert_non_null(mkdtemp(host));
+  char path[128];
+  snprintf(path, sizeof path, "%s/x", host);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("keep\n", f);
+  fclose(f);
+  static char *const argv[] = {"sh", "-c",
+                               "cd /workspace; rm x; mkdir x; echo y > x/y; echo z > z; echo done", NULL};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.workspace_dir = host;
+  c.copy_out = true;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_string_equal(r.stdout_data, "done\n");
+  assert_int_equal(r.copy_out_error_count, 1);
+  assert_non_null(strstr(r.copy_out_errors[0], "x/y: "));
+  jail_result_release(&r);
+  char text[16] = "";
+  f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(text, sizeof text, f));
+  fclose(f);
+  assert_string_equal(text, "keep\n");
+  unlink(path);
+  snprintf(path, sizeof path, "%s/z", host);
+  assert_int_equal(access(path, F_OK), 0);
+  unlink(path);
+  assert_int_equal(rmdir(host), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hooks_called_in_order), cmocka_unit_test(hook_aborts_run),
       cmocka_unit_test(cancel_fd_kills),       cmocka_unit_test(concurrent_threads),
       cmocka_unit_test(resolver_files),        cmocka_unit_test(optional_and_exact_path_rules),
+      cmocka_unit_test(limits_refused),        cmocka_unit_test(copy_out_conflict_listed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
