@@ -121,6 +121,12 @@ static int print_json(const struct jail_result *r, const struct run_rules *rules
   json_object_set_new(o, "stderr", text_value(r->stderr_data, r->stderr_length));
   json_object_set_new(o, "truncated", json_boolean(r->truncated));
   json_object_set_new(o, "output_paths", paths);
+  if (r->copy_out_error_count > 0) {
+    json_t *errors = json_array();
+    for (size_t i = 0; i < r->copy_out_error_count; i++)
+      json_array_append_new(errors, json_string(r->copy_out_errors[i]));
+    json_object_set_new(o, "copy_out_errors", errors);
+  }
   json_object_set_new(o, "peak_pids", json_integer((json_int_t)r->peak_pids));
   json_object_set_new(o, "pids_limited", json_boolean(r->pids_limited));
   json_object_set_new(o, "jail_id", json_string(r->jail_id));
@@ -336,6 +342,8 @@ static int run_main(int argc, char **argv) {
           json_string_value(json_object_get(d, "policy")) ? json_string_value(json_object_get(d, "policy"))
                                                           : "none (default deny)");
     }
+    for (size_t i = 0; i < result.copy_out_error_count; i++)
+      fprintf(stderr, "dome run: --copy-out: not copied: %s\n", result.copy_out_errors[i]);
     if (result.timed_out) fprintf(stderr, "dome run: timed out (--timeout)\n");
     status = result.timed_out ? 124 : result.signal ? 128 + result.signal : result.exit_code;
     if (result.cancelled && cancel_signal) status = 128 + cancel_signal;
