@@ -9,8 +9,12 @@
  *   input:   traffic from a jail link addressed to the egress side itself goes through the jail's chain
  *            too (so the host's addresses are reachable only when a rule names them)
  *   postrouting (nat): the pool is masqueraded towards anything that is not a jail link
- *   jail<slot>: source must be the jail's own address; accept the permitted (prefix, protocol, ports);
- *               reject the rest (ICMP admin-prohibited, so refused connections fail at once). */
+ *   jail<slot>: source must be the jail's own address; accept the permitted (prefix, protocol, ports)
+ *               whose prefix is exactly (a /32) one of the host's own addresses; reject every other
+ *               destination that is an address of the host or of the egress side (v4 and v6, so that a
+ *               rule permitting 0.0.0.0/0 does not open the host's services); accept the other permitted
+ *               triples; reject the rest (ICMP admin-prohibited, so refused connections fail at once). */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -170,8 +174,37 @@ static int append(char **buffer, size_t *used, size_t *capacity, const char *for
   }
 }
 
-int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail, dome_error *err) {
-  char *commands = NULL, address[16], prefix[16];
+/* True when the filter's prefix is exactly one of the own addresses (a /32 equal to it). */
+static bool names_own_address(const struct dome_net_filter *f, const struct net_local_address *own,
+                              size_t own_count) {
+  if (f->prefix.length != 32) return false;
+  uint32_t network = htonl(f->prefix.address);
+  for (size_t i = 0; i < own_count; i++)
+    if (own[i].family == AF_INET && memcmp(own[i].bytes, &network, 4) == 0) return true;
+  return false;
+}
+
+static int append_filter(char **commands, size_t *used, size_t *capacity, uint32_t slot,
+                         const struct dome_net_filter *f) {
+  char prefix[16];
+  const char *protocol = f->protocol == DOME_PROTOCOL_TCP ? "tcp" : "udp";
+  net_format_ipv4(f->prefix.address, prefix);
+  if (f->port_first == 0 && f->port_last == 65535)
+    return append(commands, used, capacity,
+                  "add rule inet " DOME_NET_TABLE " jail%u ip daddr %s/%u meta l4proto %s accept\n", slot,
+                  prefix, f->prefix.length, protocol);
+  if (f->port_first == f->port_last)
+    return append(commands, used, capacity,
+                  "add rule inet " DOME_NET_TABLE " jail%u ip daddr %s/%u %s dport %u accept\n", slot, prefix,
+                  f->prefix.length, protocol, f->port_first);
+  return append(commands, used, capacity,
+                "add rule inet " DOME_NET_TABLE " jail%u ip daddr %s/%u %s dport %u-%u accept\n", slot,
+                prefix, f->prefix.length, protocol, f->port_first, f->port_last);
+}
+
+int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail,
+                     const struct net_local_address *own, size_t own_count, dome_error *err) {
+  char *commands = NULL, address[INET6_ADDRSTRLEN];
   size_t used = 0, capacity = 0;
   net_format_ipv4(jail->address, address);
   int r = append(&commands, &used, &capacity,
@@ -180,23 +213,23 @@ int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail, dome
                  "add rule inet " DOME_NET_TABLE
                  " jail%u ip saddr != %s reject with icmpx type admin-prohibited\n",
                  jail->slot, jail->slot, address);
-  for (size_t i = 0; r == 0 && i < jail->plan.filter_count; i++) {
-    const struct dome_net_filter *f = &jail->plan.filters[i];
-    const char *protocol = f->protocol == DOME_PROTOCOL_TCP ? "tcp" : "udp";
-    net_format_ipv4(f->prefix.address, prefix);
-    if (f->port_first == 0 && f->port_last == 65535)
-      r = append(&commands, &used, &capacity,
-                 "add rule inet " DOME_NET_TABLE " jail%u ip daddr %s/%u meta l4proto %s accept\n",
-                 jail->slot, prefix, f->prefix.length, protocol);
-    else if (f->port_first == f->port_last)
-      r = append(&commands, &used, &capacity,
-                 "add rule inet " DOME_NET_TABLE " jail%u ip daddr %s/%u %s dport %u accept\n", jail->slot,
-                 prefix, f->prefix.length, protocol, f->port_first);
-    else
-      r = append(&commands, &used, &capacity,
-                 "add rule inet " DOME_NET_TABLE " jail%u ip daddr %s/%u %s dport %u-%u accept\n", jail->slot,
-                 prefix, f->prefix.length, protocol, f->port_first, f->port_last);
+  /* Filters naming one of the host's own addresses exactly come first; then every own address is
+   * rejected, so that a wider prefix (0.0.0.0/0 above all) never reaches the host's services; then the
+   * other filters. */
+  for (size_t i = 0; r == 0 && i < jail->plan.filter_count; i++)
+    if (names_own_address(&jail->plan.filters[i], own, own_count))
+      r = append_filter(&commands, &used, &capacity, jail->slot, &jail->plan.filters[i]);
+  for (size_t i = 0; r == 0 && i < own_count; i++) {
+    bool v4 = own[i].family == AF_INET;
+    inet_ntop(v4 ? AF_INET : AF_INET6, own[i].bytes, address, sizeof address);
+    r = append(&commands, &used, &capacity,
+               "add rule inet " DOME_NET_TABLE
+               " jail%u %s daddr %s reject with icmpx type admin-prohibited\n",
+               jail->slot, v4 ? "ip" : "ip6", address);
   }
+  for (size_t i = 0; r == 0 && i < jail->plan.filter_count; i++)
+    if (!names_own_address(&jail->plan.filters[i], own, own_count))
+      r = append_filter(&commands, &used, &capacity, jail->slot, &jail->plan.filters[i]);
   if (r == 0)
     r = append(&commands, &used, &capacity,
                "add rule inet " DOME_NET_TABLE

@@ -1,4 +1,5 @@
 /* One jail's path: slot, veth pair, addresses, routes, nftables chain; and its teardown. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -59,6 +60,34 @@ struct egress_side {
   bool link_made, chain_made;
 };
 
+/* The addresses a jail must not reach unless a rule names them exactly, read now (they change): every
+ * address of the host's interfaces (the calling thread's namespace: the supervisor's), and in user mode
+ * those of the egress namespace (its loopback, pasta's tap, the jails' gateways) and pasta's gateway
+ * address (the address pasta answers as; --no-map-gw keeps it from standing for the host, but it is
+ * still pasta's). */
+static int own_addresses(struct dome_net *net, struct net_local_address *own, size_t *count,
+                         dome_error *err) {
+  int r = net_local_addresses(net->egress_sock, own, NET_LOCAL_ADDRESS_MAX, count, err);
+  if (r < 0 || net->mode == DOME_NET_MODE_ROUTED) return r; /* routed: the egress side is the host */
+  struct nl_sock *host = NULL;
+  if ((r = net_nl_open(&host, err)) < 0) return r;
+  r = net_local_addresses(host, own, NET_LOCAL_ADDRESS_MAX, count, err);
+  net_nl_close(host);
+  if (r < 0) return r;
+  uint32_t pasta_gateway, tap;
+  if ((r = dome_net_slot_addresses(net->pool, net->block_length, 0, &pasta_gateway, &tap, err)) < 0) return r;
+  struct net_local_address one = {.family = AF_INET};
+  uint32_t network = htonl(pasta_gateway);
+  memcpy(one.bytes, &network, 4);
+  for (size_t i = 0; i < *count; i++)
+    if (memcmp(&own[i], &one, sizeof one) == 0) return 0;
+  if (*count == NET_LOCAL_ADDRESS_MAX)
+    return dome_error_set(err, E2BIG, "more than %d local addresses: the egress filter would not hold them",
+                          NET_LOCAL_ADDRESS_MAX);
+  own[(*count)++] = one;
+  return 0;
+}
+
 /* Egress side, through the handles bound to its namespace (no namespace switch). */
 static int build_egress_side(struct egress_side *side, dome_error *err) {
   struct nl_sock *sock = side->net->egress_sock;
@@ -70,7 +99,11 @@ static int build_egress_side(struct egress_side *side, dome_error *err) {
   if (ifindex < 0) return ifindex;
   if ((r = net_address_add(sock, ifindex, side->jail->gateway, side->net->block_length, err)) < 0) return r;
   if ((r = net_link_set_up(sock, side->jail->link_name, err)) < 0) return r;
-  if ((r = net_nft_jail_add(side->net->egress_nft, side->jail, err)) < 0) return r;
+  _cleanup_free_ struct net_local_address *own = calloc(NET_LOCAL_ADDRESS_MAX, sizeof *own);
+  size_t own_count = 0;
+  if (own == NULL) return dome_error_set(err, ENOMEM, "jail network: out of memory");
+  if ((r = own_addresses(side->net, own, &own_count, err)) < 0) return r;
+  if ((r = net_nft_jail_add(side->net->egress_nft, side->jail, own, own_count, err)) < 0) return r;
   side->chain_made = true;
   return 0;
 }

@@ -250,6 +250,43 @@ int net_host_prefixes(struct nl_sock *sock, struct dome_net_prefix *out, size_t 
   return 0;
 }
 
+struct address_collect {
+  struct net_local_address *out;
+  size_t max, *count;
+  bool overflow;
+};
+
+static void collect_local(struct nl_object *object, void *opaque) {
+  struct address_collect *collect = opaque;
+  struct nl_addr *addr = rtnl_addr_get_local((struct rtnl_addr *)object);
+  if (addr == NULL) return;
+  struct net_local_address one = {.family = nl_addr_get_family(addr)};
+  size_t length = one.family == AF_INET ? 4 : one.family == AF_INET6 ? 16 : 0;
+  if (length == 0 || nl_addr_get_len(addr) != length) return;
+  memcpy(one.bytes, nl_addr_get_binary_addr(addr), length);
+  for (size_t i = 0; i < *collect->count; i++)
+    if (memcmp(&collect->out[i], &one, sizeof one) == 0) return;
+  if (*collect->count == collect->max) {
+    collect->overflow = true;
+    return;
+  }
+  collect->out[(*collect->count)++] = one;
+}
+
+int net_local_addresses(struct nl_sock *sock, struct net_local_address *out, size_t max, size_t *count,
+                        dome_error *err) {
+  struct nl_cache *cache = NULL;
+  int r = rtnl_addr_alloc_cache(sock, &cache);
+  if (r < 0) return net_nl_error(err, r, "read local addresses");
+  struct address_collect collect = {out, max, count, false};
+  nl_cache_foreach(cache, collect_local, &collect);
+  nl_cache_free(cache);
+  if (collect.overflow)
+    return dome_error_set(err, E2BIG, "more than %zu local addresses: the egress filter would not hold them",
+                          max);
+  return 0;
+}
+
 struct name_collect {
   const char *prefix;
   char (*names)[16];

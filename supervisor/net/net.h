@@ -14,7 +14,10 @@
  *   - on the egress side, nftables table `inet dome`: per jail a chain accepting only the permitted
  *     (prefix, protocol, port range) triples from the jail's own address, rejecting everything else,
  *     jail-to-jail traffic, traffic addressed to the egress side itself, and inbound connections;
- *     masquerade of the pool towards the outside.
+ *     masquerade of the pool towards the outside. The host's own addresses (every address of every
+ *     interface, v4 and v6, read with libnl at each set-up; in user mode also the egress namespace's and
+ *     pasta's gateway address) are rejected even under a wider permitted prefix such as 0.0.0.0/0; only
+ *     a permitted /32 equal to one of them opens it, for that rule's protocol and ports.
  * The cgroup BPF programs remain the enforcement point (deny exceptions inside a permitted prefix are
  * theirs); this plumbing only ever narrows.
  *

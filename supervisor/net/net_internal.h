@@ -61,6 +61,16 @@ int net_link_delete(struct nl_sock *sock, const char *name, dome_error *err); /*
 /* Destination prefixes of the main routing table and the local addresses (as /len), bounded by max. */
 int net_host_prefixes(struct nl_sock *sock, struct dome_net_prefix *out, size_t max, size_t *count_out,
                       dome_error *err);
+/* One address of a namespace's interfaces (AF_INET: 4 bytes, AF_INET6: 16 bytes, network order). */
+struct net_local_address {
+  int family;
+  uint8_t bytes[16];
+};
+#define NET_LOCAL_ADDRESS_MAX 512 /* addresses of one namespace the egress filter rejects one by one */
+/* Append every local address (v4 and v6, every interface) of the socket's namespace to out[*count],
+ * skipping ones already there. Returns 0, -E2BIG (more than max in all) or -EIO (netlink). */
+int net_local_addresses(struct nl_sock *sock, struct net_local_address *out, size_t max, size_t *count,
+                        dome_error *err);
 /* Names of links starting with prefix (up to max, 16 bytes each). */
 int net_links_with_prefix(struct nl_sock *sock, const char *prefix, char (*names)[16], size_t max,
                           size_t *count_out, dome_error *err);
@@ -72,7 +82,10 @@ void net_nft_context_free(struct nft_ctx *ctx);
 int net_nft_run(struct nft_ctx *ctx, const char *commands, dome_error *err);
 int net_nft_table_install(struct nft_ctx *ctx, struct dome_net_prefix pool, dome_error *err);
 int net_nft_table_remove(struct nft_ctx *ctx, dome_error *err);
-int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail, dome_error *err);
+/* The jail's chain. own: the host's (and egress side's) addresses, rejected unless a permitted filter
+ * names one exactly as a /32 (then only that filter's protocol and ports reach it). */
+int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail,
+                     const struct net_local_address *own, size_t own_count, dome_error *err);
 int net_nft_count_jail_chains(struct nft_ctx *ctx, size_t *count_out, dome_error *err);
 int net_nft_jail_remove(struct nft_ctx *ctx, const struct dome_net_jail *jail, dome_error *err);
 

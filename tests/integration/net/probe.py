@@ -3,6 +3,7 @@
    NAME=KIND:ARGS and prints "ok - NAME" or "not ok - NAME: detail":
      http:URL:TEXT          GET URL answers TEXT
      refused:HOST:PORT      a TCP connect fails within 3 s (no route, rejected, or timed out)
+     banner:HOST:PORT:TEXT  a TCP connect succeeds and the first line read is TEXT
      resolve:NAME:ADDRESS   getaddrinfo(NAME) gives ADDRESS (through /etc/resolv.conf)
      noresolve:NAME:SECONDS getaddrinfo(NAME) fails within SECONDS
      dnsfail:SERVER         a direct UDP query to SERVER:53 gets no answer within 2 s
@@ -25,6 +26,11 @@ def check(kind, args):
             return True, str(e)
         finally:
             s.close()
+    if kind == "banner":
+        host, port, text = args.split(":", 2)
+        with socket.create_connection((host, int(port)), timeout=3) as s:
+            line = s.makefile("rb").readline().decode().strip()
+        return line == text, "got %r" % line[:80]
     if kind == "resolve":
         name, address = args.split(":")
         got = sorted({a[4][0] for a in socket.getaddrinfo(name, 443, socket.AF_INET, socket.SOCK_STREAM)})
