@@ -9,6 +9,8 @@
 
 #include "supervisor/audit/journal.h"
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/journal_location.h"
+#include "supervisor/common/cleanup.h"
 #include "supervisor/replay/replay.h"
 
 #define MAX_ERRORS_SHOWN 10
@@ -75,12 +77,18 @@ static void on_error(void *context, uint64_t seq, const char *message) {
 }
 
 static int simulate_main(int argc, char **argv) {
-  static const struct option options[] = {
-      {"journal", required_argument, NULL, 'j'}, {"since", required_argument, NULL, 's'},
-      {"until", required_argument, NULL, 'u'},   {"agent", required_argument, NULL, 'a'},
-      {"json", no_argument, NULL, 'J'},          {"no-validate", no_argument, NULL, 'N'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-  simulate_options sim = {.journal_dir = JOURNAL_DEFAULT_DIRECTORY};
+  static const struct option options[] = {{"journal", required_argument, NULL, 'j'},
+                                          {"since", required_argument, NULL, 's'},
+                                          {"until", required_argument, NULL, 'u'},
+                                          {"agent", required_argument, NULL, 'a'},
+                                          {"json", no_argument, NULL, 'J'},
+                                          {"no-validate", no_argument, NULL, 'N'},
+                                          {"control-socket", required_argument, NULL, 'S'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  simulate_options sim = {.journal_dir = NULL};
+  const char *socket = NULL;
+  _cleanup_free_ char *domed_journal = NULL;
   struct output out = {0};
   bool validate = true;
   dome_error err = {0};
@@ -90,6 +98,9 @@ static int simulate_main(int argc, char **argv) {
     switch (c) {
       case 'j':
         sim.journal_dir = optarg;
+        break;
+      case 'S':
+        socket = optarg;
         break;
       case 's':
       case 'u':
@@ -109,8 +120,11 @@ static int simulate_main(int argc, char **argv) {
         break;
       case 'h':
         printf(
-            "usage: dome rules simulate FILE [--journal DIR] [--since T] [--until T] [--agent A] [--json]\n"
-            "Re-evaluates every authorization request recorded in the journal (default %s) against the\n"
+            "usage: dome rules simulate FILE [--journal DIR] [--control-socket PATH] [--since T] [--until "
+            "T]\n"
+            "                           [--agent A] [--json] [--no-validate]\n"
+            "Re-evaluates every authorization request recorded in the journal (--journal; else the running\n"
+            "domed's; else $DOME_JOURNAL_DIR; else %s) against the\n"
             "Cedar rules in FILE and lists each request whose decision would change (DecisionDiff: seq, "
             "time,\n"
             "agent, action, resource, old and new decision with their determining policies, new errors),\n"
@@ -128,6 +142,10 @@ static int simulate_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   const char *file = argv[optind];
+  /* The journal: --journal, else the running domed's (so `dome rules simulate FILE` beside a domed with
+   * its own --journal-dir reads that history), else $DOME_JOURNAL_DIR, else the default. */
+  sim.journal_dir = cli_journal_location(socket, sim.journal_dir, &domed_journal);
+  if (sim.journal_dir == NULL) sim.journal_dir = JOURNAL_DEFAULT_DIRECTORY;
   simulate_policy *policy = NULL;
   if (simulate_policy_load(file, validate, &policy, &err) < 0) {
     fprintf(stderr, "dome rules simulate: %s\n", err.message);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/journal_location.h"
 #include "supervisor/control/control.h"
 #include "supervisor/replay/replay.h"
 
@@ -23,24 +24,6 @@ static void print_ids(json_t *ids) {
 static const char *text_of(json_t *object, const char *key) {
   const char *value = json_string_value(json_object_get(object, key));
   return value ? value : "?";
-}
-
-/* The journal domed writes: --journal, else domed's own (`audit.stream` {describe}), else
- * $DOME_JOURNAL_DIR or the default. *owned receives a malloc'd copy when it came from domed. */
-static const char *journal_of_domed(const char *socket, const char *flag, char **owned) {
-  *owned = NULL;
-  if (flag) return flag;
-  json_t *args = json_pack("{s:b}", "describe", 1), *result = NULL;
-  dome_error err = {0};
-  if (control_call(control_socket_path(socket), "audit.stream", args, &result, &err) == 0) {
-    const char *dir = json_string_value(json_object_get(result, "journal_dir"));
-    if (dir) *owned = strdup(dir);
-  }
-  json_decref(args);
-  json_decref(result);
-  if (*owned) return *owned;
-  const char *env = getenv("DOME_JOURNAL_DIR");
-  return env && env[0] ? env : NULL; /* NULL: simulate_rules_text's default */
 }
 
 /* Simulate `text` against the journal; print the first diffs and the summary. Returns the number of
@@ -149,7 +132,7 @@ static int apply_main(int argc, char **argv) {
   }
   if (simulate) {
     char *owned = NULL;
-    const char *journal_dir = journal_of_domed(socket, journal_flag, &owned);
+    const char *journal_dir = cli_journal_location(socket, journal_flag, &owned);
     long long diffs = simulate_first(text, total, file, journal_dir);
     free(owned);
     if (diffs < 0 || diffs != accepted) {

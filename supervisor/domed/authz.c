@@ -109,6 +109,32 @@ static void add_error(struct domed_decision *decision, const char *policy, const
 void domed_authorize(struct domed *domed, struct domed_rules *rules, const struct domed_principal *principal,
                      const char *action, json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
                      struct domed_decision *decision) {
+  domed_authorize_resource(domed, rules, principal, action, DOMED_BUILTIN_TOOL, tool_entity, mcp_tool_name,
+                           arguments, decision);
+}
+
+static bool names_gateway(json_t *entities, const char *gateway) {
+  size_t i;
+  json_t *entity;
+  json_array_foreach(entities, i, entity) {
+    json_t *uid = json_object_get(entity, "uid");
+    if (strcmp(json_string_value(json_object_get(uid, "type")), "Dome::Gateway") == 0 &&
+        strcmp(json_string_value(json_object_get(uid, "id")), gateway) == 0)
+      return true;
+  }
+  return false;
+}
+
+static void add_gateway(json_t *entities, const char *gateway) {
+  if (!names_gateway(entities, gateway))
+    json_array_append_new(entities, json_pack("{s:{s:s,s:s},s:{},s:[]}", "uid", "type", "Dome::Gateway", "id",
+                                              gateway, "attrs", "parents"));
+}
+
+void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
+                              const struct domed_principal *principal, const char *action,
+                              const char *resource, json_t *tool_entity, const char *mcp_tool_name,
+                              json_t *arguments, struct domed_decision *decision) {
   *decision = (struct domed_decision){.allow = false, .determining = json_array(), .errors = json_array()};
   decision->policy_version = rules ? rules->version : 0;
   if (rules) snprintf(decision->policy_name, sizeof decision->policy_name, "%s", rules->name);
@@ -116,16 +142,23 @@ void domed_authorize(struct domed *domed, struct domed_rules *rules, const struc
   const char *tool_gateway = json_string_value(json_object_get(tool_entity, "gateway"));
   json_t *tool_attrs = json_deep_copy(tool_entity);
   json_object_del(tool_attrs, "gateway");
-  json_t *entities = json_pack(
-      "[{s:{s:s,s:s},s:{s:O},s:[{s:s,s:s}]},{s:{s:s,s:s},s:o,s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid",
-      "type", "Dome::Agent", "id", principal->agent, "attrs", "capabilities", principal->capabilities,
-      "parents", "type", "Dome::Gateway", "id", principal->gateway, "uid", "type", "Dome::MCPTool", "id",
-      DOMED_BUILTIN_TOOL, "attrs", tool_attrs, "parents", "type", "Dome::Gateway", "id",
-      tool_gateway ? tool_gateway : MCP_GATEWAY_DEFAULT, "uid", "type", "Dome::Gateway", "id",
-      principal->gateway, "attrs", "parents");
-  if (tool_gateway && strcmp(tool_gateway, principal->gateway) != 0)
-    json_array_append_new(entities, json_pack("{s:{s:s,s:s},s:{},s:[]}", "uid", "type", "Dome::Gateway", "id",
-                                              tool_gateway, "attrs", "parents"));
+  /* the principal's parents: every gateway it is granted (and the endpoint's) */
+  json_t *parents = json_array();
+  json_array_append_new(parents, json_pack("{s:s,s:s}", "type", "Dome::Gateway", "id", principal->gateway));
+  size_t index;
+  json_t *grant;
+  json_array_foreach(principal->grants, index, grant) {
+    if (!json_is_string(grant) || strcmp(json_string_value(grant), principal->gateway) == 0) continue;
+    json_array_append_new(parents, json_pack("{s:s,s:O}", "type", "Dome::Gateway", "id", grant));
+  }
+  json_t *entities = json_pack("[{s:{s:s,s:s},s:{s:O},s:o},{s:{s:s,s:s},s:o,s:[{s:s,s:s}]}]", "uid", "type",
+                               "Dome::Agent", "id", principal->agent, "attrs", "capabilities",
+                               principal->capabilities, "parents", parents, "uid", "type", "Dome::MCPTool",
+                               "id", resource, "attrs", tool_attrs, "parents", "type", "Dome::Gateway", "id",
+                               tool_gateway ? tool_gateway : MCP_GATEWAY_DEFAULT);
+  json_t *parent;
+  json_array_foreach(parents, index, parent) add_gateway(entities, json_string_value(json_object_get(parent, "id")));
+  add_gateway(entities, tool_gateway ? tool_gateway : MCP_GATEWAY_DEFAULT);
   json_t *context = json_pack("{s:s}", "tool", mcp_tool_name ? mcp_tool_name : "");
   if (arguments && json_object_size(arguments) > 0) {
     char *canonical = json_dumps(arguments, JSON_COMPACT | JSON_SORT_KEYS);
@@ -139,7 +172,7 @@ void domed_authorize(struct domed *domed, struct domed_rules *rules, const struc
   decision->request =
       json_pack("{s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:s},s:o,s:o}", "principal", "type", "Dome::Agent", "id",
                 principal->agent, "action", "type", "Dome::Action", "id", action, "resource", "type",
-                "Dome::MCPTool", "id", DOMED_BUILTIN_TOOL, "context", context, "entities", entities);
+                "Dome::MCPTool", "id", resource, "context", context, "entities", entities);
   cedar_entities *cedar_entities = NULL;
   cedar_context *cedar_context = NULL;
   cedar_diagnostic diag;
@@ -158,7 +191,7 @@ void domed_authorize(struct domed *domed, struct domed_rules *rules, const struc
     cedar_request request = {
         .principal = {"Dome::Agent", principal->agent, 0},
         .action = action_uid,
-        .resource = {"Dome::MCPTool", DOMED_BUILTIN_TOOL, 0},
+        .resource = {"Dome::MCPTool", resource, 0},
         .context = cedar_context,
     };
     cedar_response response;

@@ -114,6 +114,7 @@ struct domed {
   void *journal; /* struct journal * when the journal is built in */
   void *engine;  /* engine-wide state (schema) of the authorizer */
   void *kernel;  /* struct domed_kernel *: BPF enforcement, NULL when unavailable */
+  void *gateways; /* gateway_registry *: clients of external MCP backends (gateway.h) */
   pthread_mutex_t rules_lock;
   struct domed_rules *rules; /* the active version; swapped atomically under rules_lock */
   /* concurrency cap on jails */
@@ -157,6 +158,7 @@ struct domed_principal {
   json_t *capabilities; /* array of strings */
   const char *gateway;
   const char *actas; /* "" or NULL when none */
+  json_t *grants;    /* the gateways granted (the principal's Cedar parents); NULL: [gateway] */
 };
 
 /* Authorize `action` ("mcp:call", "mcp:discover") of principal on Dome::MCPTool::"tool" with
@@ -165,6 +167,11 @@ struct domed_principal {
 void domed_authorize(struct domed *domed, struct domed_rules *rules, const struct domed_principal *principal,
                      const char *action, json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
                      struct domed_decision *decision);
+/* The same for resource Dome::MCPTool::"<resource>" (an external backend's registry name). */
+void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
+                              const struct domed_principal *principal, const char *action,
+                              const char *resource, json_t *tool_entity, const char *mcp_tool_name,
+                              json_t *arguments, struct domed_decision *decision);
 void domed_decision_release(struct domed_decision *decision);
 
 /* Journal: open/close, append an event (returns seq > 0, or 0 when not journalled), sync up to seq.
@@ -242,6 +249,15 @@ extern const struct mcp_handlers domed_mcp_handlers; /* context: struct domed * 
 json_t *domed_execute_code_tool(void);
 /* Validate execute_code arguments; -EINVAL with a one-line message naming the argument. */
 int domed_execute_arguments_check(json_t *arguments, dome_error *err);
+
+/* ---- gateway_route.c: external MCP backends registered with `dome tool add --url` (gateway.h) ---- */
+/* Append to `tools` the backend tools on the identity's gateway that mcp:discover allows (journalled). */
+void domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *tools);
+/* tools/call of `<backend>.<tool>`: returns 1 with *result (or NULL with *rpc_error/*err) when `name`
+ * names a backend tool on the identity's gateway, 0 when it does not. */
+int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, const char *name,
+                            json_t *arguments, mcp_call *call, json_t **result, int *rpc_error,
+                            dome_error *err);
 
 /* ---- metrics.c ---- */
 int domed_http_get(void *context, const char *path, char **body, size_t *length, const char **content_type);
