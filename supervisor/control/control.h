@@ -123,6 +123,26 @@ int control_parse_field_classification(const char *text, json_t **classification
  * -EINVAL with "line N: ..." on a bad line. */
 int control_parse_env_file(const char *text, json_t **environment, dome_error *err);
 
+/* --- gateways and grants (gateways.json; an agent's grants are its record's `gateways` member) --- */
+
+#define CONTROL_GATEWAY_DEFAULT "Default" /* always exists, never stored, cannot be removed */
+
+/* Create gateway `name`. Errors: -EINVAL bad name, -EEXIST exists (or Default), -errno writing. */
+int control_gateway_create(control_store *store, const char *name, dome_error *err);
+/* True when `name` is Default or a created gateway. */
+bool control_gateway_exists(control_store *store, const char *name);
+/* Array of {name, agents: [granted agents], tools: [tools on it]}, Default first. New reference. */
+json_t *control_gateway_list(control_store *store);
+/* The gateways an agent is granted: its `gateways` member, or ["Default"] when absent. New reference,
+ * or NULL for an unknown agent. */
+json_t *control_agent_grants(control_store *store, const char *agent);
+/* Grant (idempotent) / revoke an agent's gateway; *grants (may be NULL) receives the new list.
+ * Errors: -ENOENT unknown agent or gateway, -errno writing agents.json. */
+int control_gateway_grant(control_store *store, const char *agent, const char *gateway, json_t **grants,
+                          dome_error *err);
+int control_gateway_revoke(control_store *store, const char *agent, const char *gateway, json_t **grants,
+                           dome_error *err);
+
 /* --- rules versions --- */
 
 /* Store `text` as a new version named `name`. Returns the version number (>= 1) or -errno. The new

@@ -132,6 +132,7 @@ int control_store_open(const char *state_dir, control_store **out, dome_error *e
   if ((rc = store_load_json(store, "agents.json", json_object(), &store->agents, err)) < 0) goto fail;
   if ((rc = store_load_json(store, "quotas.json", json_object(), &store->quotas, err)) < 0) goto fail;
   if ((rc = store_load_json(store, "tools.json", json_object(), &store->tools, err)) < 0) goto fail;
+  if ((rc = store_load_json(store, "gateways.json", json_object(), &store->gateways, err)) < 0) goto fail;
   if ((rc = store_load_json(store, "rules/index.json", json_pack("{s:i,s:[]}", "active", 0, "versions"),
                             &store->rules, err)) < 0)
     goto fail;
@@ -152,6 +153,7 @@ void control_store_close(control_store *store) {
   json_decref(store->agents);
   json_decref(store->quotas);
   json_decref(store->tools);
+  json_decref(store->gateways);
   json_decref(store->rules);
   pthread_mutex_destroy(&store->lock);
   free(store->dir);

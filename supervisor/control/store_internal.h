@@ -9,10 +9,11 @@
 struct control_store {
   char *dir;
   pthread_mutex_t lock;
-  json_t *agents; /* name -> {capabilities, status, token_hash, created, updated} */
-  json_t *quotas; /* capability -> quota object */
-  json_t *tools;  /* name -> tool object */
-  json_t *rules;  /* {"active": N, "versions": [ {version, name, sha256, created, bytes} ]} */
+  json_t *agents;   /* name -> {capabilities, status, token_hash, created, updated} */
+  json_t *quotas;   /* capability -> quota object */
+  json_t *tools;    /* name -> tool object */
+  json_t *gateways; /* name -> {created}; "Default" is implicit */
+  json_t *rules;    /* {"active": N, "versions": [ {version, name, sha256, created, bytes} ]} */
 };
 
 /* Write `value` to dir/relative atomically (tmp + fsync + rename + fsync dir), mode 0600. */

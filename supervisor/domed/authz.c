@@ -151,13 +151,14 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
     if (!json_is_string(grant) || strcmp(json_string_value(grant), principal->gateway) == 0) continue;
     json_array_append_new(parents, json_pack("{s:s,s:O}", "type", "Dome::Gateway", "id", grant));
   }
-  json_t *entities = json_pack("[{s:{s:s,s:s},s:{s:O},s:o},{s:{s:s,s:s},s:o,s:[{s:s,s:s}]}]", "uid", "type",
-                               "Dome::Agent", "id", principal->agent, "attrs", "capabilities",
-                               principal->capabilities, "parents", parents, "uid", "type", "Dome::MCPTool",
-                               "id", resource, "attrs", tool_attrs, "parents", "type", "Dome::Gateway", "id",
-                               tool_gateway ? tool_gateway : MCP_GATEWAY_DEFAULT);
+  json_t *entities =
+      json_pack("[{s:{s:s,s:s},s:{s:O},s:o},{s:{s:s,s:s},s:o,s:[{s:s,s:s}]}]", "uid", "type", "Dome::Agent",
+                "id", principal->agent, "attrs", "capabilities", principal->capabilities, "parents", parents,
+                "uid", "type", "Dome::MCPTool", "id", resource, "attrs", tool_attrs, "parents", "type",
+                "Dome::Gateway", "id", tool_gateway ? tool_gateway : MCP_GATEWAY_DEFAULT);
   json_t *parent;
-  json_array_foreach(parents, index, parent) add_gateway(entities, json_string_value(json_object_get(parent, "id")));
+  json_array_foreach(parents, index, parent)
+      add_gateway(entities, json_string_value(json_object_get(parent, "id")));
   add_gateway(entities, tool_gateway ? tool_gateway : MCP_GATEWAY_DEFAULT);
   json_t *context = json_pack("{s:s}", "tool", mcp_tool_name ? mcp_tool_name : "");
   if (arguments && json_object_size(arguments) > 0) {

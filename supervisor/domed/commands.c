@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "supervisor/domed/domed.h"
+#include "supervisor/gateway/gateway.h"
 
 static pthread_mutex_t rules_apply_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -116,6 +117,7 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
   const char *name = arg_string(request, "name");
   if (strcmp(verb, "remove") == 0) {
     if (control_tool_remove(domed->store, name, err) < 0) return NULL;
+    if (domed->gateways) gateway_registry_forget(domed->gateways, name);
     journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.removed", "tool", name));
     return json_pack("{s:s}", "removed", name);
   }
@@ -130,6 +132,7 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
     int rc = control_tool_add(domed->store, tool, arg_string(request, "env_file"), err);
     json_decref(tool);
     if (rc < 0) return NULL;
+    if (domed->gateways && name) gateway_registry_forget(domed->gateways, name);
     journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.added", "tool", name));
     return control_tool_get(domed->store, name);
   }
@@ -154,6 +157,32 @@ static json_t *quotas_command(struct domed *domed, const struct control_request 
     return result;
   }
   dome_error_set(err, EINVAL, "unknown command `quotas.%s`", verb);
+  return NULL;
+}
+
+static json_t *gateways_command(struct domed *domed, const struct control_request *request, const char *verb,
+                                dome_error *err) {
+  if (strcmp(verb, "list") == 0) return control_gateway_list(domed->store);
+  if (strcmp(verb, "create") == 0) {
+    const char *name = arg_string(request, "name");
+    if (control_gateway_create(domed->store, name, err) < 0) return NULL;
+    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "gateway.created", "gateway", name));
+    return json_pack("{s:s}", "name", name);
+  }
+  bool grant = strcmp(verb, "grant") == 0;
+  if (grant || strcmp(verb, "revoke") == 0) {
+    const char *agent = arg_string(request, "agent");
+    const char *gateway = arg_string(request, "gateway");
+    json_t *grants = NULL;
+    int rc = grant ? control_gateway_grant(domed->store, agent, gateway, &grants, err)
+                   : control_gateway_revoke(domed->store, agent, gateway, &grants, err);
+    if (rc < 0) return NULL;
+    journal_admin(domed, request,
+                  json_pack("{s:s,s:s,s:s}", "type", grant ? "gateway.granted" : "gateway.revoked", "agent",
+                            agent, "gateway", gateway));
+    return json_pack("{s:s,s:o}", "agent", agent, "gateways", grants);
+  }
+  dome_error_set(err, EINVAL, "unknown command `gateways.%s`", verb);
   return NULL;
 }
 
@@ -182,6 +211,7 @@ json_t *domed_control_handle(void *context, const struct control_request *reques
   if (strcmp(group, "rules") == 0) return rules_command(domed, request, verb, err);
   if (strcmp(group, "tools") == 0) return tools_command(domed, request, verb, err);
   if (strcmp(group, "quotas") == 0) return quotas_command(domed, request, verb, err);
+  if (strcmp(group, "gateways") == 0) return gateways_command(domed, request, verb, err);
   if (strcmp(command, "audit.stream") == 0) return domed_audit_stream(domed, request, err);
   dome_error_set(err, EINVAL, "unknown command `%s`", command);
   return NULL;

@@ -111,9 +111,9 @@ struct domed {
   control_store *store;
   mcp_server *mcp;
   control_server *control;
-  void *journal; /* struct journal * when the journal is built in */
-  void *engine;  /* engine-wide state (schema) of the authorizer */
-  void *kernel;  /* struct domed_kernel *: BPF enforcement, NULL when unavailable */
+  void *journal;  /* struct journal * when the journal is built in */
+  void *engine;   /* engine-wide state (schema) of the authorizer */
+  void *kernel;   /* struct domed_kernel *: BPF enforcement, NULL when unavailable */
   void *gateways; /* gateway_registry *: clients of external MCP backends (gateway.h) */
   pthread_mutex_t rules_lock;
   struct domed_rules *rules; /* the active version; swapped atomically under rules_lock */
@@ -253,7 +253,7 @@ int domed_execute_arguments_check(json_t *arguments, dome_error *err);
 /* ---- gateway_route.c: external MCP backends registered with `dome tool add --url` (gateway.h) ---- */
 /* Append to `tools` the backend tools on the identity's gateway that mcp:discover allows (journalled). */
 void domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *tools);
-/* tools/call of `<backend>.<tool>`: returns 1 with *result (or NULL with *rpc_error/*err) when `name`
+/* tools/call of `<backend>.<tool>`: returns 1 with *result (or NULL with *rpc_error and *err) when `name`
  * names a backend tool on the identity's gateway, 0 when it does not. */
 int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, const char *name,
                             json_t *arguments, mcp_call *call, json_t **result, int *rpc_error,

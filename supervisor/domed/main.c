@@ -15,6 +15,7 @@
 
 #include "supervisor/common/cleanup.h"
 #include "supervisor/domed/domed.h"
+#include "supervisor/gateway/gateway.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -208,6 +209,12 @@ int main(int argc, char **argv) {
   }
   load_active_rules(domed);
   domed_kernel_init(domed);
+  gateway_registry *gateways = NULL;
+  if ((rc = gateway_registry_create(NULL, &gateways, &err)) < 0) {
+    fprintf(stderr, "domed: gateway: %s\n", err.message);
+    return 125;
+  }
+  domed->gateways = gateways;
 
   _cleanup_free_ char *cert = NULL;
   _cleanup_free_ char *key = NULL;
@@ -286,6 +293,8 @@ int main(int argc, char **argv) {
     mcp_server_cancel_all(domed->mcp);
   }
   mcp_server_stop(domed->mcp);
+  gateway_registry_free(domed->gateways);
+  domed->gateways = NULL;
   domed_kernel_cleanup(domed);
   domed_guard_cache_clear();
   domed_audit_close(domed);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "supervisor/domed/domed.h"
+#include "supervisor/gateway/gateway.h"
 
 static uint64_t now_us(void) {
   struct timespec ts;
@@ -20,13 +21,19 @@ static int authenticate(void *context, const char *token, mcp_identity *identity
   json_t *agent = control_agent_authenticate(domed->store, token, err);
   if (agent == NULL) return -EACCES;
   snprintf(identity->agent, sizeof identity->agent, "%s", json_string_value(json_object_get(agent, "name")));
+  int rc = 0;
+  if (!control_gateway_exists(domed->store, identity->gateway) ||
+      !gateway_agent_granted(agent, identity->gateway))
+    rc = dome_error_set(err, EPERM, "agent `%s` is not granted gateway `%s`", identity->agent,
+                        identity->gateway);
   json_decref(agent);
-  if (strcmp(identity->gateway, MCP_GATEWAY_DEFAULT) != 0) {
-    /* Gateways other than Default are served once gateway grants exist (issue #9). */
-    return dome_error_set(err, EPERM, "agent `%s` is not granted gateway `%s`", identity->agent,
-                          identity->gateway);
+  if (rc < 0) {
+    json_t *event = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "gateway.access", "agent", identity->agent,
+                              "gateway", identity->gateway, "decision", "deny", "reason", err->message);
+    domed_audit_append(domed, event);
+    json_decref(event);
   }
-  return 0;
+  return rc;
 }
 
 /* The registry entry of the built-in backend: what `dome tool add --name code-sandbox` recorded, or
@@ -57,6 +64,7 @@ static void principal_of(struct domed *domed, const mcp_identity *identity, stru
     json_decref(*capabilities);
     *capabilities = json_incref(json_object_get(record, "capabilities"));
   }
+  principal->grants = gateway_agent_grants(record);
   json_decref(record);
   principal->agent = identity->agent;
   principal->capabilities = *capabilities;
@@ -116,8 +124,10 @@ static json_t *list_tools(void *context, const mcp_identity *identity) {
   domed_decision_release(&decision);
   domed_rules_release(rules);
   json_decref(capabilities);
+  json_decref(principal.grants);
   json_decref(entity);
   json_decref(tool);
+  domed_gateway_list_tools(domed, identity, tools);
   return tools;
 }
 
@@ -177,6 +187,9 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   struct domed *domed = context;
   uint64_t start = now_us();
   if (strcmp(name, DOMED_EXECUTE_TOOL) != 0) {
+    json_t *routed = NULL;
+    if (domed_gateway_call_tool(domed, identity, name, arguments, call, &routed, rpc_error, err) > 0)
+      return routed;
     *rpc_error = MCP_INVALID_PARAMS;
     dome_error_set(err, ENOENT, "unknown tool: %.100s", name);
     return NULL;
@@ -269,6 +282,7 @@ out:
   domed_decision_release(&decision);
   domed_rules_release(rules);
   json_decref(capabilities);
+  json_decref(principal.grants);
   json_decref(entity);
   json_decref(tool);
   return result;

@@ -1,0 +1,244 @@
+/* domed's gateway: external MCP backends registered with `dome tool add --url U --protocol
+ * streamable-http --gateway G` (issue #9). A backend's tool `t` is exposed as `<backend>.<t>`
+ * (supervisor/gateway/gateway.h); Cedar sees resource Dome::MCPTool::"<backend>" with context.tool = t.
+ *   tools/list: the backend's tools that mcp:discover allows (each decision journalled);
+ *   tools/call: mcp:call decided and journalled (authz.decision with its request) before anything is
+ *     sent; a deny is the tool error "Call to <name> denied by policy."; an allow is forwarded through
+ *     gateway_registry_call (progress passed on redacted, cancellation followed) and the result redacted
+ *     with the entry's field classification before the agent sees it (journalled as gateway.call). */
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervisor/domed/domed.h"
+#include "supervisor/gateway/gateway.h"
+#include "supervisor/guards/guard.h"
+
+/* The effective grants and capabilities of the identity (delegation narrows both). */
+static void principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
+                         json_t **grants, json_t **capabilities) {
+  json_t *record = control_agent_get(domed->store, identity->agent);
+  json_t *parent = identity->actas[0] ? control_agent_get(domed->store, identity->actas) : NULL;
+  if (record == NULL) record = json_object();
+  gateway_delegation_effective(record, parent, grants, capabilities);
+  json_decref(record);
+  json_decref(parent);
+  *principal = (struct domed_principal){
+      .agent = identity->agent,
+      .capabilities = *capabilities,
+      .gateway = identity->gateway,
+      .actas = identity->actas[0] ? identity->actas : NULL,
+      .grants = *grants,
+  };
+}
+
+static bool on_gateway(json_t *entry, const mcp_identity *identity) {
+  const char *gateway = json_string_value(json_object_get(entry, "gateway"));
+  return gateway_entry_is_external(entry) &&
+         strcmp(json_string_value(json_object_get(entry, "name")), DOMED_BUILTIN_TOOL) != 0 &&
+         strcmp(gateway ? gateway : MCP_GATEWAY_DEFAULT, identity->gateway) == 0;
+}
+
+static json_t *tool_entity(json_t *entry) {
+  const char *gateway = json_string_value(json_object_get(entry, "gateway"));
+  json_t *entity = json_pack("{s:s,s:s}", "protocol", "streamable-http", "gateway",
+                             gateway ? gateway : MCP_GATEWAY_DEFAULT);
+  json_t *capability = json_object_get(entry, "capability");
+  if (json_is_string(capability)) json_object_set(entity, "capability", capability);
+  return entity;
+}
+
+static json_t *decision_event(const char *exec_id, const mcp_identity *identity, const char *action,
+                              const char *backend, const char *tool, const struct domed_decision *decision) {
+  json_t *event =
+      json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:s,s:s}", "type", "authz.decision", "agent",
+                identity->agent, "gateway", identity->gateway, "action", action, "tool", backend, "mcp_tool",
+                tool, "decision", decision->allow ? "allow" : "deny", "determining", decision->determining,
+                "errors", decision->errors, "policy_name", decision->policy_name, "reason", "policy");
+  char version[32];
+  snprintf(version, sizeof version, "%d", decision->policy_version);
+  json_object_set_new(event, "policy_version", json_string(version));
+  if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
+  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  if (decision->request) json_object_set(event, "request", decision->request);
+  return event;
+}
+
+/* Decide `action` on backend tool `tool` of `entry`, journal it; returns the decision's allow. */
+static bool decide(struct domed *domed, const mcp_identity *identity, const char *exec_id, const char *action,
+                   json_t *entry, const char *tool, uint64_t *seq) {
+  json_t *grants, *capabilities;
+  struct domed_principal principal;
+  principal_of(domed, identity, &principal, &grants, &capabilities);
+  json_t *entity = tool_entity(entry);
+  const char *backend = json_string_value(json_object_get(entry, "name"));
+  struct domed_rules *rules = domed_rules_acquire(domed);
+  struct domed_decision decision;
+  domed_authorize_resource(domed, rules, &principal, action, backend, entity, tool, NULL, &decision);
+  atomic_fetch_add(decision.allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
+  json_t *event = decision_event(exec_id, identity, action, backend, tool, &decision);
+  uint64_t appended = domed_audit_append(domed, event);
+  if (seq) *seq = appended;
+  json_decref(event);
+  bool allow = decision.allow;
+  domed_decision_release(&decision);
+  domed_rules_release(rules);
+  json_decref(entity);
+  json_decref(grants);
+  json_decref(capabilities);
+  return allow;
+}
+
+void domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *visible) {
+  if (domed->gateways == NULL) return;
+  json_t *entries = control_tool_list(domed->store);
+  size_t i;
+  json_t *entry;
+  json_array_foreach(entries, i, entry) {
+    if (!on_gateway(entry, identity)) continue;
+    const char *backend = json_string_value(json_object_get(entry, "name"));
+    json_t *tools = NULL;
+    dome_error err = {0};
+    if (gateway_registry_list_tools(domed->gateways, entry, NULL, &tools, &err) < 0) {
+      json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "gateway.error", "agent", identity->agent,
+                                "tool", backend, "error", err.message);
+      domed_audit_append(domed, event);
+      json_decref(event);
+      domed_log("warn", "gateway", "backend=%s msg=\"%s\"", backend, err.message);
+      continue;
+    }
+    size_t j;
+    json_t *tool;
+    json_array_foreach(tools, j, tool) {
+      const char *original = json_string_value(json_object_get(tool, "x-dome-tool"));
+      if (original && decide(domed, identity, NULL, "mcp:discover", entry, original, NULL))
+        json_array_append_new(visible, gateway_tool_public(tool));
+    }
+    json_decref(tools);
+  }
+  json_decref(entries);
+}
+
+static json_t *tool_error(const char *text) {
+  return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
+}
+
+struct progress_context {
+  const struct guard *guard;
+  const char *classification;
+  mcp_call *call;
+};
+
+static void on_progress(void *context, double progress, double total, const char *message) {
+  struct progress_context *progress_context = context;
+  (void)total;
+  char *redacted = NULL;
+  dome_error err;
+  if (message && gateway_redact_text(progress_context->guard, progress_context->classification, message,
+                                     &redacted, NULL, &err) < 0)
+    return; /* never forward an unredacted message */
+  mcp_call_progress(progress_context->call, progress, redacted);
+  free(redacted);
+}
+
+/* Forward an allowed call; returns the (redacted) result or a tool error; fills *end. */
+static json_t *forward(struct domed *domed, json_t *entry, const char *tool, json_t *arguments,
+                       mcp_call *call, json_t *end) {
+  char *classification = gateway_classification_text(entry);
+  struct guard_options guard_options = {.classification = classification ? classification : ""};
+  struct guard *guard = NULL;
+  void *guard_handle = NULL;
+  dome_error call_error = {0};
+  json_t *result = NULL;
+  int rc = domed_guard_acquire(&guard_options, &guard, &guard_handle, &call_error);
+  if (rc == 0) {
+    struct progress_context progress = {guard, guard_options.classification, call};
+    struct gateway_call_options options = {
+        .on_progress = mcp_call_wants_progress(call) ? on_progress : NULL,
+        .progress_context = &progress,
+        .cancel_fd = mcp_call_cancel_fd(call),
+    };
+    int backend_rpc_error = 0;
+    rc = gateway_registry_call(domed->gateways, entry, NULL, tool, arguments, &options, &result,
+                               &backend_rpc_error, &call_error);
+    struct guard_findings findings = {0};
+    if (rc == 0)
+      rc = gateway_redact_result(guard, guard_options.classification, result, &findings, &call_error);
+    if (rc == 0 && findings.count > 0) {
+      atomic_fetch_add(&domed->metrics.redactions, findings.count);
+      json_object_set_new(end, "redactions", json_integer((json_int_t)findings.count));
+    }
+    guard_findings_free(&findings);
+  }
+  if (rc < 0) {
+    char *redacted = NULL;
+    dome_error ignored;
+    if (guard == NULL || gateway_redact_text(guard, guard_options.classification, call_error.message,
+                                             &redacted, NULL, &ignored) < 0)
+      redacted = strdup("backend error (message withheld)");
+    json_object_set_new(end, "outcome", json_string("error"));
+    json_object_set_new(end, "error", json_string(redacted ? redacted : ""));
+    json_decref(result);
+    result = tool_error(redacted ? redacted : "backend error");
+    free(redacted);
+  } else {
+    json_object_set_new(end, "outcome",
+                        json_string(json_is_true(json_object_get(result, "isError")) ? "tool_error" : "ok"));
+  }
+  if (guard_handle) domed_guard_release(guard_handle);
+  free(classification);
+  return result;
+}
+
+int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, const char *name,
+                            json_t *arguments, mcp_call *call, json_t **result, int *rpc_error,
+                            dome_error *err) {
+  *result = NULL;
+  if (domed->gateways == NULL) return 0;
+  json_t *entries = control_tool_list(domed->store);
+  json_t *candidates = json_array();
+  size_t i;
+  json_t *entry;
+  json_array_foreach(entries, i, entry) if (on_gateway(entry, identity)) json_array_append(candidates, entry);
+  json_decref(entries);
+  char tool[GATEWAY_TOOL_NAME_MAX + 1];
+  entry = gateway_registry_resolve(candidates, name, tool);
+  if (entry == NULL) {
+    json_decref(candidates);
+    return 0;
+  }
+  uint64_t start = domed_now_us();
+  const char *backend = json_string_value(json_object_get(entry, "name"));
+  unsigned char random_bytes[8];
+  randombytes_buf(random_bytes, sizeof random_bytes);
+  char exec_id[24];
+  sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
+  uint64_t seq = 0;
+  bool allow = decide(domed, identity, exec_id, "mcp:call", entry, tool, &seq);
+  if (!allow) {
+    if (domed_audit_sync(domed, seq, err) < 0) {
+      *rpc_error = MCP_INTERNAL_ERROR;
+    } else {
+      char text[300];
+      snprintf(text, sizeof text, "Call to %s denied by policy.", name);
+      *result = tool_error(text);
+    }
+    json_decref(candidates);
+    return 1;
+  }
+  json_t *end = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "type", "gateway.call", "exec_id", exec_id, "agent",
+                          identity->agent, "gateway", identity->gateway, "tool", backend, "mcp_tool", tool);
+  if (identity->actas[0]) json_object_set_new(end, "actas", json_string(identity->actas));
+  *result = forward(domed, entry, tool, arguments, call, end);
+  json_object_set_new(end, "duration_ms", json_integer((json_int_t)((domed_now_us() - start) / 1000u)));
+  seq = domed_audit_append(domed, end);
+  json_decref(end);
+  json_decref(candidates);
+  if (domed_audit_sync(domed, seq, err) < 0) {
+    json_decref(*result);
+    *result = NULL;
+    *rpc_error = MCP_INTERNAL_ERROR;
+  }
+  return 1;
+}
