@@ -3,10 +3,12 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sodium.h>
 #include <string.h>
 
 #include "supervisor/cli/command.h"
 #include "supervisor/control/control.h"
+#include "supervisor/gateway/gateway.h"
 
 static char *read_small_file(const char *path, const char *flag) {
   FILE *file = fopen(path, "re");
@@ -43,13 +45,16 @@ static int add_main(int argc, char **argv) {
       {"field-classification", required_argument, NULL, 'f'},
       {"gateway", required_argument, NULL, 'g'},
       {"env-file", required_argument, NULL, 'e'},
+      {"auth-header-file", required_argument, NULL, 'a'},
+      {"ca-file", required_argument, NULL, 'C'},
       {"capability", required_argument, NULL, 'c'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *name = NULL, *url = NULL, *protocol = "streamable-http", *classification = NULL,
-             *gateway = "Default", *env_file = NULL, *capability = NULL, *socket = NULL;
+             *gateway = "Default", *env_file = NULL, *capability = NULL, *socket = NULL,
+             *auth_header_file = NULL, *ca_file = NULL;
   optind = 1;
   opterr = 0;
   int c;
@@ -76,6 +81,12 @@ static int add_main(int argc, char **argv) {
       case 'c':
         capability = optarg;
         break;
+      case 'a':
+        auth_header_file = optarg;
+        break;
+      case 'C':
+        ca_file = optarg;
+        break;
       case 's':
         socket = optarg;
         break;
@@ -86,7 +97,9 @@ static int add_main(int argc, char **argv) {
             "C]\n"
             "The tool named code-sandbox is dome's built-in sandbox; other names are external backends.\n"
             "--env-file: KEY=VALUE lines injected into every execution, never shown again, always "
-            "redacted.\n");
+            "redacted.\n"
+            "--auth-header-file FILE: one `Name: value` line sent with every request to the backend, never\n"
+            "shown again, redacted from its answers. --ca-file FILE: PEM CA of an https backend.\n");
         return 0;
       default:
         fprintf(stderr, "dome tool add: unknown or incomplete option `%s`\n", argv[optind - 1]);
@@ -110,6 +123,28 @@ static int add_main(int argc, char **argv) {
   json_t *args = json_pack("{s:s,s:s,s:s,s:s,s:o}", "name", name, "url", url, "protocol", protocol, "gateway",
                            gateway, "field_classification", fields);
   if (capability) json_object_set_new(args, "capability", json_string(capability));
+  if (ca_file) {
+    char *absolute = realpath(ca_file, NULL);
+    if (absolute == NULL) {
+      fprintf(stderr, "dome tool add: --ca-file `%s`: %s\n", ca_file, strerror(errno));
+      json_decref(args);
+      return DOME_EXIT_FAILURE;
+    }
+    json_object_set_new(args, "ca_file", json_string(absolute));
+    free(absolute);
+  }
+  if (auth_header_file) {
+    char *text = read_small_file(auth_header_file, "--auth-header-file");
+    if (text == NULL || gateway_auth_header_check(text, &err) < 0) {
+      if (text) fprintf(stderr, "dome tool add: `%s`: %s\n", auth_header_file, err.message);
+      free(text);
+      json_decref(args);
+      return DOME_EXIT_FAILURE;
+    }
+    json_object_set_new(args, "auth_header", json_string(text));
+    sodium_memzero(text, strlen(text));
+    free(text);
+  }
   if (env_file) {
     char *text = read_small_file(env_file, "--env-file");
     if (text == NULL) {

@@ -117,6 +117,13 @@ json_t *control_tool_get(control_store *store, const char *name);
 /* The secret environment of a tool as {NAME: value} (empty object when none). New reference. */
 json_t *control_tool_secret_env(control_store *store, const char *name);
 
+/* The credential header injected into every request to an external backend (`--auth-header-file`: one
+ * "Name: value" line), kept in secrets/<tool>.auth.json (mode 0600), never listed back (the tool entry
+ * carries only "auth_header": true). set: "" removes it in effect; -EINVAL bad name, -errno writing.
+ * get: malloc'd text, or NULL when none. */
+int control_tool_set_auth_header(control_store *store, const char *name, const char *text, dome_error *err);
+char *control_tool_auth_header(control_store *store, const char *name);
+
 /* Parse "field=CLASS,field=CLASS" (CLASS: [A-Z][A-Z0-9_]*) into an object. -EINVAL naming the item. */
 int control_parse_field_classification(const char *text, json_t **classification, dome_error *err);
 /* Parse KEY=VALUE lines (# comments, blank lines; KEY a shell identifier) into an object.

@@ -2,6 +2,7 @@
  * secret environment (kept in secrets/<tool>.env, mode 0600, never listed back). */
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -181,6 +182,8 @@ int control_tool_remove(control_store *store, const char *name, dome_error *err)
       char path[4400];
       snprintf(path, sizeof path, "%s/secrets/%s.env.json", store->dir, name);
       unlink(path);
+      snprintf(path, sizeof path, "%s/secrets/%s.auth.json", store->dir, name);
+      unlink(path);
     }
   }
   pthread_mutex_unlock(&store->lock);
@@ -219,4 +222,33 @@ json_t *control_tool_secret_env(control_store *store, const char *name) {
   if (load_secrets(store, name, &secrets) < 0 || secrets == NULL) secrets = json_object();
   pthread_mutex_unlock(&store->lock);
   return secrets;
+}
+
+int control_tool_set_auth_header(control_store *store, const char *name, const char *text, dome_error *err) {
+  if (!control_name_valid(name))
+    return dome_error_set(err, EINVAL, "--name: invalid tool name `%s`", name ? name : "");
+  char relative[256];
+  snprintf(relative, sizeof relative, "secrets/%s.auth.json", name);
+  json_t *value = json_pack("{s:s}", "header", text ? text : "");
+  if (value == NULL) return dome_error_set(err, EINVAL, "--auth-header-file: not UTF-8 text");
+  pthread_mutex_lock(&store->lock);
+  int rc = store_write_json(store, relative, value, err);
+  pthread_mutex_unlock(&store->lock);
+  json_decref(value);
+  return rc;
+}
+
+char *control_tool_auth_header(control_store *store, const char *name) {
+  if (!control_name_valid(name)) return NULL;
+  char relative[256];
+  snprintf(relative, sizeof relative, "secrets/%s.auth.json", name);
+  json_t *value = NULL;
+  dome_error ignored;
+  pthread_mutex_lock(&store->lock);
+  int rc = store_load_json(store, relative, NULL, &value, &ignored);
+  pthread_mutex_unlock(&store->lock);
+  const char *header = rc == 0 ? json_string_value(json_object_get(value, "header")) : NULL;
+  char *copy = header && header[0] ? strdup(header) : NULL;
+  json_decref(value);
+  return copy;
 }

@@ -124,6 +124,22 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
   if (strcmp(verb, "add") == 0) {
     json_t *tool = json_deep_copy(request->args);
     json_object_del(tool, "env_file");
+    /* the credential header is a secret: kept apart (0600), the entry only says it exists */
+    const char *auth_header = arg_string(request, "auth_header");
+    json_object_del(tool, "auth_header");
+    if (auth_header) {
+      if (gateway_auth_header_check(auth_header, err) < 0 ||
+          control_tool_set_auth_header(domed->store, name, auth_header, err) < 0) {
+        json_decref(tool);
+        return NULL;
+      }
+      json_object_set_new(tool, "auth_header", json_true());
+    } else {
+      json_t *previous = control_tool_get(domed->store, name);
+      if (json_is_true(json_object_get(previous, "auth_header")))
+        json_object_set_new(tool, "auth_header", json_true());
+      json_decref(previous);
+    }
     if (name && strcmp(name, DOMED_BUILTIN_TOOL) == 0) {
       json_object_set_new(tool, "builtin", json_true());
       if (json_object_get(tool, "capability") == NULL)

@@ -100,7 +100,11 @@ void domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity,
     const char *backend = json_string_value(json_object_get(entry, "name"));
     json_t *tools = NULL;
     dome_error err = {0};
-    if (gateway_registry_list_tools(domed->gateways, entry, NULL, &tools, &err) < 0) {
+    char *auth_header = control_tool_auth_header(domed->store, backend);
+    int listed = gateway_registry_list_tools(domed->gateways, entry, auth_header, &tools, &err);
+    if (auth_header) sodium_memzero(auth_header, strlen(auth_header));
+    free(auth_header);
+    if (listed < 0) {
       json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "gateway.error", "agent", identity->agent,
                                 "tool", backend, "error", err.message);
       domed_audit_append(domed, event);
@@ -146,7 +150,13 @@ static void on_progress(void *context, double progress, double total, const char
 static json_t *forward(struct domed *domed, json_t *entry, const char *tool, json_t *arguments,
                        mcp_call *call, json_t *end) {
   char *classification = gateway_classification_text(entry);
-  struct guard_options guard_options = {.classification = classification ? classification : ""};
+  char *auth_header =
+      control_tool_auth_header(domed->store, json_string_value(json_object_get(entry, "name")));
+  struct guard_secret secrets[2];
+  size_t secret_count = auth_header ? gateway_auth_header_secrets(auth_header, secrets) : 0;
+  struct guard_options guard_options = {.classification = classification ? classification : "",
+                                        .secrets = secrets,
+                                        .secret_count = secret_count};
   struct guard *guard = NULL;
   void *guard_handle = NULL;
   dome_error call_error = {0};
@@ -160,7 +170,7 @@ static json_t *forward(struct domed *domed, json_t *entry, const char *tool, jso
         .cancel_fd = mcp_call_cancel_fd(call),
     };
     int backend_rpc_error = 0;
-    rc = gateway_registry_call(domed->gateways, entry, NULL, tool, arguments, &options, &result,
+    rc = gateway_registry_call(domed->gateways, entry, auth_header, tool, arguments, &options, &result,
                                &backend_rpc_error, &call_error);
     struct guard_findings findings = {0};
     if (rc == 0)
@@ -188,6 +198,8 @@ static json_t *forward(struct domed *domed, json_t *entry, const char *tool, jso
   }
   if (guard_handle) domed_guard_release(guard_handle);
   free(classification);
+  if (auth_header) sodium_memzero(auth_header, strlen(auth_header));
+  free(auth_header);
   return result;
 }
 
