@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/common/utf8.h"
 #include "supervisor/cli/run_rules.h"
 #include "supervisor/common/units.h"
 #include "supervisor/jail/jail.h"
@@ -53,41 +54,9 @@ static int bad(const char *flag, const char *message) {
   return DOME_EXIT_FAILURE;
 }
 
-/* UTF-8 with every invalid sequence replaced by U+FFFD (jansson takes valid UTF-8 only). */
-static char *valid_utf8(const char *data, size_t length, size_t *out_length) {
-  char *out = malloc(length * 3 + 1);
-  if (!out) return NULL;
-  size_t o = 0;
-  const unsigned char *s = (const unsigned char *)data;
-  for (size_t i = 0; i < length;) {
-    unsigned char c = s[i];
-    size_t need = c < 0x80                   ? 1
-                  : (c >= 0xc2 && c <= 0xdf) ? 2
-                  : (c >= 0xe0 && c <= 0xef) ? 3
-                  : (c >= 0xf0 && c <= 0xf4) ? 4
-                                             : 0;
-    bool ok = need > 0 && i + need <= length;
-    for (size_t k = 1; ok && k < need; k++) ok = (s[i + k] & 0xc0) == 0x80;
-    if (ok && need == 3) ok = !(c == 0xe0 && s[i + 1] < 0xa0) && !(c == 0xed && s[i + 1] > 0x9f);
-    if (ok && need == 4) ok = !(c == 0xf0 && s[i + 1] < 0x90) && !(c == 0xf4 && s[i + 1] > 0x8f);
-    if (ok) {
-      memcpy(out + o, s + i, need);
-      o += need;
-      i += need;
-    } else {
-      memcpy(out + o, "\xef\xbf\xbd", 3);
-      o += 3;
-      i += 1;
-    }
-  }
-  out[o] = '\0';
-  *out_length = o;
-  return out;
-}
-
 static json_t *text_value(const char *data, size_t length) {
   size_t clean_length = 0;
-  char *clean = valid_utf8(data ? data : "", data ? length : 0, &clean_length);
+  char *clean = dome_utf8_sanitize(data ? data : "", data ? length : 0, false, &clean_length);
   json_t *value = clean ? json_stringn(clean, clean_length) : json_string("");
   free(clean);
   return value;

@@ -7,47 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "supervisor/common/utf8.h"
 #include "supervisor/guards/guard.h"
 #include "supervisor/jail/jail.h"
 #include "supervisor/replay/replay.h"
 #include "supervisor/domed/domed.h"
 
 #define PROGRESS_CHUNK_MAX 16384 /* bytes of redacted output per progress notification */
-
-/* Copy of data[0..length) as valid UTF-8: each invalid byte becomes U+FFFD (as `dome run --json`). */
-static char *utf8_sanitize(const char *data, size_t length) {
-  char *out = malloc(length * 3 + 1);
-  if (out == NULL) return NULL;
-  size_t o = 0;
-  const unsigned char *p = (const unsigned char *)data;
-  for (size_t i = 0; i < length;) {
-    unsigned char c = p[i];
-    size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    bool ok = need > 0 && i + need <= length && c != 0;
-    for (size_t k = 1; ok && k < need; k++) ok = (p[i + k] & 0xC0) == 0x80;
-    if (ok && need == 2) ok = c >= 0xC2;
-    if (ok && need == 3) {
-      unsigned cp = ((c & 0x0Fu) << 12) | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu);
-      ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
-    }
-    if (ok && need == 4) {
-      unsigned cp =
-          ((c & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) | (p[i + 3] & 0x3Fu);
-      ok = cp >= 0x10000 && cp <= 0x10FFFF;
-    }
-    if (ok) {
-      memcpy(out + o, p + i, need);
-      o += need;
-      i += need;
-    } else {
-      memcpy(out + o, "\xEF\xBF\xBD", 3);
-      o += 3;
-      i++;
-    }
-  }
-  out[o] = '\0';
-  return out;
-}
 
 struct run_context {
   struct domed *domed;
@@ -97,27 +63,10 @@ static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_e
  * incomplete sequence at the very end is kept in the carry for the next chunk (so the concatenated
  * chunks do not depend on where the jail's reads cut the output, as supervisor/replay records it). */
 static json_t *utf8_chunk(char carry[4], size_t *carry_length, const char *data, size_t length) {
-  size_t total = *carry_length + length;
-  char *in = malloc(total + 1);
-  if (in == NULL) return NULL;
-  memcpy(in, carry, *carry_length);
-  memcpy(in + *carry_length, data, length);
-  *carry_length = 0;
-  const unsigned char *p = (const unsigned char *)in;
-  size_t keep = total;
-  for (size_t back = 1; back <= 3 && back <= total; back++) {
-    unsigned char c = p[total - back];
-    if ((c & 0xC0) == 0x80) continue; /* a continuation byte: look further back */
-    size_t need = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (need > back) keep = total - back;
-    break;
-  }
-  *carry_length = total - keep;
-  memcpy(carry, in + keep, *carry_length);
-  char *clean = utf8_sanitize(in, keep);
-  free(in);
+  size_t out_length = 0;
+  char *clean = dome_utf8_sanitize_chunk(carry, carry_length, data, length, true, &out_length);
   if (clean == NULL) return NULL;
-  json_t *text = json_string(clean);
+  json_t *text = json_stringn(clean, out_length);
   free(clean);
   return text;
 }
@@ -550,13 +499,14 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   if (jail_result.oom_killed) atomic_fetch_add(&domed->metrics.oom_kills, 1);
   if (jail_result.cancelled) atomic_fetch_add(&domed->metrics.cancellations, 1);
 
-  char *out_text =
-      utf8_sanitize(jail_result.stdout_data ? jail_result.stdout_data : "", jail_result.stdout_length);
-  char *err_text =
-      utf8_sanitize(jail_result.stderr_data ? jail_result.stderr_data : "", jail_result.stderr_length);
+  char *out_text = dome_utf8_sanitize(jail_result.stdout_data ? jail_result.stdout_data : "",
+                                      jail_result.stdout_length, true, NULL);
+  char *err_text = dome_utf8_sanitize(jail_result.stderr_data ? jail_result.stderr_data : "",
+                                      jail_result.stderr_length, true, NULL);
   json_t *paths = json_array();
   for (size_t i = 0; i < jail_result.output_path_count; i++) {
-    char *clean = utf8_sanitize(jail_result.output_paths[i], strlen(jail_result.output_paths[i]));
+    char *clean =
+        dome_utf8_sanitize(jail_result.output_paths[i], strlen(jail_result.output_paths[i]), true, NULL);
     json_array_append_new(paths, json_string(clean ? clean : ""));
     free(clean);
   }

@@ -7,64 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "supervisor/common/utf8.h"
 #include "supervisor/guards/guard.h"
 #include "supervisor/jail/jail.h"
 #include "supervisor/replay/replay_internal.h"
 
 #define OUTPUT_CHUNK_MAX 16384 /* bytes of redacted output per exec.output event */
 
-/* Append valid UTF-8 of data[0..length) to a new json string; invalid bytes become U+FFFD. An incomplete
- * sequence at the end is left in *carry (up to 3 bytes) for the next chunk. */
+/* Valid UTF-8 of carry + data[0..length) as a new json string; invalid bytes (and NUL) become U+FFFD. An
+ * incomplete sequence at the end is left in *carry (up to 3 bytes) for the next chunk. */
 static json_t *utf8_string(const char *data, size_t length, char carry[4], size_t *carry_length) {
-  size_t total = *carry_length + length;
-  char *in = malloc(total + 1);
-  char *out = malloc(total * 3 + 1);
-  if (in == NULL || out == NULL) {
-    free(in);
-    free(out);
-    return NULL;
-  }
-  memcpy(in, carry, *carry_length);
-  memcpy(in + *carry_length, data, length);
-  *carry_length = 0;
-  const unsigned char *p = (const unsigned char *)in;
-  size_t o = 0;
-  for (size_t i = 0; i < total;) {
-    unsigned char c = p[i];
-    size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (need > 1 && i + need > total && carry) {
-      bool prefix = true;
-      for (size_t k = i + 1; k < total; k++) prefix = prefix && (p[k] & 0xC0) == 0x80;
-      if (prefix) {
-        *carry_length = total - i;
-        memcpy(carry, p + i, *carry_length);
-        break;
-      }
-    }
-    bool ok = need > 0 && i + need <= total && c != 0;
-    for (size_t k = 1; ok && k < need; k++) ok = (p[i + k] & 0xC0) == 0x80;
-    if (ok && need == 2) ok = c >= 0xC2;
-    if (ok && need == 3) {
-      unsigned cp = ((c & 0x0Fu) << 12) | ((p[i + 1] & 0x3Fu) << 6) | (p[i + 2] & 0x3Fu);
-      ok = cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF);
-    }
-    if (ok && need == 4) {
-      unsigned cp =
-          ((c & 0x07u) << 18) | ((p[i + 1] & 0x3Fu) << 12) | ((p[i + 2] & 0x3Fu) << 6) | (p[i + 3] & 0x3Fu);
-      ok = cp >= 0x10000 && cp <= 0x10FFFF;
-    }
-    if (ok) {
-      memcpy(out + o, p + i, need);
-      o += need;
-      i += need;
-    } else {
-      memcpy(out + o, "\xEF\xBF\xBD", 3);
-      o += 3;
-      i++;
-    }
-  }
-  json_t *result = json_stringn(out, o);
-  free(in);
+  size_t out_length = 0;
+  char *out = dome_utf8_sanitize_chunk(carry, carry_length, data, length, true, &out_length);
+  if (out == NULL) return NULL;
+  json_t *result = json_stringn(out, out_length);
   free(out);
   return result;
 }
