@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/control_list.h"
 #include "supervisor/common/units.h"
 #include "supervisor/control/control.h"
 
@@ -92,49 +93,26 @@ static int set_main(int argc, char **argv) {
 DOME_COMMAND(quotas_set, "quotas set", "set the jail limits of a capability", set_main);
 
 static int list_main(int argc, char **argv) {
-  const char *socket = NULL;
-  bool json_output = false;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0)
-      json_output = true;
-    else if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
-      socket = argv[++i];
-    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: dome quotas list [--json] [--control-socket PATH]\n");
-      return 0;
-    } else {
-      fprintf(stderr, "dome quotas list: unexpected argument `%s`\n", argv[i]);
-      return DOME_EXIT_FAILURE;
-    }
-  }
-  json_t *result = NULL;
-  dome_error err = {0};
-  if (control_call(control_socket_path(socket), "quotas.list", NULL, &result, &err) < 0) {
-    fprintf(stderr, "dome quotas list: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
-  if (json_output) {
-    json_dumpf(result, stdout, JSON_INDENT(2));
-    printf("\n");
-  } else {
-    printf("%-24s %-8s %-6s %-6s %-9s %-10s %-8s %s\n", "CAPABILITY", "MEMORY", "CPUS", "PIDS", "TIMEOUT",
-           "WORKSPACE", "OUTPUT", "EGRESS");
-    const char *name;
-    json_t *q;
-    json_object_foreach(result, name, q) {
-      char memory[32], workspace[32], output[32];
-      printf("%-24s %-8s %-6g %-6lld %-9.3g %-10s %-8s %s\n", name,
-             dome_format_size((uint64_t)json_integer_value(json_object_get(q, "memory_bytes")), memory,
-                              sizeof memory),
-             json_number_value(json_object_get(q, "cpus")),
-             (long long)json_integer_value(json_object_get(q, "pids")),
-             json_integer_value(json_object_get(q, "timeout_ms")) / 1000.0,
-             dome_format_size((uint64_t)json_integer_value(json_object_get(q, "workspace_bytes")), workspace,
-                              sizeof workspace),
-             dome_format_size((uint64_t)json_integer_value(json_object_get(q, "output_bytes")), output,
-                              sizeof output),
-             json_is_true(json_object_get(q, "egress")) ? "allow" : "deny");
-    }
+  int status;
+  json_t *result = cli_control_list(argc, argv, "quotas.list", &status);
+  if (result == NULL) return status;
+  printf("%-24s %-8s %-6s %-6s %-9s %-10s %-8s %s\n", "CAPABILITY", "MEMORY", "CPUS", "PIDS", "TIMEOUT",
+         "WORKSPACE", "OUTPUT", "EGRESS");
+  const char *name;
+  json_t *q;
+  json_object_foreach(result, name, q) {
+    char memory[32], workspace[32], output[32];
+    printf("%-24s %-8s %-6g %-6lld %-9.3g %-10s %-8s %s\n", name,
+           dome_format_size((uint64_t)json_integer_value(json_object_get(q, "memory_bytes")), memory,
+                            sizeof memory),
+           json_number_value(json_object_get(q, "cpus")),
+           (long long)json_integer_value(json_object_get(q, "pids")),
+           json_integer_value(json_object_get(q, "timeout_ms")) / 1000.0,
+           dome_format_size((uint64_t)json_integer_value(json_object_get(q, "workspace_bytes")), workspace,
+                            sizeof workspace),
+           dome_format_size((uint64_t)json_integer_value(json_object_get(q, "output_bytes")), output,
+                            sizeof output),
+           json_is_true(json_object_get(q, "egress")) ? "allow" : "deny");
   }
   json_decref(result);
   return 0;

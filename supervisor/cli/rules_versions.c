@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/control_list.h"
 #include "supervisor/cli/journal_location.h"
 #include "supervisor/control/control.h"
 #include "supervisor/replay/replay.h"
@@ -161,36 +162,16 @@ DOME_COMMAND(rules_apply, "rules apply", "validate, store and activate Cedar rul
              apply_main);
 
 static int list_main(int argc, char **argv) {
-  const char *socket = NULL;
-  bool json_output = false;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0)
-      json_output = true;
-    else if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
-      socket = argv[++i];
-    else {
-      fprintf(stderr, "dome rules list: unexpected argument `%s`\n", argv[i]);
-      return DOME_EXIT_FAILURE;
-    }
-  }
-  json_t *result = NULL;
-  dome_error err = {0};
-  if (control_call(control_socket_path(socket), "rules.list", NULL, &result, &err) < 0) {
-    fprintf(stderr, "dome rules list: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
-  if (json_output) {
-    json_dumpf(result, stdout, JSON_INDENT(2));
-    printf("\n");
-  } else {
-    printf("%-8s %-6s %-32s %s\n", "VERSION", "ACTIVE", "NAME", "SHA256");
-    size_t i;
-    json_t *v;
-    json_array_foreach(result, i, v) printf(
-        "%-8lld %-6s %-32s %s\n", (long long)json_integer_value(json_object_get(v, "version")),
-        json_is_true(json_object_get(v, "active")) ? "*" : "", json_string_value(json_object_get(v, "name")),
-        json_string_value(json_object_get(v, "sha256")));
-  }
+  int status;
+  json_t *result = cli_control_list(argc, argv, "rules.list", &status);
+  if (result == NULL) return status;
+  printf("%-8s %-6s %-32s %s\n", "VERSION", "ACTIVE", "NAME", "SHA256");
+  size_t i;
+  json_t *v;
+  json_array_foreach(result, i, v)
+      printf("%-8lld %-6s %-32s %s\n", (long long)json_integer_value(json_object_get(v, "version")),
+             json_is_true(json_object_get(v, "active")) ? "*" : "",
+             json_string_value(json_object_get(v, "name")), json_string_value(json_object_get(v, "sha256")));
   json_decref(result);
   return 0;
 }

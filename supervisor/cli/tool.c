@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/control_list.h"
 #include "supervisor/control/control.h"
 #include "supervisor/gateway/gateway.h"
 
@@ -177,42 +178,22 @@ static int add_main(int argc, char **argv) {
 DOME_COMMAND(tool_add, "tool add", "register a tool backend with its field classification", add_main);
 
 static int list_main(int argc, char **argv) {
-  const char *socket = NULL;
-  bool json_output = false;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0)
-      json_output = true;
-    else if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
-      socket = argv[++i];
-    else {
-      fprintf(stderr, "dome tool list: unexpected argument `%s`\n", argv[i]);
-      return DOME_EXIT_FAILURE;
-    }
-  }
-  json_t *result = NULL;
-  dome_error err = {0};
-  if (control_call(control_socket_path(socket), "tools.list", NULL, &result, &err) < 0) {
-    fprintf(stderr, "dome tool list: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
-  if (json_output) {
-    json_dumpf(result, stdout, JSON_INDENT(2));
+  int status;
+  json_t *result = cli_control_list(argc, argv, "tools.list", &status);
+  if (result == NULL) return status;
+  printf("%-20s %-10s %-36s %s\n", "NAME", "GATEWAY", "URL", "CLASSIFICATION");
+  size_t i;
+  json_t *tool;
+  json_array_foreach(result, i, tool) {
+    printf("%-20s %-10s %-36s ", json_string_value(json_object_get(tool, "name")),
+           json_string_value(json_object_get(tool, "gateway")),
+           json_string_value(json_object_get(tool, "url")));
+    const char *field;
+    json_t *class_;
+    int n = 0;
+    json_object_foreach(json_object_get(tool, "field_classification"), field, class_)
+        printf("%s%s=%s", n++ ? "," : "", field, json_string_value(class_));
     printf("\n");
-  } else {
-    printf("%-20s %-10s %-36s %s\n", "NAME", "GATEWAY", "URL", "CLASSIFICATION");
-    size_t i;
-    json_t *tool;
-    json_array_foreach(result, i, tool) {
-      printf("%-20s %-10s %-36s ", json_string_value(json_object_get(tool, "name")),
-             json_string_value(json_object_get(tool, "gateway")),
-             json_string_value(json_object_get(tool, "url")));
-      const char *field;
-      json_t *class_;
-      int n = 0;
-      json_object_foreach(json_object_get(tool, "field_classification"), field, class_)
-          printf("%s%s=%s", n++ ? "," : "", field, json_string_value(class_));
-      printf("\n");
-    }
   }
   json_decref(result);
   return 0;
