@@ -352,9 +352,14 @@ void dome_net_close(struct dome_net *net) {
   if (net->pasta_pid > 0) {
     kill(net->pasta_pid, SIGTERM);
     waitpid(net->pasta_pid, NULL, 0);
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/pasta.pid", net->state_dir);
-    unlink(path);
+    /* pasta has exited: its pid file and logs go too (a crash leaves them for the next open, whose
+     * reclaim finds a leftover pasta by the log path on its command line, not by these files). */
+    static const char *const files[] = {"pasta.pid", "pasta.log", "pasta.stderr"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+      char path[PATH_MAX + 16];
+      snprintf(path, sizeof path, "%s/%s", net->state_dir, files[i]);
+      unlink(path);
+    }
   }
   if (net->mode == DOME_NET_MODE_ROUTED && net->egress_nft) {
     net_nft_table_remove(net->egress_nft, NULL);
@@ -393,7 +398,8 @@ void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *re
                            used < sizeof report->reasons ? sizeof report->reasons - used : 0, __VA_ARGS__)
   if (!report->ip_forward)
     REASON(
-        "routed egress: net.ipv4.ip_forward is 0 (dome never changes it; once the operator sets it, the default mode `auto` picks routed egress)\n");
+        "routed egress: net.ipv4.ip_forward is 0 (dome never changes it; once the operator sets it, the "
+        "default mode `auto` picks routed egress)\n");
   if (!report->nftables)
     REASON("nftables: libnftables cannot list the ruleset (package nftables, CAP_NET_ADMIN)\n");
   if (!report->pasta) REASON("user-mode egress: `%s` not executable (Debian package passt)\n", pasta_path);
