@@ -352,14 +352,25 @@ fail:
 int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err) {
   char text[32];
   snprintf(text, sizeof text, "%d", (int)pid);
-  if (leaf->v2_path[0] && !clone_into_cgroup) {
-    int r = jail_cgroup_write(leaf->v2_path, "cgroup.procs", text, err);
-    if (r < 0) return r;
-  }
+  if (leaf->v2_path[0] && !clone_into_cgroup)
+    return jail_cgroup_write(leaf->v2_path, "cgroup.procs", text, err);
+  return 0;
+}
+
+int jail_cgroup_open_tasks(const struct jail_leaf *leaf, int fds[JAIL_V1_COUNT], size_t *count,
+                           dome_error *err) {
+  *count = 0;
   for (int c = 0; c < JAIL_V1_COUNT; c++) {
     if (!leaf->v1_owner[c]) continue;
-    int r = jail_cgroup_write(leaf->v1_path[c], "cgroup.procs", text, err);
-    if (r < 0) return r;
+    char path[700];
+    snprintf(path, sizeof path, "%s/tasks", leaf->v1_path[c]);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      while (*count > 0) close(fds[--*count]);
+      return dome_error_set_errno(err, e, "open `%s`", path);
+    }
+    fds[(*count)++] = fd;
   }
   return 0;
 }

@@ -3,9 +3,10 @@
  * malloc, no stdio, no locks. Everything it needs was prepared by the parent in struct jail_plan.
  *
  * Order and why:
- *  1. wait for SYNC_GO: the parent has written uid_map/gid_map.
+ *  1. join the v1 cgroup leaves (before anything is charged); wait for SYNC_GO: the parent has written
+ *     uid_map/gid_map.
  *  2. hostname; mounts in the new mount namespace, assembled under JAIL_STAGING.
- *  3. wait for the second SYNC_GO: the parent has moved us into the v1 cgroup leaves and run the
+ *  3. wait for the second SYNC_GO: the parent has placed us in the cgroup2 leaf if needed and run the
  *     on_namespaces_ready hook; new cgroup namespace (rooted at the leaves); workspace files (charged to
  *     the jail); pivot_root: the host's tree is detached entirely, so no path (and no "..") leads back.
  *  4. Landlock ruleset, rlimits, new session, stdio, close every other fd (a leaked host fd is the
@@ -403,7 +404,17 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
   _exit(0);
 }
 
+/* Move this (single-threaded) process into each v1 leaf by writing "0" to the leaf's `tasks` file the
+ * parent opened: one thread, and the writer itself, so the kernel skips the threadgroup lock. */
+static void join_v1_leaves(const struct jail_plan *plan) {
+  for (size_t i = 0; i < plan->cgroup_tasks_fd_count; i++) {
+    if (write(plan->cgroup_tasks_fds[i], "0", 1) != 1) fail(plan, errno, "join v1 cgroup leaf", NULL);
+    close(plan->cgroup_tasks_fds[i]);
+  }
+}
+
 void jail_child_main(const struct jail_plan *plan) {
+  join_v1_leaves(plan);
   wait_go(plan);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. */
   struct sigaction default_action;

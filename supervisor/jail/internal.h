@@ -69,9 +69,17 @@ const struct jail_cgroup_layout *jail_cgroup_layout(void);
  * back (-EIO when the kernel holds another value). On failure everything created is removed. */
 int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
                        dome_error *err);
-/* Place `pid` into the v1 leaves (the cgroup2 leaf is entered through CLONE_INTO_CGROUP, or here when
- * clone_into_cgroup is false). */
+/* Place `pid` into the cgroup2 leaf when it was not cloned into it (clone_into_cgroup false); the v1
+ * leaves are joined by the child itself through jail_cgroup_open_tasks. Returns 0 or -errno. */
 int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err);
+/* Open, with our (root) credentials, the `tasks` file of every v1 leaf this jail owns: fds[0..*count)
+ * (O_WRONLY, close-on-exec). The child writes "0" to each before it does anything else: moving one
+ * thread that is the writer itself skips the global cgroup_threadgroup_rwsem write lock, and with it the
+ * RCU grace period (7-17 ms here) that writing a pid to cgroup.procs waits for
+ * (kernel/cgroup/cgroup.c cgroup_procs_write_start; the permission check uses the opener's credentials,
+ * Documentation/admin-guide/cgroup-v1/cgroups.rst "tasks"). Returns 0 or -errno with every fd closed. */
+int jail_cgroup_open_tasks(const struct jail_leaf *leaf, int fds[JAIL_V1_COUNT], size_t *count,
+                           dome_error *err);
 /* Kill every process of the leaf: cgroup.kill where present, else SIGKILL to every pid listed. */
 void jail_cgroup_kill(const struct jail_leaf *leaf);
 /* Read accounting; missing files leave their fields 0. */
@@ -132,10 +140,12 @@ struct jail_plan {
   /* program */
   char *const *argv;
   char *const *envp;
-  const char *search_path;            /* PATH used to resolve argv[0] */
-  int stdin_fd, stdout_fd, stderr_fd; /* host fds the child dup2s to 0, 1, 2 */
-  int sync_fd;                        /* the child's end of the control socket */
-  int status_fd;                      /* write end of the pipe the jail's init reports the status on */
+  const char *search_path;             /* PATH used to resolve argv[0] */
+  int stdin_fd, stdout_fd, stderr_fd;  /* host fds the child dup2s to 0, 1, 2 */
+  int sync_fd;                         /* the child's end of the control socket */
+  int status_fd;                       /* write end of the pipe the jail's init reports the status on */
+  int cgroup_tasks_fds[JAIL_V1_COUNT]; /* v1 leaves' `tasks`, opened by the parent (jail_cgroup_open_tasks) */
+  size_t cgroup_tasks_fd_count;
 
   /* hardening */
   int landlock_abi;

@@ -561,6 +561,12 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.nofile_limit = 1024;
   read_arg_areas(&plan);
 
+  /* The child joins the v1 leaves itself (see jail_cgroup_open_tasks): no RCU grace period here. */
+  if ((r = jail_cgroup_open_tasks(&s.leaf, plan.cgroup_tasks_fds, &plan.cgroup_tasks_fd_count, err)) < 0) {
+    close(child_sync);
+    goto out;
+  }
+
   struct clone_args args;
   memset(&args, 0, sizeof args);
   args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
@@ -590,6 +596,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
     abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
   close(child_sync);
+  for (size_t i = 0; i < plan.cgroup_tasks_fd_count; i++) close(plan.cgroup_tasks_fds[i]);
   if (pid < 0) {
     r = dome_error_set_errno(err, clone_error, "clone3 into new namespaces");
     goto out;
@@ -607,7 +614,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     dome_error_wrap(err, "map ids of jail `%s`", result->jail_id);
     goto out;
   }
-  /* First hand-over: ids mapped, the child sets up its mounts while we move it into the v1 leaves. */
+  /* First hand-over: ids mapped, the child sets up its mounts (it is in its v1 leaves already). */
   struct jail_sync_message go = {.kind = SYNC_GO};
   if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
     r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
