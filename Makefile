@@ -17,9 +17,12 @@ CC := gcc
 endif
 
 PACKAGES := jansson libzstd libsodium libseccomp libcap libmicrohttpd libpcre2-8 \
-            libnl-3.0 libnl-route-3.0 libbpf libcurl libhs libnftables
+            libnl-3.0 libnl-route-3.0 libbpf libcurl
+# Not linked: loaded on first use through supervisor/dlopen/ (their cost at every program start exceeds a
+# jail start; see supervisor/dlopen/dlopen.h). Headers only.
+DLOPEN_PACKAGES := libhs libnftables
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PACKAGES) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PACKAGES) $(DLOPEN_PACKAGES) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PACKAGES) 2>/dev/null)
 
 CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -I. -I$(BUILD)/gen $(PKG_CFLAGS) \

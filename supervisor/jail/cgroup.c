@@ -1,8 +1,8 @@
-/* Cgroup leaves of jails: discovery of our own cgroups, creation beneath <own>/dome with limits read
- * back, accounting, kill and removal. Supports cgroup v2 with controllers (unified hosts) and hybrid hosts
- * (v1 memory/pids/cpu/cpuacct controllers plus a controller-less cgroup2 hierarchy whose leaf carries the
- * cgroup BPF programs and cgroup.kill). Kernel docs: admin-guide/cgroup-v2.rst, cgroup-v1/memory.rst,
- * cgroup-v1/pids.rst, scheduler/sched-bwc.rst. */
+/* Cgroup leaves of jails: discovery of our own cgroups, creation beneath our own (in <own>/dome when
+ * cgroup2 controllers are used) with limits read back, accounting, kill and removal. Supports cgroup v2 with
+ * controllers (unified hosts) and hybrid hosts (v1 memory/pids/cpu/cpuacct controllers plus a controller-less
+ * cgroup2 hierarchy whose leaf carries the cgroup BPF programs and cgroup.kill). Kernel docs:
+ * admin-guide/cgroup-v2.rst, cgroup-v1/memory.rst, cgroup-v1/pids.rst, scheduler/sched-bwc.rst. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -182,11 +182,26 @@ static int set_checked(const char *dir, const char *file, uint64_t value, uint64
   return 0;
 }
 
-/* mkdir <self>/dome/<name>, recreating `dome` when a concurrent teardown removed it meanwhile. */
+/* Where leaves go: <self>/dome when cgroup2 controllers are used (its subtree_control enables them for
+ * the leaves, and <self> holds processes, which the no-internal-process rule forbids there), else <self>
+ * itself: v1 hierarchies and a controller-less cgroup2 have no such rule, and an intermediate cgroup made
+ * and removed around every jail would double the cgroup work of a jail start. */
+static void leaf_parent(char *out, size_t size, const char *self) {
+  if (jail_cgroup_layout()->v2_controllers)
+    snprintf(out, size, "%s/dome", self);
+  else
+    snprintf(out, size, "%s", self);
+}
+
+/* mkdir <parent>/<name>, recreating <self>/dome when a concurrent teardown removed it meanwhile. */
 static int make_leaf(char *out, size_t size, const char *self, const char *name, dome_error *err) {
   char parent[600];
-  snprintf(parent, sizeof parent, "%s/dome", self);
+  leaf_parent(parent, sizeof parent, self);
   snprintf(out, size, "%s/%s", parent, name);
+  if (strcmp(parent, self) == 0) {
+    if (mkdir(out, 0755) == 0) return 0;
+    return dome_error_set_errno(err, errno, "create cgroup `%s`", out);
+  }
   for (int attempt = 0; attempt < 8; attempt++) {
     if (mkdir(parent, 0755) < 0 && errno != EEXIST)
       return dome_error_set_errno(err, errno, "create cgroup `%s`", parent);
@@ -282,7 +297,7 @@ static int enable_v2_controllers(const char *self, dome_error *err) {
  * are removed once per process when <pid> no longer exists; rmdir only ever removes empty cgroups. */
 static void sweep_dir(const char *self) {
   char parent[600];
-  snprintf(parent, sizeof parent, "%s/dome", self);
+  leaf_parent(parent, sizeof parent, self);
   DIR *d = opendir(parent);
   struct dirent *e;
   while (d && (e = readdir(d)) != NULL) {
@@ -329,6 +344,8 @@ int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct ja
   }
   for (int c = 0; c < JAIL_V1_COUNT; c++) {
     if (!l->v1_self[c][0]) continue;
+    /* CPU time comes from the cgroup2 leaf's cpu.stat, present with or without controllers. */
+    if (c == JAIL_V1_CPUACCT && leaf->v2_path[0]) continue;
     for (int earlier = 0; earlier < c; earlier++)
       if (strcmp(l->v1_mount[earlier], l->v1_mount[c]) == 0 && leaf->v1_path[earlier][0]) {
         memcpy(leaf->v1_path[c], leaf->v1_path[earlier], sizeof leaf->v1_path[c]);
@@ -491,8 +508,8 @@ int jail_cgroup_destroy(struct jail_leaf *leaf, dome_error *err) {
       nanosleep(&pause, NULL);
     }
     char parent[600];
-    snprintf(parent, sizeof parent, "%s/dome", selves[i]);
-    rmdir(parent); /* fails while other jails use it: fine */
+    leaf_parent(parent, sizeof parent, selves[i]);
+    if (strcmp(parent, selves[i]) != 0) rmdir(parent); /* fails while other jails use it: fine */
   }
   leaf->v2_path[0] = '\0';
   for (int c = 0; c < JAIL_V1_COUNT; c++) leaf->v1_owner[c] = false, leaf->v1_path[c][0] = '\0';

@@ -250,9 +250,9 @@ static void setup_mounts(const struct jail_plan *plan) {
     fail(plan, errno, "mount tmpfs", STAGED("/workspace"));
   setup_dev(plan);
   setup_proc(plan);
-  /* Second hand-over: the parent has now moved us into the v1 leaves (that migration costs an RCU grace
-   * period, so it overlaps the mounts above) and run on_namespaces_ready. The workspace's tmpfs pages
-   * are charged to the memory cgroup of their writer, so they are written only from here on. */
+  /* Second hand-over: the parent has placed us in the cgroup2 leaf where clone3 could not, and run
+   * on_namespaces_ready (network plumbing). The workspace's tmpfs pages are charged to the memory cgroup
+   * of their writer; we joined the v1 leaves first thing, so they count against the jail. */
   wait_go(plan);
   if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, errno, "unshare cgroup namespace", NULL);
   apply_entries(plan, plan->workspace_entries, plan->workspace_entry_count);
@@ -467,8 +467,11 @@ void jail_child_main(const struct jail_plan *plan) {
   }
   if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, plan->seccomp) < 0)
     fail(&moved, errno, "install seccomp filter", NULL);
-  /* Raw clone (fork semantics) without glibc's fork handlers, which take locks of the parent's threads. */
-  pid_t program = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  /* vfork: the program's process borrows our memory until it has exec'd (or failed and exited), so no
+   * copy of the supervisor's address space is made; vfork runs no fork handlers, and exec_program only
+   * issues system calls. glibc's vfork, not a raw clone: it keeps the return address off the shared
+   * stack (vfork(2)). */
+  pid_t program = vfork();
   if (program < 0) fail(&moved, errno, "fork the program", NULL);
   if (program == 0) exec_program(&moved);
   run_init(program, &moved);

@@ -207,7 +207,7 @@ void jail_image_close(struct jail_image *image);
 
 /* ---- seccomp (seccomp.c) ---- */
 
-/* The jail's seccomp program, built once per process with libseccomp. */
+/* The jail's seccomp program (generated at build time from seccomp_rules.c); never fails. */
 int jail_seccomp_program(const struct sock_fprog **program, dome_error *err);
 
 /* ---- landlock (landlock.c) ---- */

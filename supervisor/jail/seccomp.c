@@ -1,5 +1,5 @@
-/* The jail's seccomp filter, built once per process with libseccomp and exported as a classic BPF program
- * that the child installs with prctl(PR_SET_SECCOMP) (no allocation after clone3).
+/* The jail's seccomp filter: the classic BPF program generated at build time from seccomp_rules.c (so
+ * starting a jail neither links nor runs libseccomp), installed by the child with seccomp(2) after clone3.
  *
  * Default action: allow. Refused with EPERM (never killed, so programs see an ordinary error): kernel
  * attack surface (io_uring, native AIO (host-wide fs.aio-max-nr), modify_ldt, bpf, perf_event_open,
@@ -10,185 +10,16 @@
  * AF_UNIX/AF_INET/AF_INET6. clone3 answers ENOSYS: its flags live in memory seccomp cannot read, and libc
  * then falls back to clone, whose namespace flags are checked. Foreign ABIs (i386, x32) kill the process
  * (bad-arch action). */
-#include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <seccomp.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <stddef.h>
 
-#include "supervisor/common/cleanup.h"
+#include "jail_seccomp_filter.h" /* $(BUILD)/gen: static const struct sock_filter jail_seccomp_filter[] */
 #include "supervisor/jail/internal.h"
 
-#ifndef CLONE_NEWTIME
-#define CLONE_NEWTIME 0x00000080
-#endif
-#define NAMESPACE_FLAGS                                                                      \
-  (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | \
-   CLONE_NEWCGROUP | CLONE_NEWTIME)
-
-static const char *const refused[] = {
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "bpf",
-    "perf_event_open",
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "move_mount",
-    "open_tree",
-    "fsopen",
-    "fsmount",
-    "fsconfig",
-    "fspick",
-    "mount_setattr",
-    "unshare",
-    "setns",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "userfaultfd",
-    "acct",
-    "swapon",
-    "swapoff",
-    "reboot",
-    "syslog",
-    "quotactl",
-    "quotactl_fd",
-    "open_by_handle_at",
-    "name_to_handle_at",
-    "settimeofday",
-    "clock_settime",
-    "clock_adjtime",
-    "adjtimex",
-    "lookup_dcookie",
-    "vhangup",
-    "pidfd_getfd",
-    "kcmp",
-    "uselib",
-    "nfsservctl",
-    "iopl",
-    "ioperm",
-    "create_module",
-    "get_kernel_syms",
-    "query_module",
-    "_sysctl",
-    "chroot",
-    /* Native AIO: contexts count against the host-wide fs.aio-max-nr, which a jail could exhaust. */
-    "io_setup",
-    "io_submit",
-    "io_getevents",
-    "io_pgetevents",
-    "io_cancel",
-    "io_destroy",
-    "modify_ldt",
-};
-
-static struct sock_fprog program;
-static int build_error;
-static char build_message[256];
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void build(void) {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  const char *step = "seccomp_init";
-  int r = ctx ? 0 : -ENOMEM;
-  if (r == 0) {
-    step = "bad-arch action";
-    r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-  }
-  if (r == 0) {
-    const char *failed = "";
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0] && r == 0; i++) {
-      int nr = seccomp_syscall_resolve_name(refused[i]);
-      if (nr == __NR_SCMP_ERROR) continue;
-      r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-      failed = refused[i];
-    }
-    step = failed;
-  }
-  /* clone: any namespace flag => EPERM. One rule per flag (rules of a syscall are OR-ed). */
-  static const unsigned long flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
-                                        CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_NEWTIME};
-  for (size_t i = 0; i < sizeof flags / sizeof flags[0] && r == 0; i++) {
-    step = "clone";
-    r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                         SCMP_A0(SCMP_CMP_MASKED_EQ, flags[i], flags[i]));
-  }
-  if (r == 0) {
-    step = "clone3";
-    r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-  }
-  /* ioctl(fd, TIOCSTI|TIOCLINUX): the kernel compares the request as 32 bits, so mask the upper half. */
-  static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
-  for (size_t i = 0; i < 2 && r == 0; i++) {
-    step = "ioctl";
-    r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, ioctls[i]));
-  }
-  /* socket families: allow AF_UNIX (1), AF_INET (2), AF_INET6 (10); refuse 0, 3..9, > 10. */
-  static const int socket_calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
-  for (size_t i = 0; i < 2 && r == 0; i++) {
-    step = "socket";
-    r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), socket_calls[i], 1, SCMP_A0(SCMP_CMP_EQ, 0));
-    for (int family = 3; family <= 9 && r == 0; family++)
-      r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), socket_calls[i], 1, SCMP_A0(SCMP_CMP_EQ, family));
-    if (r == 0)
-      r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), socket_calls[i], 1, SCMP_A0(SCMP_CMP_GT, 10));
-  }
-  /* personality: refuse the flags that weaken the address space (ASLR off, page zero mapped, READ implies
-   * EXEC, legacy layouts). One rule per flag: libseccomp compares an argument once per rule. Plain
-   * PER_LINUX / PER_LINUX32 switches stay allowed. */
-  static const unsigned long persona_flags[] = {
-      0x0040000 /* ADDR_NO_RANDOMIZE */, 0x0100000 /* MMAP_PAGE_ZERO */,   0x0200000 /* ADDR_COMPAT_LAYOUT */,
-      0x0400000 /* READ_IMPLIES_EXEC */, 0x0800000 /* ADDR_LIMIT_32BIT */, 0x8000000 /* ADDR_LIMIT_3GB */};
-  for (size_t i = 0; i < sizeof persona_flags / sizeof persona_flags[0] && r == 0; i++) {
-    step = "personality";
-    r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-                         SCMP_A0(SCMP_CMP_MASKED_EQ, persona_flags[i], persona_flags[i]));
-  }
-  if (r == 0) {
-    step = "export";
-    int fd = memfd_create("dome-seccomp", MFD_CLOEXEC);
-    r = fd < 0 ? -errno : seccomp_export_bpf(ctx, fd);
-    if (r == 0) {
-      off_t size = lseek(fd, 0, SEEK_END);
-      struct sock_filter *filter = size > 0 ? malloc((size_t)size) : NULL;
-      if (!filter || pread(fd, filter, (size_t)size, 0) != size) {
-        r = -EIO;
-        free(filter);
-      } else {
-        program.len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
-        program.filter = filter; /* lives for the process */
-      }
-    }
-    if (fd >= 0) close(fd);
-  }
-  if (ctx) seccomp_release(ctx);
-  if (r < 0) {
-    build_error = r;
-    strncpy(build_message, step, sizeof build_message - 1);
-  }
-}
-
 int jail_seccomp_program(const struct sock_fprog **result, dome_error *err) {
-  pthread_once(&once, build);
-  if (build_error < 0)
-    return dome_error_set_errno(err, -build_error, "build seccomp filter (libseccomp, rule `%s`)",
-                                build_message);
+  (void)err;
+  static const struct sock_fprog program = {
+      .len = (unsigned short)(sizeof jail_seccomp_filter / sizeof jail_seccomp_filter[0]),
+      .filter = (struct sock_filter *)jail_seccomp_filter};
   *result = &program;
   return 0;
 }

@@ -1,0 +1,15 @@
+/* The jail's seccomp filter rules (libseccomp). Kept apart from the rest of the jail so the build-time
+ * generator links only this file and libseccomp. */
+#ifndef DOME_JAIL_SECCOMP_RULES_H
+#define DOME_JAIL_SECCOMP_RULES_H
+
+#include <linux/filter.h>
+
+/* Build the jail's filter with libseccomp for the native architecture and export it as classic BPF
+ * (seccomp(2) SECCOMP_SET_MODE_FILTER, libseccomp seccomp_export_bpf(3)). On success program->filter is a
+ * malloc'd array of program->len instructions (the caller frees it) and 0 is returned. On failure returns
+ * -errno from libseccomp (-ENOMEM, -EINVAL, -EFAULT; -EIO when the export cannot be read back) and sets
+ * *failed_rule to the rule or step that failed ("clone", "socket", "export", ...). */
+int jail_seccomp_build(struct sock_fprog *program, const char **failed_rule);
+
+#endif
