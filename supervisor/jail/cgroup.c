@@ -342,6 +342,19 @@ int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct ja
       if ((r = apply_v2(leaf, limits, err)) < 0) goto fail;
     }
   }
+  if (!l->v2_controllers && (!l->v1_self[JAIL_V1_MEMORY][0] || !l->v1_self[JAIL_V1_PIDS][0])) {
+    r = dome_error_set(err, ENOTSUP, "no memory or pids cgroup controller available (v1 or v2)");
+    goto fail;
+  }
+  return 0;
+fail:
+  remove_leaf_dirs(leaf);
+  return dome_error_wrap(err, "create cgroup leaf `%s`", name);
+}
+
+int jail_cgroup_create_v1(struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err) {
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  int r = 0;
   for (int c = 0; c < JAIL_V1_COUNT; c++) {
     if (!l->v1_self[c][0]) continue;
     /* CPU time comes from the cgroup2 leaf's cpu.stat, present with or without controllers. */
@@ -352,18 +365,13 @@ int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct ja
         break;
       }
     if (leaf->v1_path[c][0]) continue;
-    if ((r = make_leaf(leaf->v1_path[c], sizeof leaf->v1_path[c], l->v1_self[c], name, err)) < 0) goto fail;
+    if ((r = make_leaf(leaf->v1_path[c], sizeof leaf->v1_path[c], l->v1_self[c], leaf->name, err)) < 0)
+      return dome_error_wrap(err, "create cgroup leaf `%s`", leaf->name);
     leaf->v1_owner[c] = true;
   }
-  if ((r = apply_v1(leaf, limits, err)) < 0) goto fail;
-  if (!l->v2_controllers && (!leaf->v1_path[JAIL_V1_MEMORY][0] || !leaf->v1_path[JAIL_V1_PIDS][0])) {
-    r = dome_error_set(err, ENOTSUP, "no memory or pids cgroup controller available (v1 or v2)");
-    goto fail;
-  }
+  if ((r = apply_v1(leaf, limits, err)) < 0)
+    return dome_error_wrap(err, "create cgroup leaf `%s`", leaf->name);
   return 0;
-fail:
-  remove_leaf_dirs(leaf);
-  return dome_error_wrap(err, "create cgroup leaf `%s`", name);
 }
 
 int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err) {

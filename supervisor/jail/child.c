@@ -3,10 +3,10 @@
  * malloc, no stdio, no locks. Everything it needs was prepared by the parent in struct jail_plan.
  *
  * Order and why:
- *  1. join the v1 cgroup leaves (before anything is charged); wait for SYNC_GO: the parent has written
- *     uid_map/gid_map.
+ *  1. wait for SYNC_GO: the parent has written uid_map/gid_map.
  *  2. hostname; mounts in the new mount namespace, assembled under JAIL_STAGING.
- *  3. wait for the second SYNC_GO: the parent has placed us in the cgroup2 leaf if needed and run the
+ *  3. wait for the second SYNC_GO, which brings the v1 cgroup leaves the parent made meanwhile (we join
+ *     them); the parent has placed us in the cgroup2 leaf if needed and run the
  *     on_namespaces_ready hook; new cgroup namespace (rooted at the leaves); workspace files (charged to
  *     the jail); pivot_root: the host's tree is detached entirely, so no path (and no "..") leads back.
  *  4. Landlock ruleset, rlimits, new session, stdio, close every other fd (a leaked host fd is the
@@ -228,6 +228,35 @@ static void wait_go(const struct jail_plan *plan) {
   if (recv(plan->sync_fd, &go, sizeof go, 0) != (ssize_t)sizeof go || go.kind != SYNC_GO) _exit(127);
 }
 
+/* The second SYNC_GO brings the `tasks` files of our v1 cgroup leaves, opened by the parent: move this
+ * (single-threaded) process into each by writing "0" — one thread, and the writer itself, so the kernel
+ * skips the threadgroup lock and its RCU grace period (jail_cgroup_open_tasks). */
+static void wait_go_and_join_leaves(const struct jail_plan *plan) {
+  struct jail_sync_message go;
+  struct iovec iov = {&go, sizeof go};
+  union {
+    char buffer[CMSG_SPACE(sizeof(int) * JAIL_V1_COUNT)];
+    struct cmsghdr align;
+  } control;
+  struct msghdr msg = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = control.buffer,
+                       .msg_controllen = sizeof control.buffer};
+  if (recvmsg(plan->sync_fd, &msg, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof go || go.kind != SYNC_GO) _exit(127);
+  for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof fd);
+      ssize_t written = write(fd, "0", 1);
+      int e = errno;
+      close(fd);
+      if (written != 1) fail(plan, e, "join v1 cgroup leaf", NULL);
+    }
+  }
+}
+
 static void setup_mounts(const struct jail_plan *plan) {
   /* Nothing we mount propagates back to the host. */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(plan, errno, "make mounts private", "/");
@@ -250,10 +279,11 @@ static void setup_mounts(const struct jail_plan *plan) {
     fail(plan, errno, "mount tmpfs", STAGED("/workspace"));
   setup_dev(plan);
   setup_proc(plan);
-  /* Second hand-over: the parent has placed us in the cgroup2 leaf where clone3 could not, and run
-   * on_namespaces_ready (network plumbing). The workspace's tmpfs pages are charged to the memory cgroup
-   * of their writer; we joined the v1 leaves first thing, so they count against the jail. */
-  wait_go(plan);
+  /* Second hand-over: the parent has made the v1 leaves (while we mounted), placed us in the cgroup2 leaf
+   * where clone3 could not, and run on_namespaces_ready (network plumbing). We join the v1 leaves now,
+   * before the workspace's files are written: tmpfs pages are charged to the memory cgroup of their
+   * writer. (The few mount structures made above stay charged to the supervisor.) */
+  wait_go_and_join_leaves(plan);
   if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, errno, "unshare cgroup namespace", NULL);
   apply_entries(plan, plan->workspace_entries, plan->workspace_entry_count);
   send_workspace(plan);
@@ -404,17 +434,7 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
   _exit(0);
 }
 
-/* Move this (single-threaded) process into each v1 leaf by writing "0" to the leaf's `tasks` file the
- * parent opened: one thread, and the writer itself, so the kernel skips the threadgroup lock. */
-static void join_v1_leaves(const struct jail_plan *plan) {
-  for (size_t i = 0; i < plan->cgroup_tasks_fd_count; i++) {
-    if (write(plan->cgroup_tasks_fds[i], "0", 1) != 1) fail(plan, errno, "join v1 cgroup leaf", NULL);
-    close(plan->cgroup_tasks_fds[i]);
-  }
-}
-
 void jail_child_main(const struct jail_plan *plan) {
-  join_v1_leaves(plan);
   wait_go(plan);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. */
   struct sigaction default_action;

@@ -65,15 +65,22 @@ struct jail_cgroup_stats {
 
 /* Discover (once per process) where our own cgroups are. Never fails: missing pieces are "". */
 const struct jail_cgroup_layout *jail_cgroup_layout(void);
-/* Create the leaf `name` beneath <own cgroup>/dome in every hierarchy, apply the limits and read them
- * back (-EIO when the kernel holds another value). On failure everything created is removed. */
+/* Create the cgroup2 leaf `name` beneath our own cgroup (with its limits when cgroup2 has the
+ * controllers), read them back (-EIO when the kernel holds another value); -ENOTSUP when neither v2
+ * nor v1 offers memory and pids. On failure everything created is removed. */
 int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
                        dome_error *err);
+/* Hybrid hosts: create the v1 leaves (memory, pids, cpu; cpuacct without a cgroup2 leaf) of the leaf made
+ * by jail_cgroup_create and apply the limits, read back. Done while the jail's child assembles its
+ * mounts, so the two overlap. On failure returns -errno; what was created is removed by
+ * jail_cgroup_destroy. Nothing to do (0) on unified hosts. */
+int jail_cgroup_create_v1(struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err);
 /* Place `pid` into the cgroup2 leaf when it was not cloned into it (clone_into_cgroup false); the v1
  * leaves are joined by the child itself through jail_cgroup_open_tasks. Returns 0 or -errno. */
 int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err);
 /* Open, with our (root) credentials, the `tasks` file of every v1 leaf this jail owns: fds[0..*count)
- * (O_WRONLY, close-on-exec). The child writes "0" to each before it does anything else: moving one
+ * (O_WRONLY, close-on-exec), handed to the child with the second SYNC_GO; it writes "0" to each before it
+ * writes any file of the jail: moving one
  * thread that is the writer itself skips the global cgroup_threadgroup_rwsem write lock, and with it the
  * RCU grace period (7-17 ms here) that writing a pid to cgroup.procs waits for
  * (kernel/cgroup/cgroup.c cgroup_procs_write_start; the permission check uses the opener's credentials,
@@ -140,12 +147,10 @@ struct jail_plan {
   /* program */
   char *const *argv;
   char *const *envp;
-  const char *search_path;             /* PATH used to resolve argv[0] */
-  int stdin_fd, stdout_fd, stderr_fd;  /* host fds the child dup2s to 0, 1, 2 */
-  int sync_fd;                         /* the child's end of the control socket */
-  int status_fd;                       /* write end of the pipe the jail's init reports the status on */
-  int cgroup_tasks_fds[JAIL_V1_COUNT]; /* v1 leaves' `tasks`, opened by the parent (jail_cgroup_open_tasks) */
-  size_t cgroup_tasks_fd_count;
+  const char *search_path;            /* PATH used to resolve argv[0] */
+  int stdin_fd, stdout_fd, stderr_fd; /* host fds the child dup2s to 0, 1, 2 */
+  int sync_fd;                        /* the child's end of the control socket */
+  int status_fd;                      /* write end of the pipe the jail's init reports the status on */
 
   /* hardening */
   int landlock_abi;

@@ -258,6 +258,36 @@ static ssize_t write_no_sigpipe(int fd, const void *data, size_t length) {
 }
 
 /* Receive the child's setup messages until the control socket closes (the child exec'd or died). */
+/* SYNC_GO carrying the `tasks` fds of the v1 leaves (SCM_RIGHTS, unix(7)); none on unified hosts. */
+static int send_go_with_tasks(struct run_state *s, dome_error *err) {
+  int fds[JAIL_V1_COUNT];
+  size_t count = 0;
+  int r = jail_cgroup_open_tasks(&s->leaf, fds, &count, err);
+  if (r < 0) return r;
+  struct jail_sync_message go = {.kind = SYNC_GO};
+  struct iovec iov = {&go, sizeof go};
+  union {
+    char buffer[CMSG_SPACE(sizeof(int) * JAIL_V1_COUNT)];
+    struct cmsghdr align;
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (count > 0) {
+    msg.msg_control = control.buffer;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * count);
+  }
+  ssize_t n = sendmsg(s->sync_fd, &msg, MSG_NOSIGNAL);
+  int e = errno;
+  for (size_t i = 0; i < count; i++) close(fds[i]);
+  if (n != (ssize_t)sizeof go) return dome_error_set_errno(err, n < 0 ? e : EIO, "hand over cgroup leaves");
+  return 0;
+}
+
 static int await_setup(struct run_state *s, const struct jail_config *c, struct jail_result *result,
                        dome_error *err) {
   uint64_t deadline = now_ms() + SETUP_BUDGET_MS;
@@ -561,12 +591,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.nofile_limit = 1024;
   read_arg_areas(&plan);
 
-  /* The child joins the v1 leaves itself (see jail_cgroup_open_tasks): no RCU grace period here. */
-  if ((r = jail_cgroup_open_tasks(&s.leaf, plan.cgroup_tasks_fds, &plan.cgroup_tasks_fd_count, err)) < 0) {
-    close(child_sync);
-    goto out;
-  }
-
   struct clone_args args;
   memset(&args, 0, sizeof args);
   args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
@@ -596,7 +620,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
     abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
   close(child_sync);
-  for (size_t i = 0; i < plan.cgroup_tasks_fd_count; i++) close(plan.cgroup_tasks_fds[i]);
   if (pid < 0) {
     r = dome_error_set_errno(err, clone_error, "clone3 into new namespaces");
     goto out;
@@ -614,17 +637,19 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     dome_error_wrap(err, "map ids of jail `%s`", result->jail_id);
     goto out;
   }
-  /* First hand-over: ids mapped, the child sets up its mounts (it is in its v1 leaves already). */
+  /* First hand-over: ids mapped; the child assembles its mounts while we make its v1 cgroup leaves. */
   struct jail_sync_message go = {.kind = SYNC_GO};
   if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
     r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
     goto out;
   }
+  if ((r = jail_cgroup_create_v1(&s.leaf, &limits, err)) < 0) goto out;
   if ((r = jail_cgroup_attach(&s.leaf, pid, into_cgroup, err)) < 0) goto out;
   if (c->on_namespaces_ready && (r = c->on_namespaces_ready(c->hook_context, pid, err)) < 0) goto out;
-  /* Second hand-over: in its cgroups, network ready; from here on the child works for the program. */
-  if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
-    r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
+  /* Second hand-over, with the v1 leaves' `tasks` files for the child to join (see
+   * jail_cgroup_open_tasks); network ready; from here on the child works for the program. */
+  if ((r = send_go_with_tasks(&s, err)) < 0) {
+    dome_error_wrap(err, "start jail `%s`", result->jail_id);
     goto out;
   }
   if ((r = await_setup(&s, c, result, err)) < 0) goto out;
