@@ -10,8 +10,14 @@ extern const struct dome_command __stop_dome_commands[];
 
 /* A command anchors the section so the linker always defines its bounds. */
 static int version_main(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    printf("usage: dome version\nPrints dome's version (also `dome --version`).\n");
+    return 0;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "dome version: unexpected argument `%s`\n", argv[1]);
+    return DOME_EXIT_FAILURE;
+  }
   printf("dome %s\n", DOME_VERSION_STRING);
   return 0;
 }

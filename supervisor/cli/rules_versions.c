@@ -190,6 +190,11 @@ static int show_main(int argc, char **argv) {
         fprintf(stderr, "dome rules show: --version: expected a positive integer\n");
         return DOME_EXIT_FAILURE;
       }
+    } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf(
+          "usage: dome rules show [--control-socket PATH] [--version N]\n"
+          "Prints a stored version of the rules (default: the active one).\n");
+      return 0;
     } else {
       fprintf(stderr, "dome rules show: unexpected argument `%s`\n", argv[i]);
       return DOME_EXIT_FAILURE;

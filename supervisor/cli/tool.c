@@ -209,7 +209,12 @@ static int remove_main(int argc, char **argv) {
       name = argv[++i];
     else if (argv[i][0] != '-' && name == NULL)
       name = argv[i];
-    else {
+    else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf(
+          "usage: dome tool remove [--control-socket PATH] --name NAME\n"
+          "Removes a registered tool (its classification, secret environment and credentials).\n");
+      return 0;
+    } else {
       fprintf(stderr, "dome tool remove: unexpected argument `%s`\n", argv[i]);
       return DOME_EXIT_FAILURE;
     }
