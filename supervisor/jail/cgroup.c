@@ -1,5 +1,5 @@
-/* Cgroup leaves of jails: discovery of our own cgroups, creation beneath our own (in <own>/dome when
- * cgroup2 controllers are used) with limits read back, accounting, kill and removal. Supports cgroup v2 with
+/* Cgroup leaves of jails: discovery of our own cgroups, creation beneath <own>/dome with limits read
+ * back, accounting, kill and removal. Supports cgroup v2 with
  * controllers (unified hosts) and hybrid hosts (v1 memory/pids/cpu/cpuacct controllers plus a controller-less
  * cgroup2 hierarchy whose leaf carries the cgroup BPF programs and cgroup.kill). Kernel docs:
  * admin-guide/cgroup-v2.rst, cgroup-v1/memory.rst, cgroup-v1/pids.rst, scheduler/sched-bwc.rst. */
@@ -182,15 +182,11 @@ static int set_checked(const char *dir, const char *file, uint64_t value, uint64
   return 0;
 }
 
-/* Where leaves go: <self>/dome when cgroup2 controllers are used (its subtree_control enables them for
- * the leaves, and <self> holds processes, which the no-internal-process rule forbids there), else <self>
- * itself: v1 hierarchies and a controller-less cgroup2 have no such rule, and an intermediate cgroup made
- * and removed around every jail would double the cgroup work of a jail start. */
+/* Where leaves go: <self>/dome, so every jail of this supervisor sits in one subtree of its own cgroup
+ * (never a sibling of the host's other cgroups), and on unified hosts its subtree_control enables the
+ * controllers for the leaves (<self> holds processes, which the no-internal-process rule forbids). */
 static void leaf_parent(char *out, size_t size, const char *self) {
-  if (jail_cgroup_layout()->v2_controllers)
-    snprintf(out, size, "%s/dome", self);
-  else
-    snprintf(out, size, "%s", self);
+  snprintf(out, size, "%s/dome", self);
 }
 
 /* mkdir <parent>/<name>, recreating <self>/dome when a concurrent teardown removed it meanwhile. */
@@ -198,15 +194,11 @@ static int make_leaf(char *out, size_t size, const char *self, const char *name,
   char parent[600];
   leaf_parent(parent, sizeof parent, self);
   snprintf(out, size, "%s/%s", parent, name);
-  if (strcmp(parent, self) == 0) {
-    if (mkdir(out, 0755) == 0) return 0;
-    return dome_error_set_errno(err, errno, "create cgroup `%s`", out);
-  }
   for (int attempt = 0; attempt < 8; attempt++) {
-    if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-      return dome_error_set_errno(err, errno, "create cgroup `%s`", parent);
     if (mkdir(out, 0755) == 0) return 0;
     if (errno != ENOENT) return dome_error_set_errno(err, errno, "create cgroup `%s`", out);
+    if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+      return dome_error_set_errno(err, errno, "create cgroup `%s`", parent);
   }
   return dome_error_set(err, EAGAIN, "create cgroup `%s`: parent keeps disappearing", out);
 }
@@ -517,7 +509,7 @@ int jail_cgroup_destroy(struct jail_leaf *leaf, dome_error *err) {
     }
     char parent[600];
     leaf_parent(parent, sizeof parent, selves[i]);
-    if (strcmp(parent, selves[i]) != 0) rmdir(parent); /* fails while other jails use it: fine */
+    rmdir(parent); /* fails while other jails use it: fine */
   }
   leaf->v2_path[0] = '\0';
   for (int c = 0; c < JAIL_V1_COUNT; c++) leaf->v1_owner[c] = false, leaf->v1_path[c][0] = '\0';

@@ -413,7 +413,6 @@ static void hide_supervisor(const struct jail_plan *plan) {
  * it reaps orphans (so zombies do not pile up against pids.max), and when the program ends it reports
  * the program's status and exits, which ends the pid namespace: the kernel kills everything left. */
 __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_plan *plan) {
-  hide_supervisor(plan);
   close(plan->sync_fd); /* the parent sees EOF once the program has exec'd */
   close(0);
   close(1);
@@ -491,6 +490,8 @@ void jail_child_main(const struct jail_plan *plan) {
    * copy of the supervisor's address space is made; vfork runs no fork handlers, and exec_program only
    * issues system calls. glibc's vfork, not a raw clone: it keeps the return address off the shared
    * stack (vfork(2)). */
+  /* Before the program exists: it must never see the supervisor's command line as /proc/1/cmdline. */
+  hide_supervisor(&moved);
   pid_t program = vfork();
   if (program < 0) fail(&moved, errno, "fork the program", NULL);
   if (program == 0) exec_program(&moved);

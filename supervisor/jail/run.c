@@ -63,6 +63,7 @@ struct run_state {
   bool reaped;
   int oom_event_fd, oom_control_fd;
   struct stream out, err;
+  char **argv_copy, **env_copy; /* the program's argv and environment (copy_strings) */
 };
 
 static void close_fd(int *fd) {
@@ -81,6 +82,8 @@ static void run_state_release(struct run_state *s) {
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close_fd(fds[i]);
   free(s->out.data);
   free(s->err.data);
+  free(s->argv_copy);
+  free(s->env_copy);
 }
 
 /* The jail's host uid/gid: distinct for concurrent jails (a pid is unique among live processes, seq among
@@ -181,6 +184,25 @@ static int plan_workspace(struct run_state *s, dome_error *err) {
     }
   }
   return 0;
+}
+
+/* A copy of a NULL-terminated string list in one malloc'd block (pointers, then the strings), or NULL
+ * when out of memory. The jail's program gets its argv and environment from such copies: the originals
+ * may live in this process's own argv/environment areas, which the jail's init blanks (hide_supervisor)
+ * before the program starts. */
+static char **copy_strings(char *const *list) {
+  size_t count = 0, bytes = 0;
+  for (; list && list[count]; count++) bytes += strlen(list[count]) + 1;
+  char **copy = malloc((count + 1) * sizeof *copy + bytes);
+  if (copy == NULL) return NULL;
+  char *text = (char *)(copy + count + 1);
+  for (size_t i = 0; i < count; i++) {
+    size_t length = strlen(list[i]) + 1;
+    copy[i] = memcpy(text, list[i], length);
+    text += length;
+  }
+  copy[count] = NULL;
+  return copy;
 }
 
 static const char *search_path_of(char *const *env) {
@@ -575,9 +597,16 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.workspace_entries = s.workspace_entries;
   plan.workspace_entry_count = s.workspace_entry_count;
   static char *const empty_env[] = {NULL};
-  plan.argv = c->argv;
-  plan.envp = c->env ? c->env : empty_env;
-  plan.search_path = search_path_of(c->env);
+  s.argv_copy = copy_strings(c->argv);
+  s.env_copy = copy_strings(c->env ? c->env : empty_env);
+  if (s.argv_copy == NULL || s.env_copy == NULL) {
+    close(child_sync);
+    r = dome_error_set(err, ENOMEM, "copy the program's arguments");
+    goto out;
+  }
+  plan.argv = s.argv_copy;
+  plan.envp = s.env_copy;
+  plan.search_path = search_path_of(s.env_copy);
   plan.stdin_fd = s.stdin_read;
   plan.stdout_fd = s.stdout_write;
   plan.stderr_fd = s.stderr_write;

@@ -13,7 +13,10 @@
  * then falls back to clone, whose namespace flags are checked. Foreign ABIs (i386, x32) kill the process
  * (bad-arch action). */
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
 #include <sched.h>
+#include <stddef.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +97,32 @@ static const char *const refused[] = {
     "modify_ldt",
 };
 
+#if defined(__x86_64__)
+/* Numbers 451..JAIL_SECCOMP_REVIEWED_THROUGH were reviewed one by one (Linux 6.6-6.17): cachestat,
+ * fchmodat2, map_shadow_stack, futex_wake/wait/requeue, statmount, listmount (mounts of the caller's own
+ * namespace), lsm_get_self_attr/set_self_attr/list_modules, mseal, setxattrat/getxattrat/listxattrat/
+ * removexattrat, file_getattr/file_setattr are allowed; open_tree_attr (the mount API) is refused. */
+static const struct {
+  const char *name;
+  int number;
+} refused_by_number[] = {{"open_tree_attr", 467}};
+#else
+#error "the jail's seccomp rules list x86_64 syscall numbers: review them for this architecture"
+#endif
+
+/* Prepended to libseccomp's program: a native-ABI call numbered above the newest reviewed one answers
+ * ENOSYS (so libc falls back as on an older kernel) instead of reaching a syscall nobody reviewed; other
+ * ABIs (x32 numbers, i386) go on to libseccomp's program, which kills them. Jump offsets are relative to
+ * the next instruction, so prepending leaves libseccomp's own jumps intact. */
+static const struct sock_filter newer_syscalls_prefix[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 4),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u /* __X32_SYSCALL_BIT */, 2, 0),
+    BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, JAIL_SECCOMP_REVIEWED_THROUGH, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+};
+
 int jail_seccomp_build(struct sock_fprog *program, const char **failed_rule) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   const char *step = "seccomp_init";
@@ -117,6 +146,12 @@ int jail_seccomp_build(struct sock_fprog *program, const char **failed_rule) {
       failed = refused[i];
     }
     step = failed;
+  }
+  /* System calls newer than libseccomp's table (x86_64 numbers from the kernel's syscall_64.tbl):
+   * refused ones by number; everything above the newest reviewed number is refused by the prefix below. */
+  for (size_t i = 0; i < sizeof refused_by_number / sizeof refused_by_number[0] && r == 0; i++) {
+    step = refused_by_number[i].name;
+    r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), refused_by_number[i].number, 0);
   }
   /* clone: any namespace flag => EPERM. One rule per flag (rules of a syscall are OR-ed). */
   static const unsigned long flags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
@@ -169,8 +204,18 @@ int jail_seccomp_build(struct sock_fprog *program, const char **failed_rule) {
         r = -EIO;
         free(filter);
       } else {
-        program->len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
-        program->filter = filter;
+        size_t prefix = sizeof newer_syscalls_prefix / sizeof newer_syscalls_prefix[0];
+        size_t count = (size_t)size / sizeof(struct sock_filter);
+        struct sock_filter *whole = malloc((prefix + count) * sizeof *whole);
+        if (whole == NULL) {
+          r = -ENOMEM;
+        } else {
+          memcpy(whole, newer_syscalls_prefix, sizeof newer_syscalls_prefix);
+          memcpy(whole + prefix, filter, count * sizeof *filter);
+          program->len = (unsigned short)(prefix + count);
+          program->filter = whole;
+        }
+        free(filter);
       }
     }
     if (fd >= 0) close(fd);

@@ -5,7 +5,12 @@
 
 #include <linux/filter.h>
 
-/* Build the jail's filter with libseccomp for the native architecture and export it as classic BPF
+/* The newest x86_64 system call number whose allow/refuse decision was reviewed (file_setattr, Linux
+ * 6.17); anything numbered above it is refused with ENOSYS. */
+#define JAIL_SECCOMP_REVIEWED_THROUGH 469
+
+/* Build the jail's filter with libseccomp for the native architecture, export it as classic BPF and
+ * prepend the newer-syscalls check (JAIL_SECCOMP_REVIEWED_THROUGH)
  * (seccomp(2) SECCOMP_SET_MODE_FILTER, libseccomp seccomp_export_bpf(3)). On success program->filter is a
  * malloc'd array of program->len instructions (the caller frees it) and 0 is returned. On failure returns
  * -errno from libseccomp (-ENOMEM, -EINVAL, -EFAULT; -EIO when the export cannot be read back) and sets

@@ -103,6 +103,14 @@ static void decisions(void **state) {
   assert_int_equal(decide(SYS_ioctl, 0, 0x5412 /* TIOCSTI */), eperm);
   assert_int_equal(decide(SYS_ioctl, 0, 0xffffffff00005412ull), eperm); /* high bits ignored */
   assert_int_equal(decide(SYS_ioctl, 0, 0x5413 /* TIOCGWINSZ */), SECCOMP_RET_ALLOW);
+  /* system calls newer than libseccomp's table: reviewed ones decided, unknown ones ENOSYS */
+  assert_int_equal(decide(451 /* cachestat */, 0, 0), SECCOMP_RET_ALLOW);
+  assert_int_equal(decide(458 /* listmount */, 0, 0), SECCOMP_RET_ALLOW);
+  assert_int_equal(decide(467 /* open_tree_attr */, 0, 0), eperm);
+  assert_int_equal(decide(JAIL_SECCOMP_REVIEWED_THROUGH, 0, 0), SECCOMP_RET_ALLOW);
+  assert_int_equal(decide(JAIL_SECCOMP_REVIEWED_THROUGH + 1, 0, 0), SECCOMP_RET_ERRNO | ENOSYS);
+  assert_int_equal(decide(1000, 0, 0), SECCOMP_RET_ERRNO | ENOSYS);
+  assert_int_equal(decide(0x40000000 | 1 /* x32 write */, 0, 0), SECCOMP_RET_KILL_PROCESS);
   /* a foreign ABI is killed */
   const struct sock_fprog *p = NULL;
   dome_error err = {0};
