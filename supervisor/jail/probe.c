@@ -131,8 +131,8 @@ int jail_probe_host(struct jail_host_report *report, dome_error *err) {
   else if (!layout->v2_controllers)
     reason(report,
            "cgroup2: hierarchy at %s has no controllers (hybrid host): limits go through cgroup v1; "
-           "memory.oom.group is emulated (the v1 OOM event ends the whole jail); the child is moved "
-           "into the v1 leaves after clone (one RCU grace period) instead of CLONE_INTO_CGROUP",
+           "memory.oom.group is emulated (the v1 OOM event ends the whole jail); the child joins the "
+           "v1 leaves itself after clone (CLONE_INTO_CGROUP places it in the cgroup2 leaf only)",
            layout->v2_mount);
 
   report->user_namespaces = probe_user_namespaces();
