@@ -210,6 +210,20 @@ int jail_image_set_resolver(struct jail_image *image, const char *resolv_conf, b
                             dome_error *err);
 void jail_image_close(struct jail_image *image);
 
+/* ---- host ids (host_id.c) ---- */
+
+#define JAIL_HOST_ID_BASE 0x70000000u /* host uid/gid of jails: BASE .. BASE + COUNT - 1 */
+#define JAIL_HOST_ID_COUNT 65536u
+#define JAIL_HOST_ID_DIRECTORY "/run/dome"
+
+/* Reserve a host uid/gid for a jail, unique among the live jails of every dome process on this host
+ * (an OFD lock on byte id - BASE of /run/dome/jail-ids, fcntl(2); the kernel drops it if we die).
+ * Tries `preferred` (0 .. COUNT-1) first, then the following slots. Returns 0 with *id set, -EAGAIN
+ * when every id is in use, or -errno when /run/dome/jail-ids cannot be created or locked. Thread-safe. */
+int jail_host_id_acquire(unsigned preferred, unsigned *id, dome_error *err);
+/* Give the id back (no-op for an id not held by this process). */
+void jail_host_id_release(unsigned id);
+
 /* ---- seccomp (seccomp.c) ---- */
 
 /* The jail's seccomp program (generated at build time from seccomp_rules.c); never fails. */
@@ -235,6 +249,11 @@ struct jail_workspace_input {
   bool *owned;
   size_t count;
   uint64_t total_bytes;
+  /* The host workspace directory (config->workspace_dir), opened once before the run with
+   * O_DIRECTORY|O_NOFOLLOW: copy-in reads and copy-out writes through it only, never by path again.
+   * Valid when host_open; closed by jail_workspace_input_release. */
+  int host_fd;
+  bool host_open;
 };
 /* Validate a relative workspace path: no leading '/', no "." or ".." or empty components, bounded depth
  * and length. Returns 0 or -EINVAL with *err naming `what` and the path. */
@@ -242,14 +261,23 @@ int jail_workspace_check_path(const char *path, const char *what, dome_error *er
 int jail_workspace_collect(struct jail_workspace_input *input, const struct jail_config *config,
                            uint64_t limit_bytes, dome_error *err);
 void jail_workspace_input_release(struct jail_workspace_input *input);
-/* Walk the workspace (dirfd of its root) and list regular files that are new or differ from `input`. */
+/* Walk the workspace (dirfd of its root) and list regular files that are new or differ from `input`
+ * (at most JAIL_MAX_OUTPUT_PATHS; *unlisted, may be NULL, receives how many more there were). */
 int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *input, char ***paths,
-                           size_t *count, dome_error *err);
-/* Copy the listed files from the workspace to the host directory (creating directories one component at
- * a time), never following symlinks on either side. A file that cannot be copied (a path conflict on the
- * host, a symlink swapped in, ENOSPC) is skipped and described in *errors ("path: reason (strerror)",
- * *error_count entries, appended, malloc'd). Returns 0, or -ENOMEM / the workspace's open error. */
-int jail_workspace_copy_out(int workspace_fd, const char *host_dir, char *const *paths, size_t count,
-                            char ***errors, size_t *error_count, dome_error *err);
+                           size_t *count, size_t *unlisted, dome_error *err);
+/* Copy the listed files from the workspace to the host directory input->host_fd (creating directories
+ * one component at a time), never following symlinks on either side and never replacing a host symlink,
+ * directory or special file. Files are created 0644 and directories 0755 (less the umask), whatever
+ * their modes in the jail. Not copied, each described in *errors ("path: reason (strerror)", *error_count
+ * entries, appended, malloc'd): names that are not valid UTF-8; paths with a component named .git, .hg
+ * or .svn (any case); paths beneath a directory git would take as a repository (HEAD, or objects/ and
+ * refs/, in the jail or on the host); a file larger than what remains of budget_bytes (apparent sizes,
+ * summed over the copied files); anything beyond 4096 files and directories created; host conflicts
+ * (a path component on the host that is not a directory, ENOSPC). `unlisted` files (from
+ * jail_workspace_outputs) are reported as one entry. Returns 0, or -ENOMEM, -EBADF (no host workspace
+ * open) or the workspace's open error. */
+int jail_workspace_copy_out(int workspace_fd, const struct jail_workspace_input *input, uint64_t budget_bytes,
+                            size_t unlisted, char *const *paths, size_t count, char ***errors,
+                            size_t *error_count, dome_error *err);
 
 #endif

@@ -27,8 +27,6 @@
 #endif
 #define SETUP_BUDGET_MS 30000u
 #define DRAIN_BUDGET_MS 2000u
-#define HOST_UID_BASE 0x70000000u
-#define HOST_UID_COUNT 65536u
 #define DEFAULT_SEARCH_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
 static atomic_uint sequence;
@@ -64,6 +62,7 @@ struct run_state {
   int oom_event_fd, oom_control_fd;
   struct stream out, err;
   char **argv_copy, **env_copy; /* the program's argv and environment (copy_strings) */
+  unsigned host_id;             /* jail_host_id_acquire'd, 0 when none */
 };
 
 static void close_fd(int *fd) {
@@ -84,13 +83,14 @@ static void run_state_release(struct run_state *s) {
   free(s->err.data);
   free(s->argv_copy);
   free(s->env_copy);
+  if (s->host_id) jail_host_id_release(s->host_id);
 }
 
-/* The jail's host uid/gid: distinct for concurrent jails (a pid is unique among live processes, seq among
- * the jails of one process), so jails never share a uid's per-user kernel budgets. 40503 is odd: the seq
- * term runs through all 65536 slots. */
-static unsigned jail_host_id(pid_t pid, unsigned seq) {
-  return HOST_UID_BASE + (((unsigned)pid + seq * 40503u) % HOST_UID_COUNT);
+/* Where a jail's host id search starts: spread by pid and seq so concurrent supervisors rarely probe the
+ * same slots (40503 is odd: the seq term runs through every slot). Uniqueness comes from
+ * jail_host_id_acquire. */
+static unsigned host_id_hint(pid_t pid, unsigned seq) {
+  return ((unsigned)pid + seq * 40503u) % JAIL_HOST_ID_COUNT;
 }
 
 /* arg_start, arg_end, env_start, env_end of this process: fields 48..51 of /proc/self/stat (proc(5)),
@@ -631,7 +631,12 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = (uint64_t)s.leaf.v2_fd;
   }
-  unsigned host_id = jail_host_id(getpid(), seq);
+  unsigned host_id = 0;
+  if ((r = jail_host_id_acquire(host_id_hint(getpid(), seq), &host_id, err)) < 0) {
+    close(child_sync);
+    goto out;
+  }
+  s.host_id = host_id;
   /* The new user namespace is owned by the effective ids of its creator, and per-user kernel budgets
    * used inside it (inotify instances and watches, queued signals, ...) are charged to that owner up the
    * chain: create it as the jail's own host uid/gid, not as root. Per-thread raw calls (glibc's wrappers
@@ -709,11 +714,14 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   s.out.data = s.err.data = NULL;
 
   if (s.workspace_fd >= 0) {
+    size_t unlisted = 0;
     r = jail_workspace_outputs(s.workspace_fd, &s.workspace, &result->output_paths,
-                               &result->output_path_count, err);
+                               &result->output_path_count, &unlisted, err);
+    /* through the directory fd opened before the run, never c->workspace_dir again; at most the
+     * workspace size in all */
     if (r == 0 && c->copy_out && c->workspace_dir)
-      r = jail_workspace_copy_out(s.workspace_fd, c->workspace_dir, result->output_paths,
-                                  result->output_path_count, &result->copy_out_errors,
+      r = jail_workspace_copy_out(s.workspace_fd, &s.workspace, workspace_bytes, unlisted,
+                                  result->output_paths, result->output_path_count, &result->copy_out_errors,
                                   &result->copy_out_error_count, err);
   }
 

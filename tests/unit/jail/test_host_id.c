@@ -1,0 +1,96 @@
+/* supervisor/jail/host_id.c: a jail's host uid is unique among the live jails of every dome process
+ * (held through an OFD lock on /run/dome/jail-ids, released on release or when the holder dies). */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "supervisor/jail/internal.h"
+
+#define PREFERRED 4242u
+
+/* Another process (this program re-executed): acquire from PREFERRED, print the id, hold it while
+ * stdin stays open. */
+static int child_main(void) {
+  unsigned id = 0;
+  dome_error err = {0};
+  if (jail_host_id_acquire(PREFERRED, &id, &err) < 0) return 1;
+  printf("%u\n", id);
+  fflush(stdout);
+  char c;
+  while (read(0, &c, 1) > 0) {
+  }
+  return 0;
+}
+
+static unsigned other_process_acquires(int *hold_fd, pid_t *pid) {
+  int to_child[2], from_child[2];
+  assert_int_equal(pipe2(to_child, O_CLOEXEC), 0); /* the child keeps only its dup2'ed ends */
+  assert_int_equal(pipe2(from_child, O_CLOEXEC), 0);
+  *pid = fork();
+  assert_true(*pid >= 0);
+  if (*pid == 0) {
+    dup2(to_child[0], 0);
+    dup2(from_child[1], 1);
+    execl("/proc/self/exe", "test_host_id", "--child", (char *)NULL);
+    _exit(127);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  char line[32] = "";
+  ssize_t n = read(from_child[0], line, sizeof line - 1);
+  close(from_child[0]);
+  assert_true(n > 0);
+  *hold_fd = to_child[1];
+  return (unsigned)strtoul(line, NULL, 10);
+}
+
+static void unique_within_and_across_processes(void **state) {
+  (void)state;
+  dome_error err = {0};
+  unsigned a = 0, b = 0;
+  assert_int_equal(jail_host_id_acquire(PREFERRED, &a, &err), 0);
+  assert_int_equal(jail_host_id_acquire(PREFERRED, &b, &err), 0);
+  assert_int_equal(a, JAIL_HOST_ID_BASE + PREFERRED);
+  assert_int_not_equal(a, b); /* same process: the second jail gets another id */
+
+  int hold;
+  pid_t pid;
+  unsigned c = other_process_acquires(&hold, &pid);
+  assert_true(c >= JAIL_HOST_ID_BASE && c < JAIL_HOST_ID_BASE + JAIL_HOST_ID_COUNT);
+  assert_int_not_equal(c, a);
+  assert_int_not_equal(c, b);
+
+  /* released here: another process can take it */
+  jail_host_id_release(a);
+  close(hold);
+  int status;
+  waitpid(pid, &status, 0);
+  unsigned d = other_process_acquires(&hold, &pid);
+  assert_int_equal(d, a);
+
+  /* a holder that dies (here: ends) gives its id back without releasing */
+  close(hold);
+  waitpid(pid, &status, 0);
+  unsigned e = 0;
+  assert_int_equal(jail_host_id_acquire(PREFERRED, &e, &err), 0);
+  assert_int_equal(e, a);
+  jail_host_id_release(b);
+  jail_host_id_release(e);
+  jail_host_id_release(12345); /* not an id: ignored */
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--child") == 0) return child_main();
+  const struct CMUnitTest tests[] = {cmocka_unit_test(unique_within_and_across_processes)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
