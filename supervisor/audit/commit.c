@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "supervisor/audit/writer_internal.h"
@@ -163,7 +165,8 @@ static void apply_retention(journal *j) {
   free(segments);
 }
 
-/* Add one canonical line (without newline) to the tree and the open frame; rotate when due. */
+/* Add one canonical line to the tree and the open frame; rotate when due. line[length] must be the
+ * line's newline (compressed with it, not hashed). */
 static int add_line(journal *j, const uint8_t *line, size_t length, dome_error *err) {
   uint8_t leaf[JOURNAL_HASH_BYTES];
   merkle_leaf_hash(line, length, leaf);
@@ -174,8 +177,7 @@ static int add_line(journal *j, const uint8_t *line, size_t length, dome_error *
     j->frame_start = j->written + (off_t)j->out.length;
     j->frame_json_bytes = 0;
   }
-  int r = compress(j, line, length, ZSTD_e_continue, err);
-  if (r == 0) r = compress(j, "\n", 1, ZSTD_e_continue, err);
+  int r = compress(j, line, length + 1, ZSTD_e_continue, err);
   if (r < 0) return r;
   j->frame_json_bytes += length + 1;
   if (j->frame_json_bytes < j->options.frame_bytes) return 0;
@@ -188,24 +190,42 @@ static int add_line(journal *j, const uint8_t *line, size_t length, dome_error *
   return r;
 }
 
+/* Decimal digits of v at the end of buffer[0..20); returns where they start. */
+static char *format_decimal(uint64_t v, char end[20]) {
+  char *p = end + 20;
+  do *--p = (char)('0' + v % 10);
+  while (v /= 10);
+  return p;
+}
+
+/* The line of a queued event: its text with `"seq":N` and `"time":"..."` put in their sorted places
+ * (before the key at the cut, or as the last member when the cut is the closing brace). */
 static int add_pending(journal *j, const struct pending_event *p, dome_error *err) {
-  char seq_member[40], time_text[40], time_member[64];
-  snprintf(seq_member, sizeof seq_member, "\"seq\":%" PRIu64, p->seq);
-  snprintf(time_member, sizeof time_member, "\"time\":\"%s\"",
-           journal_format_time(p->time_ns, time_text, 40));
+  char digits[20], time_text[40];
+  const char *seq_text = format_decimal(p->seq, digits);
+  size_t seq_length = (size_t)(digits + 20 - seq_text);
+  journal_format_time(p->time_ns, time_text, sizeof time_text);
+  size_t time_length = strlen(time_text);
   byte_buffer *b = &j->line;
   b->length = 0;
-  if (byte_buffer_reserve(b, p->length + 128) < 0) return dome_error_set(err, ENOMEM, "line: out of memory");
+  if (byte_buffer_reserve(b, p->length + 96) < 0) return dome_error_set(err, ENOMEM, "line: out of memory");
   const char *t = p->text;
-  byte_buffer_append(b, t, p->cut_seq);
-  char member[128];
-  int n = snprintf(member, sizeof member, t[p->cut_seq] == '}' ? ",%s" : "%s,", seq_member);
-  byte_buffer_append(b, member, (size_t)n);
-  byte_buffer_append(b, t + p->cut_seq, p->cut_time - p->cut_seq);
-  n = snprintf(member, sizeof member, t[p->cut_time] == '}' ? ",%s" : "%s,", time_member);
-  byte_buffer_append(b, member, (size_t)n);
-  byte_buffer_append(b, t + p->cut_time, p->length - p->cut_time);
-  return add_line(j, b->data, b->length, err);
+  char *o = (char *)b->data;
+  memcpy(o, t, p->cut_seq), o += p->cut_seq;
+  bool seq_last = t[p->cut_seq] == '}', time_last = t[p->cut_time] == '}';
+  if (seq_last) *o++ = ',';
+  memcpy(o, "\"seq\":", 6), o += 6;
+  memcpy(o, seq_text, seq_length), o += seq_length;
+  if (!seq_last) *o++ = ',';
+  memcpy(o, t + p->cut_seq, p->cut_time - p->cut_seq), o += p->cut_time - p->cut_seq;
+  if (time_last) *o++ = ',';
+  memcpy(o, "\"time\":\"", 8), o += 8;
+  memcpy(o, time_text, time_length), o += time_length;
+  *o++ = '"';
+  if (!time_last) *o++ = ',';
+  memcpy(o, t + p->cut_time, p->length - p->cut_time), o += p->length - p->cut_time;
+  *o = '\n';
+  return add_line(j, b->data, (size_t)(o - (char *)b->data), err);
 }
 
 static int write_checkpoint_file(journal *j, const char *line, size_t length, dome_error *err) {
@@ -238,7 +258,11 @@ static int add_checkpoint(journal *j, uint64_t seq, int64_t time_ns, char **line
   char *line = event ? json_dumps(event, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
   json_decref(event);
   if (!line) return dome_error_set(err, ENOMEM, "checkpoint: out of memory");
-  int r = add_line(j, (const uint8_t *)line, strlen(line), err);
+  size_t length = strlen(line);
+  j->line.length = 0;
+  int r = byte_buffer_append(&j->line, line, length) == 0 && byte_buffer_append(&j->line, "\n", 1) == 0
+              ? add_line(j, j->line.data, length, err)
+              : dome_error_set(err, ENOMEM, "checkpoint: out of memory");
   j->last_checkpoint_mono_ns = journal_mono_ns();
   if (r < 0) {
     free(line);
@@ -261,7 +285,6 @@ static int commit_group(journal *j, struct pending_event *list, dome_error *err)
     } else if (r == 0) {
       r = add_pending(j, list, err);
     }
-    free(list->text);
     free(list);
     list = next;
   }
@@ -289,17 +312,26 @@ int journal_queue_checkpoint(journal *j) {
   return 0;
 }
 
+static bool writer_due(const journal *j, int64_t now);
+
+void journal_wake_waiter(struct sync_waiter *w, uint32_t state) {
+  uint32_t *word = &w->state;
+  /* From here on w may be gone; a spinning waiter needs no wake. */
+  if (__atomic_exchange_n(word, state, __ATOMIC_RELEASE) == SYNC_SLEEPING)
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* One commit round. Called with j->lock held and no round running; returns with it held. The thread
  * that runs it is the group's leader: the writer thread (window, checkpoint timer, close) or a
  * producer inside journal_sync, which thus commits without waiting for a hand-over. */
 void journal_commit_round(journal *j) {
   j->committing = true;
+  int64_t started = journal_mono_ns();
   int64_t checkpoint_every = (int64_t)j->options.checkpoint_every_ms * 1000000;
   int r = 0;
   dome_error err = {0};
-  if (j->checkpoint_requested ||
-      (j->queued_since_checkpoint > 0 &&
-       (j->closing || journal_mono_ns() >= j->last_checkpoint_mono_ns + checkpoint_every)))
+  if (j->checkpoint_requested || (j->queued_since_checkpoint > 0 &&
+                                  (j->closing || started >= j->last_checkpoint_mono_ns + checkpoint_every)))
     if (journal_queue_checkpoint(j) < 0) r = dome_error_set(&err, ENOMEM, "checkpoint: out of memory");
   struct pending_event *list = j->head;
   uint64_t group_last = j->tail ? j->tail->seq : j->committed_seq, group_checkpoint = 0;
@@ -314,7 +346,6 @@ void journal_commit_round(journal *j) {
   } else {
     while (list) {
       struct pending_event *next = list->next;
-      free(list->text);
       free(list);
       list = next;
     }
@@ -329,30 +360,70 @@ void journal_commit_round(journal *j) {
     if (group_checkpoint) j->checkpoint_committed_seq = group_checkpoint;
   }
   j->committing = false;
+  int64_t ended = journal_mono_ns();
+  j->round_ns = (7 * j->round_ns + (ended - started)) / 8; /* what a waiter may spin for */
   pthread_cond_broadcast(&j->committed);
-  if (j->head) pthread_cond_signal(&j->writer_wake);
+  /* Wake the producers this round made durable (all of them after a failure); of those still waiting,
+   * the one with the lowest seq leads the next round. */
+  struct sync_waiter **link = &j->waiters, *next_leader = NULL;
+  while (*link) {
+    struct sync_waiter *w = *link;
+    if (w->seq <= j->committed_seq || j->failed) {
+      *link = w->next;
+      journal_wake_waiter(w, j->failed ? SYNC_FAILED : SYNC_DURABLE);
+    } else {
+      if (!next_leader || w->seq < next_leader->seq) next_leader = w;
+      link = &w->next;
+    }
+  }
+  if (next_leader) {
+    for (link = &j->waiters; *link != next_leader;) link = &(*link)->next;
+    *link = next_leader->next;
+    journal_wake_waiter(next_leader, SYNC_LEAD);
+  }
+  /* The writer thread is not woken by every round (that costs a context switch per group under
+   * load): only when it has work that fell due while this round ran. */
+  if (writer_due(j, ended) ||
+      (j->head &&
+       j->writer_deadline > j->oldest_pending_mono_ns + (int64_t)j->options.group_commit_window_ms * 1000000))
+    pthread_cond_signal(&j->writer_wake);
 }
 
+/* Whether the writer thread must run a round now (j->lock held). */
+static bool writer_due(const journal *j, int64_t now) {
+  if (j->failed) return false;
+  if (j->closing || j->checkpoint_requested) return true;
+  if (j->queued_since_checkpoint &&
+      now >= j->last_checkpoint_mono_ns + (int64_t)j->options.checkpoint_every_ms * 1000000)
+    return true;
+  return j->head && (j->pending_bytes >= j->options.frame_bytes ||
+                     now >= j->oldest_pending_mono_ns + (int64_t)j->options.group_commit_window_ms * 1000000);
+}
+
+/* The writer thread commits what nobody syncs (within the group-commit window), checkpoints on time
+ * and on request, and the rest at close. Producers calling journal_sync lead their own rounds, so under
+ * load the writer mostly sleeps: while events keep coming it wakes once per window on its own timer
+ * instead of being signalled by each append (journal_append signals it only when it would otherwise
+ * sleep past the new event's window). */
 void *journal_writer_main(void *argument) {
   journal *j = argument;
   pthread_mutex_lock(&j->lock);
+  uint64_t seen_seq = j->last_seq;
   for (;;) {
     int64_t window = (int64_t)j->options.group_commit_window_ms * 1000000;
     int64_t checkpoint_every = (int64_t)j->options.checkpoint_every_ms * 1000000;
     while (!j->failed) {
-      if (j->committing) { /* the committer owns the tree and checkpoint state until it is done */
-        pthread_cond_wait(&j->committed, &j->lock);
-        continue;
-      }
       int64_t now = journal_mono_ns();
-      int64_t checkpoint_due =
-          j->queued_since_checkpoint ? j->last_checkpoint_mono_ns + checkpoint_every : INT64_MAX;
-      if (j->closing || j->checkpoint_requested || now >= checkpoint_due) break;
-      if (j->head &&
-          (j->pending_bytes >= j->options.frame_bytes || now >= j->oldest_pending_mono_ns + window))
-        break;
-      int64_t wake = checkpoint_due;
-      if (j->head && j->oldest_pending_mono_ns + window < wake) wake = j->oldest_pending_mono_ns + window;
+      bool due = writer_due(j, now);
+      if (due && !j->committing) break;
+      int64_t wake = INT64_MAX;
+      if (!due) { /* else a round runs: its leader signals us when it ends (see journal_commit_round) */
+        if (j->queued_since_checkpoint) wake = j->last_checkpoint_mono_ns + checkpoint_every;
+        if (j->head && j->oldest_pending_mono_ns + window < wake) wake = j->oldest_pending_mono_ns + window;
+        /* Appends since the last look: poll once per window rather than be signalled per append. */
+        if (!j->head && j->last_seq != seen_seq && now + window < wake) wake = now + window;
+      }
+      seen_seq = j->last_seq;
       j->writer_deadline = wake;
       if (wake == INT64_MAX) {
         pthread_cond_wait(&j->writer_wake, &j->lock);
@@ -371,7 +442,6 @@ void *journal_writer_main(void *argument) {
   /* Anything still queued after a failure will never be written: drop it (its syncs fail). */
   while (j->head) {
     struct pending_event *next = j->head->next;
-    free(j->head->text);
     free(j->head);
     j->head = next;
   }

@@ -174,7 +174,9 @@ typedef struct journal_verify_result {
  * continuity (gap-free across segments), time order, every leaf against the Merkle roots of the
  * checkpoints (RFC 6962 section 2.1), every checkpoint's Ed25519 signature against the public key at
  * public_key_path (NULL: <directory>/signing.pub), and the signed head file <directory>/checkpoint.json
- * (events it vouches for must be present). Stops at the first problem.
+ * (events it vouches for must be present). Stops at the first problem. Data frames are decoded and
+ * their leaves hashed on one worker thread per online core (at most 8, started and joined inside);
+ * memory stays bounded (a few frames in flight, each at most 32 MiB decoded).
  * Returns 0 (intact), -EBADMSG (result->bad_seq and result->reason say where and what; *err too),
  * or -errno when it could not run (no directory, unreadable key). */
 int journal_verify(const char *directory, const char *public_key_path, journal_verify_result *result,

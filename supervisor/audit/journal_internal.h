@@ -29,6 +29,27 @@
 void journal_hex_encode(const uint8_t *bytes, size_t n, char *out); /* out: 2n+1 */
 int journal_hex_decode(const char *hex, uint8_t *out, size_t n);    /* 0 or -1 */
 
+/* ---- canonical event text (canonical.c) ---- */
+typedef struct canonical_buffer {
+  char *data; /* stack, or the heap once it outgrew it */
+  size_t length, capacity;
+  bool heap, too_big;
+  /* Set by journal_canonical_dump of an object on its fast path (cuts_known): offsets of the first
+   * top-level key sorting after "seq" and after "time" (or of the closing brace), and whether a
+   * top-level key is "seq" or "time" itself. cuts_known is false for an escaped top-level key and on
+   * jansson's path: the caller finds them itself. */
+  bool cuts_known, reserved_key;
+  size_t cut_seq, cut_time;
+  char stack[2048];
+} canonical_buffer;
+
+void canonical_buffer_init(canonical_buffer *b);
+void canonical_buffer_free(canonical_buffer *b);
+/* Append to b exactly what json_dumps(value, JSON_SORT_KEYS | JSON_COMPACT) returns (docs/journal-format.md
+ * section 3), without its allocations. Returns 0, -E2BIG (text over JOURNAL_MAX_EVENT_BYTES), -EINVAL
+ * (not an object or array, or not serialisable: invalid UTF-8, NaN, a cycle) or -ENOMEM. */
+int journal_canonical_dump(json_t *value, canonical_buffer *b);
+
 /* ---- Merkle frontier (RFC 6962 section 2.1, incremental) ---- */
 typedef struct merkle_frontier {
   uint64_t size;                        /* leaves so far */
@@ -158,16 +179,46 @@ char *journal_checkpoint_message(uint64_t tree_size, const char *root_hex, const
 int journal_checkpoint_check(const json_t *event, const uint8_t root[JOURNAL_HASH_BYTES],
                              const journal_key *key, dome_error *err);
 
-/* ---- parallel leaf hashing (verification) ---- */
-typedef struct hash_pool hash_pool;
-hash_pool *hash_pool_create(void); /* one helper thread per extra core (at most 7) */
-/* out[i] = leaf hash of base[offsets[i] .. offsets[i] + lengths[i]) for i < count. */
-void hash_pool_leaves(hash_pool *p, const char *base, const uint32_t *offsets, const uint32_t *lengths,
-                      size_t count, uint8_t (*out)[JOURNAL_HASH_BYTES]);
-/* out[i] = node hash of pairs[2i], pairs[2i+1] for i < count (one level of a perfect subtree). */
-void hash_pool_nodes(hash_pool *p, const uint8_t (*pairs)[JOURNAL_HASH_BYTES], size_t count,
-                     uint8_t (*out)[JOURNAL_HASH_BYTES]);
-void hash_pool_free(hash_pool *p);
+/* ---- parallel frame checking (verification; verify_frames.c) ---- */
+enum frame_work_status {
+  FRAME_WORK_OK,          /* decoded, lines consecutive and in time order, leaves hashed */
+  FRAME_WORK_SERIAL,      /* decoded, but something is off: the caller checks it line by line */
+  FRAME_WORK_UNDECODABLE, /* not a valid zstd frame: the caller re-reads it with the frame scanner */
+};
+
+/* One complete data frame handed to the pool: the caller fills compressed, compressed_size (capacity
+ * its own), offset and checksum; a worker fills the rest. */
+typedef struct frame_work {
+  uint8_t *compressed;
+  size_t compressed_size, compressed_capacity;
+  off_t offset;
+  uint32_t checksum;
+  bool done;
+  enum frame_work_status status;
+  char *content; /* decoded lines */
+  size_t content_length, content_capacity;
+  size_t lines, line_capacity;
+  uint32_t *offsets, *lengths; /* of each line in content, without its newline */
+  bool *checkpoint;            /* the line is a journal.checkpoint */
+  uint8_t (*leaves)[JOURNAL_HASH_BYTES];
+  uint64_t first_seq;                 /* of line 0; the others follow it */
+  const char *first_time, *last_time; /* into content, without quotes */
+  size_t first_time_length, last_time_length;
+} frame_work;
+
+typedef struct frame_pool frame_pool;
+/* One worker per online core (at most 8), 2 frame slots per worker and 2 more; the caller checks
+ * frames too while it waits for the oldest. NULL when out of memory/threads. */
+frame_pool *frame_pool_create(void);
+bool frame_pool_full(const frame_pool *p);    /* every slot submitted and not yet released */
+bool frame_pool_pending(const frame_pool *p); /* some slot submitted and not yet released */
+/* The slot to fill next (only when !frame_pool_full), then frame_pool_submit to hand it over. */
+frame_work *frame_pool_next_slot(frame_pool *p);
+void frame_pool_submit(frame_pool *p);
+/* The oldest submitted frame, waiting until a worker is done with it; frame_pool_release frees its slot. */
+frame_work *frame_pool_oldest(frame_pool *p);
+void frame_pool_release(frame_pool *p);
+void frame_pool_free(frame_pool *p);
 
 int64_t journal_now_ns(void);
 int journal_fsync_directory(const char *directory, dome_error *err);

@@ -144,63 +144,73 @@ int journal_seek_table_decode(const uint8_t *content, size_t length, seek_entry 
   return (int)count;
 }
 
-/* A structural scan, not a validation: walks the top level of a compact object, tracking strings and
- * nesting, and picks up `seq`, `time` and `type`. Enough for verification's seq/time checks at memory
- * speed; the Merkle hash covers every byte anyway. */
+/* The closing quote of the string whose contents start at `start` (searching from p), or NULL: memchr
+ * for the quote, then an even run of backslashes before it means it is not escaped. */
+static const char *string_end(const char *start, const char *p, const char *end) {
+  for (;;) {
+    const char *quote = memchr(p, '"', (size_t)(end - p));
+    if (!quote) return NULL;
+    const char *b = quote;
+    while (b > start && b[-1] == '\\') b--;
+    if (((quote - b) & 1) == 0) return quote;
+    p = quote + 1;
+  }
+}
+
+/* Where the top-level value starting at p ends: the first ',' or '}' outside strings and nesting (or
+ * NULL when the line ends first). Nesting is counted, not matched. */
+static const char *value_end(const char *p, const char *end) {
+  int depth = 0;
+  while (p < end) {
+    char c = *p;
+    if (c == '"') {
+      p = string_end(p + 1, p + 1, end);
+      if (!p) return NULL;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return p;
+      depth--;
+    } else if (c == ',' && depth == 0) {
+      return p;
+    }
+    p++;
+  }
+  return NULL;
+}
+
+/* A structural scan, not a validation: walks the top level of a compact object, skipping strings with
+ * memchr and tracking nesting, and picks up `seq`, `time` and `type`. Enough for verification's
+ * seq/time checks at memory speed; the Merkle hash covers every byte anyway. */
 int journal_scan_line(const char *line, size_t length, line_fields *out) {
   memset(out, 0, sizeof *out);
   if (length < 2 || line[0] != '{' || line[length - 1] != '}') return -1;
-  size_t i = 1;
-  while (i < length - 1) {
-    if (line[i] != '"') return -1;
-    const char *key = line + i + 1;
-    size_t j = i + 1;
-    while (j < length && line[j] != '"') {
-      if (line[j] == '\\') j++;
-      j++;
-    }
-    if (j + 1 >= length || line[j + 1] != ':') return -1;
-    size_t key_length = (size_t)(line + j - key);
-    size_t value = j + 2, k = value;
-    int depth = 0;
-    bool in_string = false;
-    for (; k < length; k++) {
-      char c = line[k];
-      if (in_string) {
-        if (c == '\\')
-          k++;
-        else if (c == '"')
-          in_string = false;
-      } else if (c == '"') {
-        in_string = true;
-      } else if (c == '{' || c == '[') {
-        depth++;
-      } else if (c == '}' || c == ']') {
-        if (depth == 0) break;
-        depth--;
-      } else if (c == ',' && depth == 0) {
-        break;
-      }
-    }
-    if (k >= length) return -1;
+  const char *end = line + length, *p = line + 1;
+  while (p < end - 1) {
+    if (*p != '"') return -1;
+    const char *key = p + 1, *key_end = string_end(key, key, end);
+    if (!key_end || key_end + 1 >= end || key_end[1] != ':') return -1;
+    size_t key_length = (size_t)(key_end - key);
+    const char *value = key_end + 2, *stop = value_end(value, end);
+    if (!stop) return -1;
+    size_t value_length = (size_t)(stop - value);
     if (key_length == 3 && memcmp(key, "seq", 3) == 0) {
+      if (value_length == 0 || value_length > 20) return -1;
       uint64_t seq = 0;
-      size_t p = value;
-      if (p == k) return -1;
-      for (; p < k; p++) {
-        if (line[p] < '0' || line[p] > '9') return -1;
-        seq = seq * 10 + (uint64_t)(line[p] - '0');
+      for (const char *d = value; d < stop; d++) {
+        if (*d < '0' || *d > '9') return -1;
+        seq = seq * 10 + (uint64_t)(*d - '0');
       }
       out->seq = seq;
       out->has_seq = true;
-    } else if (key_length == 4 && memcmp(key, "time", 4) == 0 && k - value >= 2 && line[value] == '"') {
-      out->time = line + value + 1;
-      out->time_length = k - value - 2;
-    } else if (key_length == 4 && memcmp(key, "type", 4) == 0 && k - value >= 2 && line[value] == '"') {
-      out->type = line + value + 1;
-      out->type_length = k - value - 2;
+    } else if (key_length == 4 && value_length >= 2 && *value == '"' && memcmp(key, "time", 4) == 0) {
+      out->time = value + 1;
+      out->time_length = value_length - 2;
+    } else if (key_length == 4 && value_length >= 2 && *value == '"' && memcmp(key, "type", 4) == 0) {
+      out->type = value + 1;
+      out->type_length = value_length - 2;
     }
-    i = line[k] == ',' ? k + 1 : k;
+    p = *stop == ',' ? stop + 1 : stop;
   }
   return out->has_seq ? 0 : -1;
 }

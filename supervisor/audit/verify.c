@@ -32,7 +32,7 @@ typedef struct verifier {
    * lines follow from the file. */
   char recovery_segment[64];
   long long recovery_offset;
-  hash_pool *pool;
+  frame_pool *frames; /* parallel decoding and leaf hashing of data frames; NULL: all serial */
   struct line_table *lines;
   char *recovery_lines;
   size_t recovery_length;
@@ -66,7 +66,6 @@ typedef struct line_table {
   uint64_t *seqs;
   bool *checkpoint;
   uint8_t (*leaves)[JOURNAL_HASH_BYTES];
-  uint8_t (*scratch)[JOURNAL_HASH_BYTES]; /* one level of a subtree being reduced */
   size_t capacity;
 } line_table;
 
@@ -84,9 +83,7 @@ static int line_table_reserve(line_table *t, size_t n) {
   if (checkpoint) t->checkpoint = checkpoint;
   uint8_t(*leaves)[JOURNAL_HASH_BYTES] = realloc(t->leaves, capacity * sizeof *leaves);
   if (leaves) t->leaves = leaves;
-  uint8_t(*scratch)[JOURNAL_HASH_BYTES] = realloc(t->scratch, capacity * sizeof *scratch);
-  if (scratch) t->scratch = scratch;
-  if (!offsets || !lengths || !seqs || !checkpoint || !leaves || !scratch) return -ENOMEM;
+  if (!offsets || !lengths || !seqs || !checkpoint || !leaves) return -ENOMEM;
   t->capacity = capacity;
   return 0;
 }
@@ -97,13 +94,11 @@ static void line_table_free(line_table *t) {
   free(t->seqs);
   free(t->checkpoint);
   free(t->leaves);
-  free(t->scratch);
 }
 
 /* Add leaves[0..count) to the frontier as the largest aligned perfect subtrees they form, each reduced
- * level by level on the hash pool: the node hashes run in parallel too. */
+ * level by level in place (leaves[] is scratch afterwards). */
 static void append_leaves(verifier *v, uint8_t (*leaves)[JOURNAL_HASH_BYTES], size_t count) {
-  line_table *t = v->lines;
   size_t i = 0;
   while (i < count) {
     uint64_t size = v->tree.size;
@@ -111,20 +106,20 @@ static void append_leaves(verifier *v, uint8_t (*leaves)[JOURNAL_HASH_BYTES], si
     while (height < 62 && (size & ((2ull << height) - 1)) == 0 && (2ull << height) <= count - i) height++;
     size_t m = (size_t)1 << height;
     uint8_t(*level)[JOURNAL_HASH_BYTES] = leaves + i;
-    /* Ping-pong between the scratch buffer and the block's own (no longer needed) leaf slots. */
-    for (size_t width = m; width > 1; width /= 2) {
-      uint8_t(*next)[JOURNAL_HASH_BYTES] = level == leaves + i ? t->scratch : leaves + i;
-      hash_pool_nodes(v->pool, (const uint8_t(*)[JOURNAL_HASH_BYTES])level, width / 2, next);
-      level = next;
-    }
+    for (size_t width = m; width > 1; width /= 2)
+      for (size_t k = 0; k < width / 2; k++) merkle_node_hash(level[2 * k], level[2 * k + 1], level[k]);
     merkle_append_subtree(&v->tree, level[0], height);
     i += m;
   }
 }
 
-/* Three passes over a frame's lines: (1) structure, seq continuity and time order; (2) leaf hashes, in
- * parallel; (3) in seq order, the Merkle frontier, checkpoint roots and signatures, the signed head.
- * The first problem in seq order wins. */
+static int ordered_pass(verifier *v, const char *content, const uint32_t *offsets, const uint32_t *lengths,
+                        uint64_t first_seq, const bool *checkpoint, uint8_t (*leaves)[JOURNAL_HASH_BYTES],
+                        size_t n);
+
+/* The serial check of a frame's lines (frames the pool found something off in, an open tail, recovery
+ * lines): (1) structure, seq continuity and time order; (2) leaf hashes; (3) the ordered pass. The
+ * first problem in seq order wins. */
 static int check_lines(verifier *v, const char *segment, const char *content, size_t length) {
   line_table *t = v->lines;
   size_t n = 0;
@@ -175,13 +170,28 @@ static int check_lines(verifier *v, const char *segment, const char *content, si
     expected++;
     p = newline + 1;
   }
-  hash_pool_leaves(v->pool, content, t->offsets, t->lengths, n, t->leaves);
+  for (size_t i = 0; i < n; i++) merkle_leaf_hash(content + t->offsets[i], t->lengths[i], t->leaves[i]);
+  int r = ordered_pass(v, content, t->offsets, t->lengths, n ? t->seqs[0] : 0, t->checkpoint, t->leaves, n);
+  if (r < 0) return r;
+  if (scan_error) {
+    v->result->bad_seq = scan_bad_seq;
+    memcpy(v->result->reason, scan_reason, sizeof scan_reason);
+    return scan_error;
+  }
+  return 0;
+}
+
+/* The part of checking a frame that needs the journal's order: lines[0..n) are consecutive from
+ * first_seq with their leaves hashed; checkpoint roots and signatures, the signed head, the tree. */
+static int ordered_pass(verifier *v, const char *content, const uint32_t *offsets, const uint32_t *lengths,
+                        uint64_t first_seq, const bool *checkpoint, uint8_t (*leaves)[JOURNAL_HASH_BYTES],
+                        size_t n) {
   for (size_t i = 0; i < n;) {
-    if (t->checkpoint[i]) { /* needs the tree of exactly the events before it */
-      const char *line = content + t->offsets[i];
-      uint64_t seq = t->seqs[i];
+    if (checkpoint[i]) { /* needs the tree of exactly the events before it */
+      const char *line = content + offsets[i];
+      uint64_t seq = first_seq + i;
       json_error_t jerr;
-      json_t *event = json_loadb(line, t->lengths[i], 0, &jerr);
+      json_t *event = json_loadb(line, lengths[i], 0, &jerr);
       if (!event) return bad(v, seq, "seq %" PRIu64 ": invalid JSON: %s", seq, jerr.text);
       uint8_t root[JOURNAL_HASH_BYTES];
       merkle_root(&v->tree, root);
@@ -198,29 +208,107 @@ static int check_lines(verifier *v, const char *segment, const char *content, si
       v->result->signed_tree_size = seq - 1;
     }
     size_t run = i + 1; /* lines up to the next checkpoint go into the tree together */
-    while (run < n && !t->checkpoint[run]) run++;
+    while (run < n && !checkpoint[run]) run++;
     for (size_t k = i; k < run; k++) {
-      uint64_t seq = t->seqs[k];
+      uint64_t seq = first_seq + k;
       if (v->head_seq == seq) {
-        if (strlen(v->head_line) != t->lengths[k] ||
-            memcmp(v->head_line, content + t->offsets[k], t->lengths[k]) != 0)
+        if (strlen(v->head_line) != lengths[k] || memcmp(v->head_line, content + offsets[k], lengths[k]) != 0)
           return bad(v, seq, "seq %" PRIu64 ": differs from the signed head checkpoint.json", seq);
         v->head_seen = true;
       }
       v->result->events++;
       v->result->last_seq = seq;
-      v->result->json_bytes += t->lengths[k] + 1;
+      v->result->json_bytes += lengths[k] + 1;
       v->expected++;
     }
-    append_leaves(v, t->leaves + i, run - i);
+    append_leaves(v, leaves + i, run - i);
     i = run;
   }
-  if (scan_error) {
-    v->result->bad_seq = scan_bad_seq;
-    memcpy(v->result->reason, scan_reason, sizeof scan_reason);
-    return scan_error;
-  }
   return 0;
+}
+
+/* The oldest frame handed to the pool, checked in file order: the ordered pass on the worker's lines and
+ * leaves when it found them clean and they continue the journal, else the serial check (which words
+ * any error exactly as for a frame read directly). */
+static int consume_frame(verifier *v, const journal_segment *segment, frame_scanner *scanner) {
+  frame_work *w = frame_pool_oldest(v->frames);
+  int r;
+  if (w->status == FRAME_WORK_UNDECODABLE) { /* read it again with the scanner for its error */
+    off_t saved = scanner->offset;
+    scanner->offset = w->offset;
+    frame_info info;
+    dome_error frame_err = {0};
+    r = frame_scanner_next(scanner, &info, &frame_err);
+    scanner->offset = saved;
+    if (r < 0) {
+      r = bad(v, v->expected, "segment %s: %s (the frame should start with seq %" PRIu64 ")", segment->name,
+              frame_err.message, v->expected);
+    } else {
+      add_entry(v, (uint32_t)info.compressed_size, (uint32_t)info.content_length, info.checksum);
+      r = check_lines(v, segment->name, (const char *)info.content, info.content_length);
+    }
+  } else {
+    add_entry(v, (uint32_t)w->compressed_size, (uint32_t)w->content_length, w->checksum);
+    if (w->status == FRAME_WORK_OK && w->first_seq == v->expected &&
+        (!v->last_time[0] || strncmp(w->first_time, v->last_time, w->first_time_length) >= 0)) {
+      r = ordered_pass(v, w->content, w->offsets, w->lengths, w->first_seq, w->checkpoint, w->leaves,
+                       w->lines);
+      memcpy(v->last_time, w->last_time, w->last_time_length);
+      v->last_time[w->last_time_length] = '\0';
+    } else {
+      r = check_lines(v, segment->name, w->content, w->content_length);
+    }
+  }
+  frame_pool_release(v->frames);
+  return r;
+}
+
+/* Check every frame in flight, in order; after an error (or when r is one already), drop the rest
+ * unchecked. Returns the first error or r. */
+static int drain_frames(verifier *v, const journal_segment *segment, frame_scanner *scanner, int r) {
+  while (v->frames && frame_pool_pending(v->frames)) {
+    if (r < 0) {
+      frame_pool_oldest(v->frames);
+      frame_pool_release(v->frames);
+    } else {
+      r = consume_frame(v, segment, scanner);
+    }
+  }
+  return r;
+}
+
+/* Hand the complete data frame at the scanner's offset to the pool (after checking the oldest one when
+ * every slot is taken). Returns 1 when handed over, 0 when the next frame is something else, or the
+ * error of a frame checked meanwhile. */
+static int submit_frame(verifier *v, const journal_segment *segment, frame_scanner *scanner) {
+  enum frame_kind kind;
+  size_t size;
+  dome_error ignored;
+  if (frame_scanner_measure(scanner, scanner->offset, &kind, &size, &ignored) < 0 || kind != FRAME_DATA ||
+      size < 4)
+    return 0;
+  if (frame_pool_full(v->frames)) {
+    int r = consume_frame(v, segment, scanner);
+    if (r < 0) return r;
+    /* the scanner's buffer was reused by an error path only; measure again to be sure */
+    if (frame_scanner_measure(scanner, scanner->offset, &kind, &size, &ignored) < 0 || kind != FRAME_DATA)
+      return 0;
+  }
+  frame_work *w = frame_pool_next_slot(v->frames);
+  if (w->compressed_capacity < size) {
+    uint8_t *grown = realloc(w->compressed, size);
+    if (!grown) return 0; /* the serial path copes */
+    w->compressed = grown;
+    w->compressed_capacity = size;
+  }
+  memcpy(w->compressed, scanner->in, size);
+  w->compressed_size = size;
+  w->offset = scanner->offset;
+  w->checksum = journal_read_le32(scanner->in + size - 4);
+  frame_pool_submit(v->frames);
+  scanner->offset += (off_t)size;
+  v->result->compressed_bytes += size;
+  return 1;
 }
 
 static int verify_segment(verifier *v, const journal_segment *segment, bool last, dome_error *err) {
@@ -233,11 +321,20 @@ static int verify_segment(verifier *v, const journal_segment *segment, bool last
   if (r < 0) return r;
   v->entry_count = 0;
   bool header = false, sealed = false;
+  bool recovering = last && v->recovery_lines && strcmp(segment->name, v->recovery_segment) == 0;
   for (;;) {
+    /* Complete data frames go to the worker pool; anything else is handled here once the frames in
+     * flight before it are checked. */
+    if (v->frames && header && !sealed && !(recovering && scanner.offset >= v->recovery_offset)) {
+      r = submit_frame(v, segment, &scanner);
+      if (r == 1) continue;
+      if (r < 0) break;
+    }
+    r = drain_frames(v, segment, &scanner, 0);
+    if (r < 0) break;
     frame_info info;
     dome_error frame_err = {0};
     r = frame_scanner_next(&scanner, &info, &frame_err);
-    bool recovering = last && v->recovery_lines && strcmp(segment->name, v->recovery_segment) == 0;
     if (recovering && info.offset >= v->recovery_offset && header) {
       /* Recovery was interrupted: the kept lines are in recovery.tmp; the next open writes them back. */
       r = check_lines(v, segment->name, v->recovery_lines, v->recovery_length);
@@ -338,6 +435,7 @@ static int verify_segment(verifier *v, const journal_segment *segment, bool last
       if (r < 0) break;
     }
   }
+  r = drain_frames(v, segment, &scanner, r);
   frame_scanner_free(&scanner);
   return r;
 }
@@ -400,10 +498,9 @@ int journal_verify(const char *directory, const char *public_key_path, journal_v
     return count;
   }
   result->segments = (uint64_t)count;
-  v.pool = hash_pool_create();
-  if (!v.pool) r = dome_error_set(err, ENOMEM, "verify: out of memory");
+  v.frames = frame_pool_create(); /* NULL (no threads): everything is checked serially */
   for (int i = 0; r == 0 && i < count; i++) r = verify_segment(&v, &segments[i], i == count - 1, err);
-  hash_pool_free(v.pool);
+  frame_pool_free(v.frames);
   line_table_free(&lines);
   if (r == 0 && v.head_seq && !v.head_seen) {
     if (v.head_seq >= v.expected)

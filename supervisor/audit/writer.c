@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,24 +112,37 @@ static int append(journal *j, json_t *event, uint64_t *seq, bool internal, dome_
   if (!json_is_object(event)) return dome_error_set(err, EINVAL, "event: not a JSON object");
   if (!json_is_string(json_object_get(event, "type")))
     return dome_error_set(err, EINVAL, "event: member `type` missing or not a string");
-  struct pending_event *p = calloc(1, sizeof *p);
-  if (!p) return dome_error_set(err, ENOMEM, "event: out of memory");
-  p->text = json_dumps(event, JSON_SORT_KEYS | JSON_COMPACT);
-  if (!p->text) {
-    free(p);
+  /* Serialise outside the lock into a stack buffer (no allocation for usual events), then one
+   * allocation holds the queue entry and its text. */
+  canonical_buffer text;
+  canonical_buffer_init(&text);
+  int dumped = journal_canonical_dump(event, &text);
+  size_t length = text.length;
+  if (dumped == 0 && length + 64 > JOURNAL_MAX_EVENT_BYTES) dumped = -E2BIG;
+  if (dumped < 0) {
+    canonical_buffer_free(&text);
+    if (dumped == -E2BIG)
+      return dome_error_set(err, E2BIG, "event: more than the %d bytes allowed", JOURNAL_MAX_EVENT_BYTES);
+    if (dumped == -ENOMEM) return dome_error_set(err, ENOMEM, "event: out of memory");
     return dome_error_set(err, EINVAL, "event: cannot be serialised (invalid UTF-8 or NaN?)");
   }
-  p->length = strlen(p->text);
-  if (p->length + 64 > JOURNAL_MAX_EVENT_BYTES) {
-    size_t length = p->length;
-    free(p->text);
-    free(p);
-    return dome_error_set(err, E2BIG, "event: %zu bytes, more than the %d allowed", length,
-                          JOURNAL_MAX_EVENT_BYTES);
+  struct pending_event *p = malloc(sizeof *p + length + 1);
+  if (!p) {
+    canonical_buffer_free(&text);
+    return dome_error_set(err, ENOMEM, "event: out of memory");
   }
-  int r = find_cuts(p->text, p->length, p, err);
+  *p = (struct pending_event){.length = length};
+  memcpy(p->text, text.data, length);
+  p->text[length] = '\0';
+  int r = 0;
+  if (text.cuts_known && !text.reserved_key) { /* the serialiser saw where they go */
+    p->cut_seq = text.cut_seq;
+    p->cut_time = text.cut_time;
+  } else {
+    r = find_cuts(p->text, p->length, p, err);
+  }
+  canonical_buffer_free(&text);
   if (r < 0) {
-    free(p->text);
     free(p);
     return r;
   }
@@ -135,7 +150,6 @@ static int append(journal *j, json_t *event, uint64_t *seq, bool internal, dome_
   if (j->failed || (j->closing && !internal)) {
     r = refuse(j, err);
     pthread_mutex_unlock(&j->lock);
-    free(p->text);
     free(p);
     return r;
   }
@@ -171,6 +185,34 @@ int journal_append_internal(journal *j, json_t *event, uint64_t *seq, dome_error
   return append(j, event, seq, true, err);
 }
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Spin on the waiter's word for up to spin_ns, then sleep on it. Returns the state a round set. */
+static uint32_t wait_for_round(struct sync_waiter *w, int64_t spin_ns) {
+  uint32_t state;
+  int64_t give_up = 0;
+  for (unsigned i = 1; (state = __atomic_load_n(&w->state, __ATOMIC_ACQUIRE)) == SYNC_WAITING; i++) {
+    if (spin_ns <= 0) break;
+    cpu_relax();
+    if (i % 64) continue;
+    int64_t now = journal_mono_ns();
+    if (!give_up) give_up = now + spin_ns;
+    if (now >= give_up) break;
+  }
+  if (state != SYNC_WAITING) return state;
+  uint32_t expected = SYNC_WAITING;
+  if (!__atomic_compare_exchange_n(&w->state, &expected, SYNC_SLEEPING, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return expected; /* set meanwhile */
+  while ((state = __atomic_load_n(&w->state, __ATOMIC_ACQUIRE)) == SYNC_SLEEPING)
+    syscall(SYS_futex, &w->state, FUTEX_WAIT_PRIVATE, SYNC_SLEEPING, NULL, NULL, 0);
+  return state;
+}
+
 int journal_sync(journal *j, uint64_t seq, dome_error *err) {
   pthread_mutex_lock(&j->lock);
   if (seq > j->last_seq) {
@@ -179,10 +221,18 @@ int journal_sync(journal *j, uint64_t seq, dome_error *err) {
   }
   int r = 0;
   while (j->committed_seq < seq && !j->failed) {
-    if (!j->committing && j->head)
+    if (!j->committing && j->head) {
       journal_commit_round(j); /* lead this group ourselves */
-    else
-      pthread_cond_wait(&j->committed, &j->lock);
+      continue;
+    }
+    /* A round runs: wait until it (or a later one) has made seq durable, or hands us the lead. */
+    struct sync_waiter w = {.next = j->waiters, .seq = seq, .state = SYNC_WAITING};
+    j->waiters = &w;
+    int64_t spin_ns = 2 * j->round_ns <= JOURNAL_SYNC_SPIN_NS ? 2 * j->round_ns : 0;
+    pthread_mutex_unlock(&j->lock);
+    uint32_t state = wait_for_round(&w, spin_ns);
+    if (state == SYNC_DURABLE) return 0;
+    pthread_mutex_lock(&j->lock); /* lead the next round, or report the failure */
   }
   if (j->committed_seq < seq) r = refuse(j, err);
   pthread_mutex_unlock(&j->lock);

@@ -13,10 +13,27 @@ struct pending_event {
   struct pending_event *next;
   uint64_t seq;
   int64_t time_ns;
-  char *text;
   size_t length;
   size_t cut_seq, cut_time;
-  bool checkpoint; /* a placeholder: the committer writes a signed checkpoint here (text is NULL) */
+  bool checkpoint; /* a placeholder: the committer writes a signed checkpoint here (length 0) */
+  char text[];     /* length bytes and a NUL; one allocation with the struct */
+};
+
+/* A producer blocked in journal_sync. It sleeps on its own futex word, so that a round wakes exactly
+ * the producers it made durable (and at most one more to lead the next round), and a producer told
+ * SYNC_DURABLE returns without taking j->lock again. The round that changes `state` unlinks the waiter
+ * first and touches nothing of it afterwards but the futex wake (the waiter may already be gone: a
+ * stray wake of a reused address is harmless, waiters re-check their word). */
+/* SYNC_SLEEPING: a waiter that stopped spinning and sleeps in FUTEX_WAIT (only then is a wake needed). */
+enum { SYNC_WAITING, SYNC_SLEEPING, SYNC_DURABLE, SYNC_LEAD, SYNC_FAILED };
+/* A producer waiting in journal_sync spins on its word for twice the recent mean round time before it
+ * sleeps, when that is under this bound: on tmpfs a round of a few events takes a few us, less than a
+ * futex sleep and wake on a virtual machine; on a disk (fdatasync ~0.3 ms) it sleeps at once. */
+#define JOURNAL_SYNC_SPIN_NS 20000
+struct sync_waiter {
+  struct sync_waiter *next;
+  uint64_t seq;
+  uint32_t state; /* SYNC_*, accessed atomically */
 };
 
 typedef struct byte_buffer {
@@ -35,7 +52,8 @@ struct journal {
 
   pthread_mutex_t lock;
   pthread_cond_t writer_wake;
-  pthread_cond_t committed;
+  pthread_cond_t committed;    /* broadcast after every round (journal_checkpoint waits on it) */
+  struct sync_waiter *waiters; /* producers blocked in journal_sync */
   struct pending_event *head, *tail;
   size_t pending_bytes;
   int64_t oldest_pending_mono_ns;
@@ -44,6 +62,7 @@ struct journal {
   int64_t last_time_ns;
   int64_t writer_deadline; /* when the sleeping writer thread wakes (mono ns); INT64_MAX: untimed; 0: awake */
   bool committing;         /* a commit round runs (writer thread or a journal_sync leader) */
+  int64_t round_ns;        /* moving mean of a round's duration (ns) */
   bool checkpoint_requested;
   uint64_t queued_since_checkpoint;  /* events queued since the last checkpoint placeholder */
   uint64_t checkpoint_committed_seq; /* seq of the last durable checkpoint */
@@ -73,7 +92,9 @@ struct journal {
 };
 
 int64_t journal_mono_ns(void);
-/* Run one commit round as the group's leader; j->lock held, no round running. commit.c */
+/* Run one commit round as the group's leader; j->lock held, no round running. Wakes the waiters it
+ * made durable and hands the lead of the next round to one waiter whose event is still queued. commit.c */
+void journal_wake_waiter(struct sync_waiter *w, uint32_t state);
 void journal_commit_round(journal *j);
 /* Queue a checkpoint placeholder after the last queued event; j->lock held. Returns 0 or -ENOMEM. */
 int journal_queue_checkpoint(journal *j);

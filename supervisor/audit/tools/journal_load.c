@@ -2,13 +2,18 @@
  *
  *   journal-load DIR [--events N] [--threads T] [--sync every|end|none] [--seconds S]
  *                    [--synced-log FILE] [--segment-bytes B] [--frame-bytes B] [--checkpoint-every N]
+ *   journal-load --hash-speed [LINE_BYTES]
  *
  * Appends realistic execution events (authz.decision, exec.start, exec.output, exec.end) from T
  * threads. With --sync every, each event is journal_sync'ed before the next; each synced seq is
  * written to --synced-log as "SEQ LOAD_ID" (one line, O_APPEND; events then carry `load_id`) so a test that
  * kill -9s this process knows what was acknowledged. Prints one JSON line of figures at the end: events,
  * seconds, events_per_s, sync_p50_us, sync_p99_us, json_bytes. Exit 0, or 1 with the journal's error on
- * stderr. */
+ * stderr.
+ *
+ * --hash-speed: one thread's SHA-256 speed through libsodium on this CPU, the ceiling of verification:
+ * bulk MB/s, and Merkle leaf+node hashes per second for lines of LINE_BYTES (default 264, the bench's
+ * average), as JSON: sha256_mb_s, events_per_s, json_mb_s. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,6 +25,7 @@
 #include <unistd.h>
 
 #include "supervisor/audit/journal.h"
+#include "supervisor/audit/journal_internal.h"
 
 static journal *the_journal;
 static uint64_t events_per_thread = 1000;
@@ -96,9 +102,11 @@ static void *work(void *argument) {
   for (uint64_t i = 0; !failed; i++) {
     if (seconds_limit > 0 ? now_s() - start >= seconds_limit : i >= events_per_thread) break;
     json_t *event = make_event(&rng, i, w->index);
-    char load_id[64];
-    snprintf(load_id, sizeof load_id, "%d-%d-%" PRIu64, (int)getpid(), w->index, i);
-    if (synced_log >= 0) json_object_set_new(event, "load_id", json_string(load_id));
+    char load_id[64] = "";
+    if (synced_log >= 0) {
+      snprintf(load_id, sizeof load_id, "%d-%d-%" PRIu64, (int)getpid(), w->index, i);
+      json_object_set_new(event, "load_id", json_string(load_id));
+    }
     dome_error err;
     uint64_t seq;
     int r = journal_append(the_journal, event, &seq, &err);
@@ -137,11 +145,44 @@ static int compare_u32(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Hash for ~0.3 s of CPU each: bulk SHA-256, then one leaf and one node hash per line (a Merkle tree
+ * does one node hash per leaf on average). */
+static double cpu_s(void) { /* this thread's CPU time: the machine may be shared */
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int hash_speed(size_t line_bytes) {
+  if (sodium_init() < 0 || line_bytes == 0 || line_bytes > (1u << 20)) return 1;
+  static uint8_t bulk[1 << 20];
+  memset(bulk, 'x', sizeof bulk);
+  uint8_t out[JOURNAL_HASH_BYTES];
+  double start = cpu_s();
+  size_t rounds = 0;
+  while (cpu_s() - start < 0.3) crypto_hash_sha256(out, bulk, sizeof bulk), rounds++;
+  double bulk_mb_s = (double)rounds * sizeof bulk / (cpu_s() - start) / 1e6;
+  start = cpu_s();
+  size_t lines = 0;
+  while (cpu_s() - start < 0.3)
+    for (int i = 0; i < 1000; i++, lines++) {
+      merkle_leaf_hash(bulk, line_bytes, out);
+      merkle_node_hash(out, out, out);
+    }
+  double events_per_s = (double)lines / (cpu_s() - start);
+  printf("{\"sha256_mb_s\":%.0f,\"line_bytes\":%zu,\"events_per_s\":%.0f,\"json_mb_s\":%.0f}\n", bulk_mb_s,
+         line_bytes, events_per_s, events_per_s * (double)(line_bytes + 1) / 1e6);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--hash-speed") == 0)
+    return hash_speed(argc >= 3 ? strtoull(argv[2], NULL, 10) : 264);
   if (argc < 2) {
     fprintf(stderr,
             "usage: journal-load DIR [--events N] [--threads T] [--sync every|end|none] [--seconds S]\n"
-            "       [--synced-log FILE] [--segment-bytes B] [--frame-bytes B] [--checkpoint-every N]\n");
+            "       [--synced-log FILE] [--segment-bytes B] [--frame-bytes B] [--checkpoint-every N]\n"
+            "       journal-load --hash-speed [LINE_BYTES]\n");
     return 2;
   }
   journal_options options;

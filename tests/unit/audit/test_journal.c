@@ -251,6 +251,106 @@ static void test_many_producers_gap_free(void **state) {
   remove_directory(directory);
 }
 
+/* Whether event `seq` can be read from the segment files now (as a separate reader sees them). */
+static bool readable(const char *directory, uint64_t seq) {
+  journal_reader *reader;
+  journal_record record;
+  dome_error err;
+  if (journal_reader_open(directory, &(journal_filter){.from_seq = seq, .to_seq = seq}, &reader, &err) < 0)
+    return false;
+  bool found = journal_reader_next(reader, false, &record, &err) == 1 && record.seq == seq;
+  journal_reader_close(reader);
+  return found;
+}
+
+struct syncer {
+  journal *j;
+  const char *directory;
+  int index;
+  int failures;
+};
+
+/* Producers that sync two events in three (the third is left to the writer thread or later groups),
+ * one of them also asking for checkpoints; a synced event must already be in the files. */
+static void *sync_some(void *argument) {
+  struct syncer *s = argument;
+  unsigned rng = (unsigned)s->index + 1;
+  for (int i = 0; i < 400; i++) {
+    json_t *event = json_pack("{s:s, s:i, s:i}", "type", "exec.output", "thread", s->index, "i", i);
+    uint64_t seq;
+    dome_error err;
+    int r = journal_append(s->j, event, &seq, &err);
+    json_decref(event);
+    if (r < 0) {
+      s->failures++;
+      continue;
+    }
+    rng = rng * 1103515245u + 12345u;
+    if ((rng >> 16) % 3 == 0) continue;
+    if (journal_sync(s->j, seq, &err) < 0 || (i % 40 == 0 && !readable(s->directory, seq))) s->failures++;
+    if (s->index == 0 && i % 100 == 0 && journal_checkpoint(s->j, NULL, &err) < 0) s->failures++;
+  }
+  return NULL;
+}
+
+static void test_group_commit_wakes_and_hands_over(void **state) {
+  (void)state;
+  for (uint64_t window = 0; window <= 1; window++) {
+    char *directory = make_directory();
+    journal_options options;
+    journal_options_init(&options, directory);
+    options.group_commit_window_ms = window;
+    options.frame_bytes = 4096;
+    journal *j = NULL;
+    dome_error err = {0};
+    assert_int_equal(journal_open(&options, &j, &err), 0);
+    pthread_t threads[8];
+    struct syncer syncers[8];
+    for (int i = 0; i < 8; i++) {
+      syncers[i] = (struct syncer){j, directory, i, 0};
+      assert_int_equal(pthread_create(&threads[i], NULL, sync_some, &syncers[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+      pthread_join(threads[i], NULL);
+      assert_int_equal(syncers[i].failures, 0);
+    }
+    assert_int_equal(journal_close(j, &err), 0);
+    journal_verify_result result;
+    assert_int_equal(journal_verify(directory, NULL, &result, &err), 0);
+    assert_true(result.events >= 8 * 400);
+    remove_directory(directory);
+  }
+}
+
+/* An event nobody syncs is written by the writer thread within the group-commit window, also when
+ * producers keep appending (the writer then runs on its own timer, not on signals). */
+static void test_unsynced_events_reach_the_disk(void **state) {
+  (void)state;
+  char *directory = make_directory();
+  journal_options options;
+  journal_options_init(&options, directory);
+  options.checkpoint_every_ms = 600000; /* no checkpoint round to write them instead */
+  journal *j = NULL;
+  dome_error err = {0};
+  assert_int_equal(journal_open(&options, &j, &err), 0);
+  uint64_t seq = 0;
+  for (int burst = 0; burst < 3; burst++) {
+    for (int i = 0; i < 200; i++) {
+      json_t *event = json_pack("{s:s, s:i}", "type", "exec.output", "i", i);
+      assert_int_equal(journal_append(j, event, &seq, &err), 0);
+      json_decref(event);
+    }
+    bool seen = false;
+    for (int wait = 0; wait < 50 && !seen; wait++) { /* window 2 ms: well within 0.5 s */
+      usleep(10000);
+      seen = readable(directory, seq);
+    }
+    assert_true(seen);
+  }
+  assert_int_equal(journal_close(j, &err), 0);
+  remove_directory(directory);
+}
+
 static void test_reopen_continues_and_time_filter(void **state) {
   (void)state;
   char *directory = make_directory();
@@ -426,6 +526,8 @@ int main(void) {
       cmocka_unit_test(test_append_rejects_bad_events),
       cmocka_unit_test(test_lines_are_canonical),
       cmocka_unit_test(test_many_producers_gap_free),
+      cmocka_unit_test(test_group_commit_wakes_and_hands_over),
+      cmocka_unit_test(test_unsynced_events_reach_the_disk),
       cmocka_unit_test(test_reopen_continues_and_time_filter),
       cmocka_unit_test(test_follow_waits_for_new_events),
       cmocka_unit_test(test_inclusion_proofs),
