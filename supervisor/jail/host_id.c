@@ -6,7 +6,8 @@
  * JAIL_HOST_ID_COUNT ids is held through an open-file-description write lock on byte n of
  * /run/dome/jail-ids (fcntl(2) F_OFD_SETLK: held per open file, released by the kernel when the
  * supervisor dies, so a crash never leaks a slot). Slots held by this process are also kept in a bitmap:
- * locks of one open file description never conflict with each other. */
+ * locks of one open file description never conflict with each other. The file is open only while this
+ * process holds a slot. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int ids_fd = -1;
 static uint64_t held[JAIL_HOST_ID_COUNT / 64];
+static unsigned held_count; /* the file is closed when it drops to 0: no fd stays open between jails */
 
 static int lock_byte(unsigned slot, short type) {
   struct flock region = {.l_type = type, .l_whence = SEEK_SET, .l_start = (off_t)slot, .l_len = 1};
@@ -50,9 +52,14 @@ int jail_host_id_acquire(unsigned preferred, unsigned *id, dome_error *err) {
       return dome_error_set_errno(err, e, "lock a jail id in `%s/jail-ids`", JAIL_HOST_ID_DIRECTORY);
     }
     held[slot / 64] |= UINT64_C(1) << (slot % 64);
+    held_count++;
     pthread_mutex_unlock(&lock);
     *id = JAIL_HOST_ID_BASE + slot;
     return 0;
+  }
+  if (held_count == 0) {
+    close(ids_fd);
+    ids_fd = -1;
   }
   pthread_mutex_unlock(&lock);
   return dome_error_set(err, EAGAIN, "all %u jail host ids are in use", JAIL_HOST_ID_COUNT);
@@ -65,6 +72,10 @@ void jail_host_id_release(unsigned id) {
   if (ids_fd >= 0 && (held[slot / 64] & (UINT64_C(1) << (slot % 64)))) {
     lock_byte(slot, F_UNLCK);
     held[slot / 64] &= ~(UINT64_C(1) << (slot % 64));
+    if (--held_count == 0) {
+      close(ids_fd);
+      ids_fd = -1;
+    }
   }
   pthread_mutex_unlock(&lock);
 }
