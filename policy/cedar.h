@@ -131,16 +131,24 @@ char *cedar_policy_set_to_json(const cedar_policy_set *set);
 
 typedef struct cedar_entities cedar_entities;
 typedef struct cedar_context cedar_context;
+struct json_t; /* jansson's json_t */
 
 /* Parse an entities JSON array ([{"uid", "attrs", "parents", "tags"?}]). With a schema, attribute and
  * tag values are typed by it (entity references and extension values may be written implicitly),
  * entities are checked against it, and the schema's action entities (with their action groups) are
  * added. The parent relation is closed transitively; a cycle in it is an error, as upstream. An entity
  * listed twice must be identical. Unknown fields of an entity are ignored; `attrs` and `parents` are
- * required. Errors name the file and the entity. Returns 0, -EINVAL, -E2BIG (size or nesting), -ENOMEM. */
+ * required. Errors name the file and the entity. With a schema, the set refers to the schema's names:
+ * free the set before the schema. Thread-safe; jansson parses the text (whitespace between tokens is
+ * dropped first, and jansson's nodes live in a scratch arena: see policy/syntax/json_load.c).
+ * Returns 0, -EINVAL, -E2BIG (size or nesting), -ENOMEM. */
 int cedar_entities_parse_json(const char *text, size_t length, const char *file,
                               const struct cedar_schema *schema, cedar_entities **out,
                               cedar_diagnostic *diag);
+/* The same from an already parsed jansson value (for a caller that holds the JSON as a tree, e.g. a
+ * JSON-RPC message); the tree is only read. Errors carry no line/column. */
+int cedar_entities_from_json(const struct json_t *json, const char *file, const struct cedar_schema *schema,
+                             cedar_entities **out, cedar_diagnostic *diag);
 /* An empty entity set (still needs cedar_entities_free). */
 int cedar_entities_empty(cedar_entities **out);
 void cedar_entities_free(cedar_entities *entities);
@@ -154,6 +162,9 @@ size_t cedar_entities_count(const cedar_entities *entities);
 int cedar_context_parse_json(const char *text, size_t length, const char *file,
                              const struct cedar_schema *schema, const cedar_uid_ref *action,
                              cedar_context **out, cedar_diagnostic *diag);
+/* The same from an already parsed jansson value (only read). */
+int cedar_context_from_json(const struct json_t *json, const char *file, const struct cedar_schema *schema,
+                            const cedar_uid_ref *action, cedar_context **out, cedar_diagnostic *diag);
 void cedar_context_free(cedar_context *context);
 
 /* ---------------- requests and authorization ---------------- */

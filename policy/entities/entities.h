@@ -15,6 +15,8 @@ typedef struct cedar_json_reader {
   cedar_diagnostic *diag;
   char where[200];                /* what is being read: "entity #3", "context" */
   const cedar_euid *where_entity; /* when set, `where` is this entity (formatted only for an error) */
+  size_t where_index;             /* when where_entity is NULL and where is empty: "entity #where_index" */
+  cedar_str last_type;            /* the last entity type name found valid (types repeat) */
   bool lenient; /* context: primitive and entity-type mismatches are left to request validation */
 } cedar_json_reader;
 

@@ -19,22 +19,50 @@ static int copy_str(cedar_json_reader *rd, json_t *s, cedar_str *out) {
   return cedar_json_copy_bytes(rd->arena, json_string_value(s), json_string_length(s), out);
 }
 
-/* {"type": T, "id": I} (other fields ignored, as upstream's serde structs do). */
-static bool is_uid_object(json_t *j) {
-  return json_is_object(j) && json_is_string(json_object_get(j, "type")) &&
-         json_is_string(json_object_get(j, "id"));
+/* The members "type" and "id" of an object when both are strings (other members are ignored, as
+ * upstream's serde structs do); one walk over the members instead of hashed lookups. */
+static bool uid_members(json_t *j, json_t **type, json_t **id) {
+  *type = *id = NULL;
+  if (!json_is_object(j)) return false;
+  for (void *it = json_object_iter(j); it; it = json_object_iter_next(j, it)) {
+    const char *k = json_object_iter_key(it);
+    if (k[0] == 't' && strcmp(k, "type") == 0)
+      *type = json_object_iter_value(it);
+    else if (k[0] == 'i' && k[1] == 'd' && k[2] == 0)
+      *id = json_object_iter_value(it);
+  }
+  return json_is_string(*type) && json_is_string(*id);
+}
+
+/* The only member of a one-member object and its key; NULL otherwise. */
+static json_t *single_member(json_t *j, const char **key) {
+  if (!json_is_object(j) || json_object_size(j) != 1) return NULL;
+  void *it = json_object_iter(j);
+  *key = json_object_iter_key(it);
+  return json_object_iter_value(it);
 }
 
 int cedar_json_to_euid(cedar_json_reader *rd, json_t *json, const char *what, cedar_euid *out) {
-  if (json_is_object(json) && json_object_size(json) == 1 && is_uid_object(json_object_get(json, "__entity")))
-    json = json_object_get(json, "__entity");
-  if (!is_uid_object(json))
+  json_t *type, *id;
+  const char *key;
+  json_t *inner = single_member(json, &key);
+  if (inner && strcmp(key, "__entity") == 0 && uid_members(inner, &type, &id)) json = inner;
+  if (!uid_members(json, &type, &id))
     return bad(rd, "%s: expected a literal entity reference {\"type\": ..., \"id\": ...}", what);
-  json_t *type = json_object_get(json, "type"), *id = json_object_get(json, "id");
   int r;
-  if ((r = copy_str(rd, type, &out->type)) < 0 || (r = copy_str(rd, id, &out->id)) < 0) return r;
+  if ((r = copy_str(rd, id, &out->id)) < 0) return r;
+  /* entity types repeat: a type equal to the last one checked is that (valid) name. (The last type is
+   * decoded and never holds the NUL sentinel, so equal bytes mean the same decoded name.) */
+  const char *t = json_string_value(type);
+  size_t tn = json_string_length(type);
+  if (rd->last_type.ptr && tn == rd->last_type.len && memcmp(t, rd->last_type.ptr, tn) == 0) {
+    out->type = rd->last_type;
+    return 0;
+  }
+  if ((r = copy_str(rd, type, &out->type)) < 0) return r;
   if (!cedar_is_name(out->type))
     return bad(rd, "%s: `%s` is not a valid entity type name", what, json_string_value(type));
+  rd->last_type = out->type;
   return 0;
 }
 
@@ -177,21 +205,23 @@ int cedar_json_to_value(cedar_json_reader *rd, json_t *json, const cedar_schema_
   /* Escapes are accepted whatever the expected type; the kind is checked below. */
   /* A one-key object {"__extn": {fn, arg|args}} or {"__entity": {type, id}} is an escape; other shapes
    * (extra keys, missing fields) are plain records, as upstream's untagged JSON reading does. */
-  if (json_is_object(json) && json_object_size(json) == 1) {
-    json_t *ext = json_object_get(json, "__extn");
+  const char *key;
+  json_t *member = single_member(json, &key);
+  if (member && key[0] == '_' && key[1] == '_') {
+    json_t *ext = strcmp(key, "__extn") == 0 ? member : NULL, *t, *i;
     if (json_is_object(ext) && json_is_string(json_object_get(ext, "fn")) &&
         (json_object_get(ext, "arg") || json_is_array(json_object_get(ext, "args")))) {
       int r = read_extn(rd, ext, depth, out);
       if (r < 0) return r;
       goto check;
     }
-    if (is_uid_object(json_object_get(json, "__entity"))) {
+    if (strcmp(key, "__entity") == 0 && uid_members(member, &t, &i)) {
       out->kind = CV_ENTITY;
       int r = cedar_json_to_euid(rd, json, "entity reference", &out->u.uid);
       if (r < 0) return r;
       goto check;
     }
-    if (json_object_get(json, "__expr")) return bad(rd, "the `__expr` escape is no longer supported");
+    if (strcmp(key, "__expr") == 0) return bad(rd, "the `__expr` escape is no longer supported");
   }
   if (type && type->kind == CEDAR_SCHEMA_ENTITY && json_is_object(json)) {
     out->kind = CV_ENTITY;

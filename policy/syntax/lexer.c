@@ -12,12 +12,16 @@ static bool is_ident_char(unsigned char c) {
   return is_ident_start(c) || (c >= '0' && c <= '9');
 }
 
-static const char *const reserved_words[] = {"true", "false", "if",   "then", "else",
-                                             "in",   "is",    "like", "has",  "__cedar"};
+static const struct {
+  const char *text;
+  size_t length;
+} reserved_words[] = {{"true", 4}, {"false", 5}, {"if", 2},   {"then", 4}, {"else", 4},
+                      {"in", 2},   {"is", 2},    {"like", 4}, {"has", 3},  {"__cedar", 7}};
 
 bool cedar_is_reserved(cedar_str s) {
+  if (s.len < 2 || s.len > 7) return false;
   for (size_t i = 0; i < sizeof reserved_words / sizeof *reserved_words; i++)
-    if (cedar_str_eq_c(s, reserved_words[i])) return true;
+    if (s.len == reserved_words[i].length && memcmp(s.ptr, reserved_words[i].text, s.len) == 0) return true;
   return false;
 }
 

@@ -17,9 +17,14 @@
 typedef struct cedar_arena cedar_arena;
 
 cedar_arena *cedar_arena_new(void);
+/* An arena whose first block holds first_block bytes and whose blocks double up to max_block bytes
+ * (scratch memory for a parse of known input size). NULL on ENOMEM. */
+cedar_arena *cedar_arena_new_sized(size_t first_block, size_t max_block);
 void cedar_arena_free(cedar_arena *arena);
 /* Zeroed, 16-byte aligned memory living until cedar_arena_free; NULL on ENOMEM. */
 void *cedar_arena_alloc(cedar_arena *arena, size_t size);
+/* The same without zeroing. */
+void *cedar_arena_alloc_uninit(cedar_arena *arena, size_t size);
 /* Copy of s[0..length) plus a NUL. */
 char *cedar_arena_strndup(cedar_arena *arena, const char *s, size_t length);
 /* Bytes handed out so far (for reuse decisions). */
@@ -264,6 +269,18 @@ int cedar_policy_from_est(cedar_policy_set *set, struct json_t *est, const char 
  * cedar_json_copy_string / cedar_json_copy_key turn those bytes back into NUL. (A literal U+F0000 in
  * the input therefore also reads as NUL.) */
 struct json_t *cedar_json_loadb(const char *text, size_t length, void *json_error);
+/* A tree loaded for reading only (entities and context JSON): jansson's nodes live in scratch blocks
+ * (policy/syntax/json_scratch.c) released all at once. Never json_decref such a tree, nor keep a node of
+ * it (or a jansson value that refers to it) past cedar_json_scratch_release. */
+typedef struct cedar_json_scratch {
+  struct cedar_json_block *head; /* blocks of this load */
+  bool hooked; /* false: an ordinary tree (jansson's allocation functions are not the library's) */
+} cedar_json_scratch;
+/* As cedar_json_loadb; NULL on error (json_error set, nothing to release). Thread-safe. */
+struct json_t *cedar_json_scratch_load(cedar_json_scratch *scratch, const char *text, size_t length,
+                                       void *json_error);
+/* Release a tree from cedar_json_scratch_load (root may be NULL). */
+void cedar_json_scratch_release(cedar_json_scratch *scratch, struct json_t *root);
 /* Copy a string value / object key into the arena, NUL sentinel decoded. 0 or -ENOMEM. */
 int cedar_json_copy_bytes(cedar_arena *arena, const char *s, size_t length, cedar_str *out);
 

@@ -1,16 +1,19 @@
 // cedar-wasm side of scripts/bench-cedar: median per-request latency of statefulIsAuthorized with
 // pre-parsed policy sets (preparsePolicySet), over the given integration-test files.
-// usage: node bench-wasm.cjs --root DIR --repeat N TEST.json...
+// With --schema, each test's schema is pre-parsed too (preparseSchema) and passed by name, as dome gets
+// it (entities and context typed by the schema; requests not validated, as in dome's path).
+// usage: node bench-wasm.cjs --root DIR --repeat N [--schema] TEST.json...
 'use strict';
 const path = require('path');
 const fs = require('fs');
 const cedar = require(path.join(__dirname, '..', 'node', 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs'));
 const args = process.argv.slice(2);
-let root = '.', repeat = 20;
+let root = '.', repeat = 20, withSchema = false;
 const files = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--root') root = args[++i];
   else if (args[i] === '--repeat') repeat = parseInt(args[++i], 10);
+  else if (args[i] === '--schema') withSchema = true;
   else files.push(args[i]);
 }
 const samples = [];
@@ -21,9 +24,16 @@ files.forEach((file, n) => {
   const entities = JSON.parse(fs.readFileSync(path.join(root, test.entities), 'utf8'));
   const id = `set${n}`;
   if (cedar.preparsePolicySet(id, { staticPolicies: text }).type !== 'success') { skipped += test.requests.length; return; }
+  let schemaName;
+  if (withSchema && test.schema) {
+    schemaName = `schema${n}`;
+    const schemaText = fs.readFileSync(path.join(root, test.schema), 'utf8');
+    if (cedar.preparseSchema(schemaName, schemaText).type !== 'success') { skipped += test.requests.length; return; }
+  }
   for (const req of test.requests) {
     const call = { principal: req.principal, action: req.action, resource: req.resource, context: req.context,
       preparsedPolicySetId: id, entities };
+    if (schemaName) { call.preparsedSchemaName = schemaName; call.validateRequest = false; }
     const first = cedar.statefulIsAuthorized(call);
     if (first.type !== 'success') { skipped++; continue; }
     if (first.response.decision !== req.decision) mismatches++;
