@@ -13,10 +13,11 @@
 #define TOKEN_BEFORE "(?<![A-Za-z0-9_-])"
 #define TOKEN_AFTER "(?![A-Za-z0-9_-])"
 #define ASSIGN "['\"]?[ \\t]{0,4}(?::=|=>|:|=)[ \\t]{0,4}['\"]?"
-#define IP_PCRE                                                             \
-  "(?<![0-9A-Za-z.:_-])(?:(?:[0-9]{1,3}\\.){3}[0-9]{1,3}(?![0-9]|\\.[0-9])" \
-  "|(?=(?:[0-9A-Fa-f]*:){2})[0-9A-Fa-f:]{2,39}(?:(?<=:)(?:[0-9]{1,3}\\.){3}[0-9]{1,3})?(?![0-9A-Za-z:]))"
-#define IP_HS "[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]{1,3}\\.[0-9]|::|[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){3}:"
+/* IPv6 tries the form ending in a dotted quad (::ffff:10.0.0.1) first, so it is not cut at "::ffff:10". */
+#define IP_PCRE                                                                                            \
+  "(?<![0-9A-Za-z.:_-])(?:(?:[0-9]{1,3}\\.){3}[0-9]{1,3}(?![0-9]|\\.[0-9])"                                \
+  "|(?=(?:[0-9A-Fa-f]*:){2})(?:[0-9A-Fa-f:]{2,39}(?<=:)(?:[0-9]{1,3}\\.){3}[0-9]{1,3}|[0-9A-Fa-f:]{2,39})" \
+  "(?![0-9A-Za-z:]))"
 #define PEM(label) "-----BEGIN (" label ")-----(?:[\\s\\S]{0,65000}?-----END \\1-----|[\\s\\S]{0,65000})"
 
 const struct guard_detector guard_detectors[] = {
@@ -221,7 +222,7 @@ const struct guard_detector guard_detectors[] = {
      false},
     {{"twilio-api-key", GUARD_CLASS_PUBLIC, "Twilio API key SID (SK + 32 hex)",
       "https://www.twilio.com/docs/iam/api-keys"},
-     "SK[0-9a-fA-F]{32}",
+     "SK[0-9a-fA-F]{32}(?:[^A-Za-z0-9]|$)", /* the boundary keeps base64 blobs from waking the automaton */
      0,
      0,
      "(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])",
@@ -356,24 +357,26 @@ const struct guard_detector guard_detectors[] = {
       "Absolute path under a host top-level directory (/etc, /var, /opt, /srv, /proc, /sys, /mnt, /run, ...) "
       "outside the jail's own view",
       "dome: guard_options.jail_paths"},
-     "(?:^|[^A-Za-z0-9_.~/-])/[A-Za-z0-9._@+-]",
+     NULL, /* built per guard: the directories the validator accepts, as literals (guard.c) */
      0,
      0,
      "(?<![A-Za-z0-9_.~/-])/[A-Za-z0-9._@+-]{1,255}(?:/[A-Za-z0-9._@+-]{1,255}){0,63}/?",
      0,
      VALIDATE_HOST_PATH,
-     false},
+     false,
+     GUARD_TRIGGER_PATHS},
     {{"home-directory", GUARD_CLASS_SENSITIVE,
       "Home directory path (/home/USER, /root, /Users/USER, ~, ~USER)",
       "Filesystem Hierarchy Standard 3.0 sections 3.8, 3.14"},
-     "(?:^|[^A-Za-z0-9_.~/-])~(?:[A-Za-z0-9_][A-Za-z0-9._-]{0,31})?/\\.?[A-Za-z0-9_@+-]",
+     NULL, /* prefilter.c */
      0,
      0,
      "(?<![A-Za-z0-9_.~/-])~(?:[A-Za-z0-9_][A-Za-z0-9._-]{0,31})?(?:/"
      "\\.?[A-Za-z0-9_@+-][A-Za-z0-9._@+-]{0,254}){1,63}/?",
      0,
      VALIDATE_NONE,
-     false},
+     false,
+     GUARD_TRIGGER_HOME},
     {{"supervisor-path", GUARD_CLASS_SENSITIVE,
       "A path of the supervisor itself (state, journal, control socket)",
       "dome: guard_options.supervisor_paths"},
@@ -387,13 +390,14 @@ const struct guard_detector guard_detectors[] = {
     {{"internal-ip", GUARD_CLASS_SENSITIVE,
       "Internal IP address: RFC 1918, loopback, link-local, CGNAT (RFC 6598), IPv6 ULA and link-local",
       "RFC 1918; RFC 1122 section 3.2.1.3; RFC 3927; RFC 6598; RFC 4193; RFC 4291 section 2.5.6"},
-     IP_HS,
+     NULL, /* prefilter.c */
      0,
-     48,
+     0,
      IP_PCRE,
      0,
      VALIDATE_INTERNAL_IP,
-     false},
+     false,
+     GUARD_TRIGGER_IP},
     {{"cloud-metadata-address", GUARD_CLASS_SENSITIVE,
       "Cloud instance-metadata address (169.254.169.254, 169.254.170.2, fd00:ec2::254, 100.100.100.200)",
       "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html"},
@@ -418,13 +422,14 @@ const struct guard_detector guard_detectors[] = {
     {{"env-assignment", GUARD_CLASS_SENSITIVE,
       "Value of an environment-variable assignment line (NAME=value, export NAME=value)",
       "POSIX.1-2017 XBD chapter 8 (environment variable names)"},
-     "^(?:export[ \\t]{1,8})?[A-Z_][A-Z0-9_]{0,63}=[^=\\n]",
+     "^export[ \\t]{1,8}[A-Z_][A-Z0-9_]{0,63}=[^=\\n]", /* NAME= lines: prefilter.c */
      HS_FLAG_MULTILINE,
      0,
      "^(?:export[ \\t]{1,8})?[A-Z_][A-Z0-9_]{0,63}=(?<secret>[^=\\n][^\\n]{0,4095})",
      PCRE2_MULTILINE,
      VALIDATE_NONE,
-     false},
+     false,
+     GUARD_TRIGGER_ENV},
     /* ---- PII ---- */
     {{"email-address", GUARD_CLASS_PII, "E-mail address (local@domain.tld)",
       "RFC 5322 section 3.4.1 (dot-atom subset)"},
@@ -440,8 +445,7 @@ const struct guard_detector guard_detectors[] = {
     {{"phone-number", GUARD_CLASS_PII,
       "Telephone number: E.164 (+CC ...) or NANP ((NXX) NXX-XXXX, NXX-NXX-XXXX, NXX.NXX.XXXX)",
       "ITU-T E.164; North American Numbering Plan"},
-     "\\+[1-9][0-9]{0,2}[ .-]?\\(?[0-9]{1,4}\\)?[ .-]?[0-9]{2}|\\([2-9][0-9]{2}\\) ?[2-9][0-9]{2}-[0-9]"
-     "|[2-9][0-9]{2}-[2-9][0-9]{2}-[0-9]|[2-9][0-9]{2}\\.[2-9][0-9]{2}\\.[0-9]",
+     NULL, /* prefilter.c */
      0,
      0,
      "(?<![0-9A-Za-z+_-])(?:\\+[1-9][0-9]{0,2}[ .-]?(?:\\([0-9]{1,4}\\)|[0-9]{1,4})(?:[ .-]?[0-9]{2,4}){2,4}"
@@ -449,13 +453,13 @@ const struct guard_detector guard_detectors[] = {
      "?[2-9][0-9]{2}-[0-9]{4}|[2-9][0-9]{2}([.-])[2-9][0-9]{2}\\1[0-9]{4})(?![0-9A-Za-z_]|[.-][0-9])",
      0,
      VALIDATE_PHONE,
-     false},
+     false,
+     GUARD_TRIGGER_PHONE},
     {{"payment-card", GUARD_CLASS_PII,
       "Payment card number, 13-19 digits (plain or in 4-4-4-4 / 4-6-5 groups) with issuer prefix and Luhn "
       "check digit",
       "ISO/IEC 7812-1"},
-     "(?:^|[^0-9A-Za-z_.-])[2-6](?:[0-9]{12}|[0-9]{3}[ -][0-9]{4}[ -][0-9]{4}[ -][0-9]|[0-9]{3}[ -][0-9]{6}[ "
-     "-][0-9]{4})",
+     NULL, /* prefilter.c */
      0,
      0,
      "(?<![0-9A-Za-z_.-])(?<![0-9][ -])(?:[0-9]{13,19}|[0-9]{4}([ "
@@ -463,33 +467,37 @@ const struct guard_detector guard_detectors[] = {
      "|[0-9]{4}([ -])[0-9]{6}\\2[0-9]{4,5})(?![0-9A-Za-z_]|[ -][0-9]|\\.[0-9])",
      0,
      VALIDATE_LUHN,
-     false},
+     false,
+     GUARD_TRIGGER_CARD},
     {{"us-ssn", GUARD_CLASS_PII, "US Social Security number AAA-GG-SSSS in the issued ranges",
       "https://www.ssa.gov/employer/randomization.html"},
-     "(?:^|[^0-9A-Za-z_-])[0-9]{3}-[0-9]{2}-[0-9]{4}",
+     NULL, /* prefilter.c */
      0,
      0,
      "(?<![0-9A-Za-z_-])[0-9]{3}-[0-9]{2}-[0-9]{4}(?![0-9A-Za-z_]|-[0-9])",
      0,
      VALIDATE_SSN,
-     false},
+     false,
+     GUARD_TRIGGER_SSN},
     {{"iban", GUARD_CLASS_PII, "International Bank Account Number with valid mod-97 check digits",
       "ISO 13616-1"},
-     "(?:^|[^A-Za-z0-9])[A-Z]{2}[0-9]{2} ?[A-Z0-9]{4} ?[A-Z0-9]{4}",
+     NULL, /* prefilter.c */
      0,
      0,
      "(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])",
      0,
      VALIDATE_IBAN,
-     false},
+     false,
+     GUARD_TRIGGER_IBAN},
     {{"ip-address", GUARD_CLASS_PII, "Any IPv4 or IPv6 address", "RFC 791; RFC 4291 section 2.2"},
-     IP_HS,
+     NULL,
      0,
-     48,
+     0,
      IP_PCRE,
      0,
      VALIDATE_ANY_IP,
-     false},
+     false,
+     GUARD_TRIGGER_IP},
 };
 
 const size_t guard_detectors_count = sizeof guard_detectors / sizeof guard_detectors[0];

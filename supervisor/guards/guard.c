@@ -84,9 +84,10 @@ static int copy_paths(const char *const *given, size_t given_count, const char *
   return 0;
 }
 
+/* Add a rule; hs_text (taken) is its vectorscan pattern, NULL only for a prefilter rule (`prefilter`). */
 static int add_rule(struct guard *guard, struct pattern_list *patterns, int detector, char *hs_text,
-                    unsigned hs_flags, dome_error *err) {
-  if (hs_text == NULL)
+                    unsigned hs_flags, bool prefilter, dome_error *err) {
+  if (hs_text == NULL && !prefilter)
     return dome_error_set(err, ENOMEM, "detector `%s`: out of memory", guard_detectors[detector].info.id);
   if (patterns->count == patterns->capacity) {
     size_t capacity = patterns->capacity ? patterns->capacity * 2 : 64;
@@ -146,7 +147,7 @@ static int add_literal(struct guard *guard, struct pattern_list *patterns, const
                        const unsigned char *bytes, size_t length, unsigned flags, dome_error *err) {
   if (length == 0) return 0;
   int detector = guard_detector_index(detector_id);
-  int r = add_rule(guard, patterns, detector, hs_literal(bytes, length), flags, err);
+  int r = add_rule(guard, patterns, detector, hs_literal(bytes, length), flags, false, err);
   if (r < 0) return r;
   guard->rules[guard->rule_count - 1].length = (unsigned)length;
   guard->rules[guard->rule_count - 1].back = (unsigned)length;
@@ -257,7 +258,7 @@ static int add_internal_hostnames(struct guard *guard, struct pattern_list *patt
   char *hs_text = NULL;
   if (asprintf(&hs_text, "(?i)\\.(?:%s)", alternation) < 0) hs_text = NULL;
   int detector = guard_detector_index("internal-hostname");
-  int r = add_rule(guard, patterns, detector, hs_text, 0, err);
+  int r = add_rule(guard, patterns, detector, hs_text, 0, false, err);
   if (r < 0) return r;
   struct guard_rule *rule = &guard->rules[guard->rule_count - 1];
   rule->back = HOSTNAME_BACK;
@@ -270,9 +271,42 @@ static int add_internal_hostnames(struct guard *guard, struct pattern_list *patt
   return compile_confirmer(rule, pcre, 0, err);
 }
 
+/* host-path's trigger: the literal directories its validator can accept (supervisor paths, home roots, and
+ * the host top-level directories no jail path covers), so the many paths inside the jail's own view
+ * (/usr/lib/python3, /workspace/...) and URL paths wake nothing. A match starts at the literal's '/'. */
+static int add_host_paths(struct guard *guard, struct pattern_list *patterns, int detector, dome_error *err) {
+  size_t count = guard->supervisor_path_count + guard_home_root_count + guard_host_root_count;
+  _cleanup_free_ const char **literals = calloc(count, sizeof *literals);
+  if (literals == NULL) return dome_error_set(err, ENOMEM, "host paths: out of memory");
+  size_t n = 0, size = 8;
+  for (size_t i = 0; i < guard->supervisor_path_count; i++) literals[n++] = guard->supervisor_paths[i];
+  for (size_t i = 0; i < guard_home_root_count; i++) literals[n++] = guard_home_roots[i];
+  for (size_t i = 0; i < guard_host_root_count; i++) {
+    const char *root = guard_host_roots[i];
+    bool covered = false;
+    for (size_t j = 0; j < guard->jail_path_count && !covered; j++)
+      covered = guard_path_under(root, strlen(root), guard->jail_paths[j]);
+    if (!covered) literals[n++] = root;
+  }
+  for (size_t i = 0; i < n; i++) size += strlen(literals[i]) * 4 + 1;
+  char *text = malloc(size);
+  if (text == NULL) return dome_error_set(err, ENOMEM, "host paths: out of memory");
+  size_t at = (size_t)sprintf(text, "(?:");
+  for (size_t i = 0; i < n; i++) {
+    size_t length = strlen(literals[i]);
+    while (length > 1 && literals[i][length - 1] == '/') length--;
+    if (i) text[at++] = '|';
+    for (size_t k = 0; k < length; k++)
+      at += (size_t)sprintf(text + at, "\\x%02x", (unsigned char)literals[i][k]);
+  }
+  sprintf(text + at, ")");
+  return add_rule(guard, patterns, detector, text, 0, false, err);
+}
+
 /* Width of each rule's hs pattern; sets rule->back to at least that width. */
 static int measure_rules(struct guard *guard, const struct pattern_list *patterns, dome_error *err) {
   for (size_t i = 0; i < guard->rule_count; i++) {
+    if (patterns->text[i] == NULL) continue; /* prefilter rule */
     hs_expr_info_t *info = NULL;
     hs_compile_error_t *compile_error = NULL;
     const char *id = guard_detectors[guard->rules[i].detector].info.id;
@@ -301,11 +335,18 @@ static int compile_databases(struct guard *guard, const struct pattern_list *pat
     for (size_t i = 0; i < guard->rule_count; i++) {
       enum guard_class detector_class = guard_detectors[guard->rules[i].detector].info.class_;
       if (detector_class != GUARD_CLASS_PUBLIC && detector_class != (enum guard_class)c) continue;
+      if (guard->rules[i].back > hold_back) hold_back = guard->rules[i].back;
+      if (patterns->text[i] == NULL) { /* found by the prefilter (a shape is decided this many bytes on) */
+        guard->prefilter_kinds[c] |= 1u << guard->rules[i].trigger;
+        guard->prefilter_rule[c][guard->rules[i].trigger] = (int)i;
+        if (hold_back < GUARD_PREFILTER_LOOKAHEAD + GUARD_PREFILTER_BACK + 1)
+          hold_back = GUARD_PREFILTER_LOOKAHEAD + GUARD_PREFILTER_BACK + 1;
+        continue;
+      }
       texts[n] = patterns->text[i];
       flags[n] = patterns->flags[i];
       ids[n] = (unsigned)i;
       n++;
-      if (guard->rules[i].back > hold_back) hold_back = guard->rules[i].back;
     }
     guard->hold_back[c] = hold_back;
     hs_compile_error_t *compile_error = NULL;
@@ -331,6 +372,7 @@ int guard_create(const struct guard_options *options, struct guard **out, dome_e
   *out = NULL;
   if (sodium_init() < 0) return dome_error_set(err, EIO, "libsodium initialisation failed");
   if (hs_valid_platform() != HS_SUCCESS) return dome_error_set(err, EIO, "vectorscan: unsupported CPU");
+  guard_prefilter_init();
   struct guard *guard = calloc(1, sizeof *guard);
   if (guard == NULL) return dome_error_set(err, ENOMEM, "create guard: out of memory");
   struct pattern_list patterns = {0};
@@ -356,14 +398,29 @@ int guard_create(const struct guard_options *options, struct guard **out, dome_e
                       sizeof default_supervisor_paths / sizeof default_supervisor_paths[0], "supervisor path",
                       &guard->supervisor_paths, &guard->supervisor_path_count, err)) < 0)
     goto fail;
+  for (int c = 0; c < GUARD_CLASS_COUNT; c++)
+    for (int t = 0; t < GUARD_TRIGGER_COUNT; t++) guard->prefilter_rule[c][t] = -1;
   for (size_t d = 0; d < guard_detectors_count; d++) {
     const struct guard_detector *detector = &guard_detectors[d];
-    if (detector->dynamic || detector->hs == NULL) continue;
-    if ((r = add_rule(guard, &patterns, (int)d, strdup(detector->hs), detector->hs_flags, err)) < 0)
-      goto fail;
-    struct guard_rule *rule = &guard->rules[guard->rule_count - 1];
-    rule->back = detector->back;
-    if ((r = compile_confirmer(rule, detector->pcre, detector->pcre_flags, err)) < 0) goto fail;
+    if (detector->dynamic) continue;
+    /* A detector has a vectorscan rule (its hs pattern, or host-path's literals), a prefilter rule, or both
+     * (env-assignment: `export NAME=` by vectorscan, `NAME=` lines by the prefilter). */
+    for (int pass = 0; pass < 2; pass++) {
+      enum guard_trigger trigger = detector->trigger;
+      if (pass == 0 && trigger == GUARD_TRIGGER_PATHS)
+        r = add_host_paths(guard, &patterns, (int)d, err);
+      else if (pass == 0 && detector->hs != NULL)
+        r = add_rule(guard, &patterns, (int)d, strdup(detector->hs), detector->hs_flags, false, err);
+      else if (pass == 1 && trigger > GUARD_TRIGGER_PATHS)
+        r = add_rule(guard, &patterns, (int)d, NULL, 0, true, err);
+      else
+        continue;
+      if (r < 0) goto fail;
+      struct guard_rule *rule = &guard->rules[guard->rule_count - 1];
+      rule->back = pass == 0 ? detector->back : GUARD_PREFILTER_BACK;
+      rule->trigger = pass == 0 ? (trigger == GUARD_TRIGGER_PATHS ? trigger : GUARD_TRIGGER_HS) : trigger;
+      if ((r = compile_confirmer(rule, detector->pcre, detector->pcre_flags, err)) < 0) goto fail;
+    }
   }
   if ((r = add_internal_hostnames(guard, &patterns, options, err)) < 0) goto fail;
   size_t min_length = options->min_secret_length ? options->min_secret_length : DEFAULT_MIN_SECRET_LENGTH;

@@ -8,10 +8,12 @@
  * the journal records as an exec.redaction event.
  *
  * Scanning: one vectorscan (Hyperscan) streaming database per class finds candidate match ends across
- * chunk boundaries; PCRE2 confirms each candidate in the held-back window, finds its exact extent (hard
- * partial matching tells "needs more bytes" from "no match") and a validator checks checksums or ranges
- * (Luhn, IBAN mod-97, SSN ranges, Shannon entropy, path prefixes). Memory per stream and the hold-back are
- * bounded by the longest detector pattern (guard_hold_back_bytes()).
+ * chunk boundaries for the literal-anchored detectors, and a bit-parallel prefilter (prefilter.c) finds
+ * candidates for the digit-structured ones (cards, SSNs, phone numbers, IBANs, IP addresses); PCRE2 confirms
+ * each candidate in the held-back window, finds its exact extent (hard partial matching tells "needs more
+ * bytes" from "no match") and a validator checks checksums or ranges (Luhn, IBAN mod-97, SSN ranges, Shannon
+ * entropy, path prefixes). Memory per stream and the hold-back are bounded by the longest detector pattern
+ * (guard_hold_back_bytes()).
  *
  * Classes (one table in classification.c; extend it there):
  *   PUBLIC     credentials and exact secret values (the jail's environment, injected credentials),

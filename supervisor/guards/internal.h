@@ -23,6 +23,42 @@ enum guard_validator {
   VALIDATE_ANY_IP,       /* any well-formed IPv4/IPv6 address */
 };
 
+/* What finds a detector's candidates: its vectorscan pattern, a vectorscan pattern built per guard, or a
+ * shape of the bit-parallel prefilter (prefilter.c). */
+enum guard_trigger {
+  GUARD_TRIGGER_HS = 0, /* the detector's `hs` pattern */
+  GUARD_TRIGGER_PATHS,  /* host-path: the host top-level directories and supervisor paths, as literals */
+  GUARD_TRIGGER_CARD,
+  GUARD_TRIGGER_SSN,
+  GUARD_TRIGGER_PHONE,
+  GUARD_TRIGGER_IBAN,
+  GUARD_TRIGGER_IP,
+  GUARD_TRIGGER_HOME,
+  GUARD_TRIGGER_ENV,
+  GUARD_TRIGGER_COUNT,
+};
+
+enum {
+  GUARD_PREFILTER_LOOKAHEAD = 64, /* bytes after a position its shape may test (+1) */
+  GUARD_PREFILTER_BACK = 40,      /* bytes before a shape a match may start (an IPv6 address before ::) */
+};
+
+/* A prefilter candidate of `kind`: a match may start in [start, end] (offsets in the scanned data). */
+typedef void (*guard_prefilter_hit_fn)(void *context, enum guard_trigger kind, size_t start, size_t end);
+
+/* Report the candidates at positions [from, limit) of data[0, length), in increasing order, for the kinds in
+ * the bit set `kinds` (1 << GUARD_TRIGGER_...). Positions must have GUARD_PREFILTER_LOOKAHEAD bytes after
+ * them unless the data ends at `length` (bytes beyond are then absent); data[from - 1] is read if from > 0.
+ */
+void guard_prefilter_scan(const char *data, size_t length, size_t from, size_t limit, unsigned kinds,
+                          bool stream_start, guard_prefilter_hit_fn hit, void *context);
+extern int guard_prefilter_force; /* tests: 0 best classifier, 1 no AVX-512, 2 the portable table */
+/* Fill the prefilter's byte class table (guard_create; idempotent). */
+void guard_prefilter_init(void); /* tests: use the portable classifier */
+
+/* Payment card check of a digit string (Luhn, issuer prefix and length, printed groupings). */
+bool guard_card_number_ok(const char *text, size_t length);
+
 /* A built-in detector. Every detector has a vectorscan pattern (`hs`) that reports candidate match
  * ends; the match starts at most `back` bytes before a reported end (0: the hs pattern's max width).
  * `pcre` (with an optional named group `secret`, the part replaced) confirms and finds the extent. */
@@ -35,6 +71,7 @@ struct guard_detector {
   uint32_t pcre_flags;
   enum guard_validator validator;
   bool dynamic; /* built per guard (exact values, internal hostnames): hs/pcre are NULL here */
+  enum guard_trigger trigger;
 };
 
 extern const struct guard_detector guard_detectors[];
@@ -44,11 +81,12 @@ int guard_detector_index(const char *id);
 
 /* A rule: one pattern of a compiled guard's vectorscan databases (the hs id is the rule index). */
 struct guard_rule {
-  int detector;     /* index into guard_detectors */
-  pcre2_code *code; /* NULL for literal rules (exact values): the hs match is the span */
-  int secret_group; /* capture group replaced, 0 = whole match */
-  unsigned back;    /* bytes from a reported end back to the earliest possible match start */
-  unsigned length;  /* literal rules: the literal's length */
+  int detector;               /* index into guard_detectors */
+  pcre2_code *code;           /* NULL for literal rules (exact values): the hs match is the span */
+  int secret_group;           /* capture group replaced, 0 = whole match */
+  unsigned back;              /* bytes from a reported end back to the earliest possible match start */
+  unsigned length;            /* literal rules: the literal's length */
+  enum guard_trigger trigger; /* GUARD_TRIGGER_HS/PATHS: in the vectorscan database; else the prefilter */
 };
 
 struct guard {
@@ -58,6 +96,8 @@ struct guard {
   hs_database_t *database[GUARD_CLASS_COUNT];
   hs_scratch_t *scratch_prototype;
   size_t hold_back[GUARD_CLASS_COUNT];
+  unsigned prefilter_kinds[GUARD_CLASS_COUNT];                /* prefilter shapes scanned in each class */
+  int prefilter_rule[GUARD_CLASS_COUNT][GUARD_TRIGGER_COUNT]; /* rule of each shape per class, or -1 */
   unsigned char *hmac_key;
   size_t hmac_key_length;
   char **jail_paths;
@@ -70,6 +110,14 @@ struct guard {
  * detector index to report (usually `detector`), or -1 to drop the candidate. */
 int guard_validate(const struct guard *guard, int detector, const char *whole, size_t whole_length,
                    const char *value, size_t value_length);
+
+/* Whether `path` (length bytes) equals `prefix` or lies beneath it, component-wise. */
+bool guard_path_under(const char *path, size_t length, const char *prefix);
+/* The host's top-level directories (host-path) and the home directory roots (home-directory). */
+extern const char *const guard_host_roots[];
+extern const size_t guard_host_root_count;
+extern const char *const guard_home_roots[];
+extern const size_t guard_home_root_count;
 
 /* Shannon entropy of bytes in bits per byte. */
 double guard_shannon_entropy(const char *data, size_t length);

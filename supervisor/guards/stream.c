@@ -49,6 +49,7 @@ struct guard_stream {
   size_t capacity;
   uint64_t base;                /* stream offset of window[0] */
   uint64_t emitted;             /* stream offset up to which output has been emitted (or replaced) */
+  uint64_t prefiltered;         /* stream offset up to which prefilter positions have been decided */
   struct pending *pending;      /* rule_count x PENDING_MAX, sorted */
   unsigned char *pending_count; /* per rule */
   struct span *spans;           /* sorted by start */
@@ -93,6 +94,21 @@ static int add_span(struct guard_stream *s, uint64_t start, uint64_t end, int de
   return 0;
 }
 
+/* Rule `id` may match starting in [start, to]: add to its candidate regions (merged when they touch). */
+static void mark_pending(struct guard_stream *s, unsigned id, uint64_t start, uint64_t to) {
+  struct pending *list = &s->pending[(size_t)id * PENDING_MAX];
+  unsigned char *count = &s->pending_count[id];
+  if (*count > 0 && start <= list[*count - 1].end + 1) {
+    struct pending *last = &list[*count - 1];
+    if (start < last->start) last->start = start;
+    if (to > last->end) last->end = to;
+  } else if (*count < PENDING_MAX) {
+    list[(*count)++] = (struct pending){start, to};
+  } else {
+    list[*count - 1].end = to; /* too many separate candidates: widen the last region */
+  }
+}
+
 static int on_match(unsigned int id, unsigned long long from, unsigned long long to, unsigned int flags,
                     void *context) {
   (void)from;
@@ -106,19 +122,26 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     }
     return 0;
   }
-  uint64_t start = to >= rule->back ? to - rule->back : 0;
-  struct pending *list = &s->pending[(size_t)id * PENDING_MAX];
-  unsigned char *count = &s->pending_count[id];
-  if (*count > 0 && start <= list[*count - 1].end + 1) {
-    struct pending *last = &list[*count - 1];
-    if (start < last->start) last->start = start;
-    if (to > last->end) last->end = to;
-  } else if (*count < PENDING_MAX) {
-    list[(*count)++] = (struct pending){start, to};
-  } else {
-    list[*count - 1].end = to; /* too many separate candidates: widen the last region */
-  }
+  mark_pending(s, id, to >= rule->back ? to - rule->back : 0, to);
   return 0;
+}
+
+static void on_prefilter_hit(void *context, enum guard_trigger kind, size_t start, size_t end) {
+  struct guard_stream *s = context;
+  mark_pending(s, (unsigned)s->guard->prefilter_rule[s->class_][kind], s->base + start, s->base + end);
+}
+
+/* Run the prefilter over the positions decided by the bytes in the window (all of them when final). */
+static void prefilter(struct guard_stream *s, bool final) {
+  unsigned kinds = s->guard->prefilter_kinds[s->class_];
+  if (kinds == 0) return;
+  uint64_t end = s->base + s->length;
+  uint64_t limit = final ? end : (end > GUARD_PREFILTER_LOOKAHEAD ? end - GUARD_PREFILTER_LOOKAHEAD : 0);
+  uint64_t from = s->prefiltered > s->base ? s->prefiltered : s->base; /* never below base: hold-back */
+  if (limit <= from) return;
+  guard_prefilter_scan(s->window, s->length, (size_t)(from - s->base), (size_t)(limit - s->base), kinds,
+                       s->base == 0, on_prefilter_hit, s);
+  s->prefiltered = limit;
 }
 
 /* Confirm rule `index`'s candidate regions with PCRE2 (see the file comment). */
@@ -313,6 +336,7 @@ int guard_stream_feed(struct guard_stream *s, const void *data, size_t length, c
       return dome_error_set(err, s->callback_error ? -s->callback_error : EIO,
                             "redact field `%s`: scan failed", s->field);
     }
+    prefilter(s, false);
     if ((r = settle(s, sink, false, err)) < 0) {
       s->failed = true;
       return r;
@@ -334,6 +358,7 @@ int guard_stream_finish(struct guard_stream *s, const struct guard_sink *sink, d
     s->failed = true;
     return dome_error_set(err, EIO, "redact field `%s`: scan failed", s->field);
   }
+  prefilter(s, true);
   int r = settle(s, sink, true, err);
   if (r < 0) s->failed = true;
   return r;

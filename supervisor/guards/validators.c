@@ -72,7 +72,7 @@ static size_t collect_digits(const char *text, size_t length, char *digits, size
   return n;
 }
 
-static bool luhn_ok(const char *text, size_t length) {
+bool guard_card_number_ok(const char *text, size_t length) {
   char digits[32];
   size_t n = collect_digits(text, length, digits, sizeof digits);
   if (n < 13 || n > 19) return false;
@@ -244,30 +244,33 @@ static enum ip_kind classify_ip(int family, const unsigned char *a) {
   return IP_PUBLIC;
 }
 
-/* Whether `path` equals `prefix` or lies beneath it (component-wise). */
-static bool path_under(const char *path, size_t length, const char *prefix) {
+bool guard_path_under(const char *path, size_t length, const char *prefix) {
   size_t n = strlen(prefix);
   while (n > 1 && prefix[n - 1] == '/') n--;
   if (length < n || memcmp(path, prefix, n) != 0) return false;
   return length == n || path[n] == '/' || n == 1;
 }
 
+/* Only the host's own top-level directories (FHS, macOS) make an absolute path a host path: "/api/v2/x"
+ * in a log line is a URL path, not a file of the host. */
+const char *const guard_host_roots[] = {"/etc",   "/var",     "/opt",     "/srv",    "/proc",   "/sys",
+                                        "/dev",   "/boot",    "/mnt",     "/media",  "/run",    "/snap",
+                                        "/nix",   "/usr",     "/bin",     "/sbin",   "/lib",    "/lib64",
+                                        "/lib32", "/Volumes", "/private", "/System", "/Library"};
+const size_t guard_host_root_count = sizeof guard_host_roots / sizeof guard_host_roots[0];
+const char *const guard_home_roots[] = {"/root", "/home", "/Users"};
+const size_t guard_home_root_count = sizeof guard_home_roots / sizeof guard_home_roots[0];
+
 static int host_path_detector(const struct guard *guard, int detector, const char *path, size_t length) {
   for (size_t i = 0; i < guard->supervisor_path_count; i++)
-    if (path_under(path, length, guard->supervisor_paths[i])) return guard_detector_index("supervisor-path");
-  if (path_under(path, length, "/root") || path_under(path, length, "/home") ||
-      path_under(path, length, "/Users"))
-    return guard_detector_index("home-directory");
+    if (guard_path_under(path, length, guard->supervisor_paths[i]))
+      return guard_detector_index("supervisor-path");
+  for (size_t i = 0; i < guard_home_root_count; i++)
+    if (guard_path_under(path, length, guard_home_roots[i])) return guard_detector_index("home-directory");
   for (size_t i = 0; i < guard->jail_path_count; i++)
-    if (path_under(path, length, guard->jail_paths[i])) return -1;
-  /* Only the host's own top-level directories (FHS, macOS) make an absolute path a host path: "/api/v2/x"
-   * in a log line is a URL path, not a file of the host. */
-  static const char *const host_roots[] = {"/etc",   "/var",     "/opt",     "/srv",    "/proc",   "/sys",
-                                           "/dev",   "/boot",    "/mnt",     "/media",  "/run",    "/snap",
-                                           "/nix",   "/usr",     "/bin",     "/sbin",   "/lib",    "/lib64",
-                                           "/lib32", "/Volumes", "/private", "/System", "/Library"};
-  for (size_t i = 0; i < sizeof host_roots / sizeof host_roots[0]; i++)
-    if (path_under(path, length, host_roots[i])) return detector;
+    if (guard_path_under(path, length, guard->jail_paths[i])) return -1;
+  for (size_t i = 0; i < guard_host_root_count; i++)
+    if (guard_path_under(path, length, guard_host_roots[i])) return detector;
   return -1;
 }
 
@@ -283,7 +286,7 @@ int guard_validate(const struct guard *guard, int detector, const char *whole, s
     case VALIDATE_URL_PASSWORD:
       return url_password_ok(value, value_length) ? detector : -1;
     case VALIDATE_LUHN:
-      return luhn_ok(value, value_length) ? detector : -1;
+      return guard_card_number_ok(value, value_length) ? detector : -1;
     case VALIDATE_SSN:
       return ssn_ok(value, value_length) ? detector : -1;
     case VALIDATE_IBAN:
