@@ -47,18 +47,38 @@ enum {
   HOOK_PTRACE = 13,
   HOOK_TASK_KILL = 14,
   HOOK_BPF = 15,
+  HOOK_FILE_PERMISSION = 16,
   HOOK_SOCKET_CREATE = 17,
+  HOOK_PATH_LINK = 18,
+  HOOK_PATH_RENAME = 19,
 };
 
 enum { ACTION_CONNECT = 0, ACTION_BIND = 1, ACTION_SEND = 2 };
 enum { ACCESS_READ = 1, ACCESS_WRITE = 2, ACCESS_EXEC = 4 };
+#define MAY_WRITE 0x2
+#define MAY_READ 0x4
+#define MAY_APPEND 0x8
+#define RENAME_EXCHANGE 2
+#define ENAMETOOLONG 36
 
 struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, DOME_BPF_MAX_JAILS);
-  __type(key, __u64);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, DOME_BPF_JAIL_SLOTS);
+  __type(key, __u32);
   __type(value, struct dome_jail);
 } jails SEC(".maps");
+
+/* The jail of a cgroup id, or NULL (dome.h: open addressing, at most DOME_BPF_JAIL_PROBES inlined array
+ * loads; a task outside every jail usually stops at the first, empty, slot). */
+static __always_inline struct dome_jail *jail_of(__u64 cgroup_id) {
+  for (__u32 i = 0; i < DOME_BPF_JAIL_PROBES; i++) {
+    __u32 slot = (__u32)(cgroup_id + i) & (DOME_BPF_JAIL_SLOTS - 1);
+    struct dome_jail *jail = bpf_map_lookup_elem(&jails, &slot);
+    if (!jail || jail->cgroup_id == 0) return NULL;
+    if (jail->cgroup_id == cgroup_id) return jail;
+  }
+  return NULL;
+}
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -85,7 +105,8 @@ struct {
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
+  __uint(max_entries, DOME_BPF_INODE_ENTRIES);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, struct dome_inode_key);
   __type(value, struct dome_file_value);
 } inode_rules SEC(".maps");
@@ -111,6 +132,7 @@ struct {
  * an existing (dentry, mount) — rename, mount, umount, move_mount, pivot_root, chroot — bumps the global
  * path epoch, and (d) a rule change is a new generation. Denials are never cached (each one is reported). */
 struct dome_verdict_cache {
+  __u64 sequence; /* odd while a writer updates the entry (one writer: cmpxchg); readers retry as a miss */
   __u64 cgroup_id;
   __u64 mount;
   __u32 generation;
@@ -133,12 +155,22 @@ struct {
   __type(value, __u32);
 } path_epoch SEC(".maps");
 
-/* Scratch space for the file lookup key (too large for the 512-byte stack with the rest). */
+/* Scratch space for a file lookup key (too large for the 512-byte stack with the rest) and the dentry
+ * chain of build_path. `slack` lets build_path write at masked offsets (path + (off & 255), up to 255
+ * bytes) that the verifier can bound without knowing off < 248. Two slots: path_link/path_rename compare
+ * the old and the new name. */
+#define CHAIN_DEPTH 32
+struct file_scratch {
+  struct dome_file_key key;
+  char slack[272];
+  __u64 chain[CHAIN_DEPTH];
+};
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
+  __uint(max_entries, 2);
   __type(key, __u32);
-  __type(value, struct dome_file_key);
+  __type(value, struct file_scratch);
 } file_scratch SEC(".maps");
 
 static __always_inline __u32 ruleset_generation(const struct dome_jail *jail) {
@@ -178,54 +210,7 @@ static __always_inline struct dome_event *event_reserve(__u64 cgroup_id, __u32 h
 
 /* ---------------------------------------------------------------- network */
 
-struct net_request {
-  __u8 action;
-  __u8 protocol;
-  __u8 family; /* 4 or 6, after IPv4-mapped conversion */
-  __u16 port;  /* host order */
-  __u8 address[16];
-};
-
-/* Fill request->family/address from an IPv6 address given as four network-order words; IPv4-mapped
- * addresses (::ffff:a.b.c.d) become the IPv4 request. */
-static __always_inline void request_from_ip6(struct net_request *request, __u32 w0, __u32 w1, __u32 w2,
-                                             __u32 w3) {
-  __builtin_memset(request->address, 0, sizeof(request->address));
-  if (w0 == 0 && w1 == 0 && w2 == bpf_htonl(0xffff)) {
-    request->family = 4;
-    __builtin_memcpy(request->address, &w3, 4);
-    return;
-  }
-  request->family = 6;
-  __builtin_memcpy(request->address, &w0, 4);
-  __builtin_memcpy(request->address + 4, &w1, 4);
-  __builtin_memcpy(request->address + 8, &w2, 4);
-  __builtin_memcpy(request->address + 12, &w3, 4);
-}
-
-/* Decide a request against generation's network table. Returns 1 allow, 0 deny; *entry the deciding entry. */
-static __always_inline int net_decide(const struct net_request *request, __u32 generation, __u32 *entry) {
-  struct dome_net_key key = {};
-  *entry = DOME_BPF_NO_ENTRY;
-  if (generation == 0) return 0;
-  key.prefixlen = 64 + (request->family == 4 ? 32 : 128);
-  key.generation = generation;
-  key.action = request->action;
-  key.protocol = request->protocol;
-  key.family = request->family;
-  __builtin_memcpy(key.address, request->address, 16);
-  struct dome_net_value *value = bpf_map_lookup_elem(&net_rules, &key);
-  if (!value) return 0;
-  for (int i = 0; i < DOME_BPF_PORT_RANGES; i++) {
-    if (i >= value->count) break;
-    struct dome_port_range *range = &value->ranges[i];
-    if (request->port >= range->first && request->port <= range->last) {
-      *entry = range->entry;
-      return range->decision == 1;
-    }
-  }
-  return 0;
-}
+#include "bpf/net_decide.bpf.h"
 
 static __always_inline void report_net(__u64 cgroup_id, __u32 hook, const struct net_request *request,
                                        __u32 entry, __u32 generation) {
@@ -239,50 +224,10 @@ static __always_inline void report_net(__u64 cgroup_id, __u32 hook, const struct
   bpf_ringbuf_submit(event, 0);
 }
 
-/* connect() runs two checks of the same request: the LSM socket_connect (full level) and then the cgroup
- * connect4/6 hook. When the LSM allowed it, it leaves a memo on this CPU; the cgroup hook skips its own
- * lookup only if the memo is for the same task, table generation and request (a migration, another task
- * or a rule change in between only costs the lookup). */
-struct connect_memo {
-  __u64 pid_tgid;
-  __u32 generation;
-  __u8 protocol;
-  __u8 family;
-  __u16 port;
-  __u32 address[4];
-};
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct connect_memo);
-} connect_memos SEC(".maps");
-
-static __always_inline void memo_fill(struct connect_memo *memo, const struct net_request *request,
-                                      __u32 generation, __u64 pid_tgid) {
-  memo->pid_tgid = pid_tgid;
-  memo->generation = generation;
-  memo->protocol = request->protocol;
-  memo->family = request->family;
-  memo->port = request->port;
-  __builtin_memcpy(memo->address, request->address, 16);
-}
-
-static __always_inline bool memo_matches(const struct connect_memo *memo, const struct net_request *request,
-                                         __u32 generation, __u64 pid_tgid) {
-  __u32 address[4];
-  __builtin_memcpy(address, request->address, 16);
-  return memo->pid_tgid == pid_tgid && memo->generation == generation &&
-         memo->protocol == request->protocol && memo->family == request->family &&
-         memo->port == request->port && memo->address[0] == address[0] && memo->address[1] == address[1] &&
-         memo->address[2] == address[2] && memo->address[3] == address[3];
-}
-
 /* Common body of the sock_addr programs. ip6 != 0 selects the IPv6 fields. */
 static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 action, __u32 hook, int ip6) {
   __u64 cgroup_id = bpf_get_current_cgroup_id();
-  struct dome_jail *jail = bpf_map_lookup_elem(&jails, &cgroup_id);
+  struct dome_jail *jail = jail_of(cgroup_id);
   struct net_request request = {};
   request.action = action;
   request.protocol = ctx->protocol;
@@ -296,14 +241,6 @@ static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 actio
   }
   __u32 generation = jail ? ruleset_generation(jail) : 0;
   __u32 entry = DOME_BPF_NO_ENTRY;
-  if (jail && action == ACTION_CONNECT && generation != 0) {
-    __u32 zero = 0;
-    struct connect_memo *memo = bpf_map_lookup_elem(&connect_memos, &zero);
-    if (memo && memo_matches(memo, &request, generation, bpf_get_current_pid_tgid())) {
-      memo->pid_tgid = 0; /* one use */
-      return 1;
-    }
-  }
   if (jail && net_decide(&request, generation, &entry)) return 1;
   report_net(cgroup_id, hook, &request, entry, generation);
   return 0;
@@ -342,7 +279,7 @@ int dome_bind6(struct bpf_sock_addr *ctx) {
 SEC("cgroup/sock_create")
 int dome_sock_create(struct bpf_sock *ctx) {
   __u64 cgroup_id = bpf_get_current_cgroup_id();
-  struct dome_jail *jail = bpf_map_lookup_elem(&jails, &cgroup_id);
+  struct dome_jail *jail = jail_of(cgroup_id);
   __u32 family = ctx->family;
   __u32 type = ctx->type;
   if (jail && family < 64 && (jail->families & (1ULL << family))) {
@@ -362,7 +299,7 @@ int dome_sock_create(struct bpf_sock *ctx) {
 SEC("cgroup_skb/egress")
 int dome_egress(struct __sk_buff *skb) {
   __u64 cgroup_id = bpf_skb_cgroup_id(skb);
-  struct dome_jail *jail = bpf_map_lookup_elem(&jails, &cgroup_id);
+  struct dome_jail *jail = jail_of(cgroup_id);
   if (!jail) return 1; /* not a socket of this jail (e.g. a kernel reply); quotas only count jail traffic */
   __u64 used = __sync_fetch_and_add(&jail->egress_bytes, (__u64)skb->len) + skb->len;
   if (jail->egress_quota == 0 || used <= jail->egress_quota) return 1;
@@ -381,7 +318,7 @@ int dome_egress(struct __sk_buff *skb) {
 
 static __always_inline struct dome_jail *current_jail(__u64 *cgroup_id) {
   *cgroup_id = bpf_get_current_cgroup_id();
-  return bpf_map_lookup_elem(&jails, cgroup_id);
+  return jail_of(*cgroup_id);
 }
 
 /* Inode deny check: walk the real dentry chain (within the file's superblock, at most 32 levels) and
@@ -408,9 +345,9 @@ static __always_inline struct dome_file_value *inode_decide(struct dentry *dentr
   return NULL;
 }
 
-/* Decide one access to an open file. Returns 0 or -EPERM and reports the refusal. */
 #define S_IFMT 00170000
 #define S_IFDIR 0040000
+#define S_IFREG 0100000
 
 static __always_inline __u32 current_path_epoch(void) {
   __u32 zero = 0;
@@ -418,8 +355,35 @@ static __always_inline __u32 current_path_epoch(void) {
   return epoch ? *epoch : 0;
 }
 
+#include "bpf/build_path.bpf.h"
+
+/* Decide one access by the path in key->path (LPM), then, when the path allows, by device+inode (a hard
+ * link or bind-mount alias of a denied file or tree). Returns 1 allow, 0 deny; *entry the deciding entry. */
+static __always_inline int decide(struct dome_file_key *key, struct dentry *dentry, __u32 generation,
+                                  __u8 access, __u32 *entry) {
+  *entry = DOME_BPF_NO_ENTRY;
+  if (generation == 0) return 0;
+  key->prefixlen = 64 + 8 * sizeof(key->path);
+  key->generation = generation;
+  key->access = access;
+  key->pad[0] = key->pad[1] = key->pad[2] = 0;
+  struct dome_file_value *value = bpf_map_lookup_elem(&file_rules, key);
+  if (!value) return 0;
+  *entry = value->entry;
+  if (value->decision != 1) return 0;
+  struct dome_file_value *by_inode = inode_decide(dentry, generation, access);
+  if (by_inode && by_inode->decision != 1) {
+    *entry = by_inode->entry;
+    return 0;
+  }
+  return 1;
+}
+
+/* Decide one access to an open file. Returns 0 or -EPERM and reports the refusal. `by_d_path` (a
+ * constant at each call site) selects bpf_d_path (file_open, file_receive, bprm_check_security) or
+ * build_path (file_permission, where bpf_d_path is refused). */
 static __always_inline int file_check(struct file *file, __u8 access, __u32 hook, __u64 cgroup_id,
-                                      struct dome_jail *jail) {
+                                      struct dome_jail *jail, bool by_d_path) {
   __u32 generation = ruleset_generation(jail);
   __u32 zero = 0;
   __u32 epoch = current_path_epoch();
@@ -427,41 +391,37 @@ static __always_inline int file_check(struct file *file, __u8 access, __u32 hook
   /* Direct loads of BTF-typed fields (no helper call): this is the hot path of every open in a jail. */
   __u64 mount = (__u64)file->f_path.mnt;
   bool cacheable = inode && (inode->i_nlink == 1 || (inode->i_mode & S_IFMT) == S_IFDIR);
-  if (cacheable) {
+  if (cacheable && generation != 0) {
     struct dome_verdict_cache *cached = bpf_inode_storage_get(&verdicts, inode, 0, 0);
-    if (cached && cached->cgroup_id == cgroup_id && cached->mount == mount &&
-        cached->generation == generation && cached->epoch == epoch && (cached->allowed & access) &&
-        generation != 0)
-      return 0;
+    if (cached) {
+      /* The entry is shared by every CPU: read it between two equal, even sequence values (x86 keeps loads
+       * in order; the barriers keep the compiler from moving them). */
+      __u64 sequence = cached->sequence;
+      compiler_barrier();
+      bool hit = !(sequence & 1) && cached->cgroup_id == cgroup_id && cached->mount == mount &&
+                 cached->generation == generation && cached->epoch == epoch && (cached->allowed & access);
+      compiler_barrier();
+      if (hit && cached->sequence == sequence) return 0;
+    }
   }
-  struct dome_file_key *key = bpf_map_lookup_elem(&file_scratch, &zero);
-  if (!key) return -EPERM;
-  key->generation = generation;
-  key->access = access;
-  key->pad[0] = key->pad[1] = key->pad[2] = 0;
-  long length = bpf_d_path((struct path *)&file->f_path, key->path, sizeof(key->path));
+  struct file_scratch *s = bpf_map_lookup_elem(&file_scratch, &zero);
+  if (!s) return -EPERM;
+  long length;
+  if (by_d_path)
+    length = bpf_d_path((struct path *)&file->f_path, s->key.path, sizeof(s->key.path));
+  else
+    length = build_path(0, file->f_path.mnt, file->f_path.dentry);
   __u32 entry = DOME_BPF_NO_ENTRY;
-  int allowed = 0;
-  if (length > 0 && generation != 0) {
-    key->prefixlen = 64 + 8 * sizeof(key->path);
-    struct dome_file_value *value = bpf_map_lookup_elem(&file_rules, key);
-    if (value) {
-      entry = value->entry;
-      allowed = value->decision == 1;
-    }
-    if (allowed) {
-      struct dome_file_value *by_inode = inode_decide(BPF_CORE_READ(file, f_path.dentry), generation, access);
-      if (by_inode && by_inode->decision != 1) {
-        entry = by_inode->entry;
-        allowed = 0;
-      }
-    }
-  }
+  int allowed = length > 0 && decide(&s->key, file->f_path.dentry, generation, access, &entry);
   if (allowed) {
     if (cacheable) {
       struct dome_verdict_cache *cached =
           bpf_inode_storage_get(&verdicts, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-      if (cached) {
+      __u64 sequence = cached ? cached->sequence : 1;
+      /* One writer at a time (another CPU mid-write: skip, the cache is only an optimization). */
+      if (!(sequence & 1) && cached &&
+          __sync_val_compare_and_swap(&cached->sequence, sequence, sequence + 1) == sequence) {
+        compiler_barrier();
         if (cached->cgroup_id != cgroup_id || cached->mount != mount || cached->generation != generation ||
             cached->epoch != epoch) {
           cached->cgroup_id = cgroup_id;
@@ -471,6 +431,8 @@ static __always_inline int file_check(struct file *file, __u8 access, __u32 hook
           cached->allowed = 0;
         }
         cached->allowed |= access;
+        compiler_barrier();
+        cached->sequence = sequence + 2;
       }
     }
     return 0;
@@ -479,8 +441,8 @@ static __always_inline int file_check(struct file *file, __u8 access, __u32 hook
   if (event) {
     event->action = access;
     if (length > 0)
-      bpf_probe_read_kernel_str(event->path, sizeof(event->path), key->path);
-    else
+      bpf_probe_read_kernel_str(event->path, sizeof(event->path), s->key.path);
+    else if (by_d_path)
       bpf_d_path((struct path *)&file->f_path, event->path, sizeof(event->path));
     bpf_ringbuf_submit(event, 0);
   }
@@ -492,12 +454,12 @@ static __always_inline int file_mode_check(struct file *file, __u32 hook) {
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
   unsigned int mode = file->f_mode;
-  if (mode & FMODE_EXEC) return file_check(file, ACCESS_EXEC, hook, cgroup_id, jail);
+  if (mode & FMODE_EXEC) return file_check(file, ACCESS_EXEC, hook, cgroup_id, jail, true);
   if (mode & FMODE_READ) {
-    int verdict = file_check(file, ACCESS_READ, hook, cgroup_id, jail);
+    int verdict = file_check(file, ACCESS_READ, hook, cgroup_id, jail, true);
     if (verdict) return verdict;
   }
-  if (mode & FMODE_WRITE) return file_check(file, ACCESS_WRITE, hook, cgroup_id, jail);
+  if (mode & FMODE_WRITE) return file_check(file, ACCESS_WRITE, hook, cgroup_id, jail, true);
   return 0;
 }
 
@@ -558,8 +520,109 @@ int BPF_PROG(dome_bprm_check, struct linux_binprm *bprm) {
   __u64 cgroup_id;
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
-  return file_check(bprm->file, ACCESS_EXEC, HOOK_BPRM_CHECK, cgroup_id,
-                    jail); /* a BTF pointer: bpf_d_path needs it */
+  return file_check(bprm->file, ACCESS_EXEC, HOOK_BPRM_CHECK, cgroup_id, jail,
+                    true); /* a BTF pointer: bpf_d_path needs it */
+}
+
+/* read(2)/write(2) (and the other rw_verify_area users) on an already-open file: the same decision as at
+ * open, so a descriptor the jail did not open under the current tables — inherited across the jail's
+ * entry, opened before a rule change, or of a file renamed since — is decided again. Runs on every read and
+ * write of the system: for tasks outside jails it costs one jail-map lookup; inside, a regular file whose
+ * verdict is cached (the common case: file_open cached it) costs the cache probe. Only regular files:
+ * pipes, sockets, ttys and other character devices carry no Cedar path (a device opened in the jail was
+ * decided by file_open; the jail's stdio are pipes). */
+SEC("lsm/file_permission")
+int BPF_PROG(dome_file_permission, struct file *file, int mask) {
+  struct inode *inode = file->f_inode; /* two loads: pipes and sockets skip even the jail lookup */
+  if (!inode || (inode->i_mode & S_IFMT) != S_IFREG) return 0;
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  if (mask & (MAY_WRITE | MAY_APPEND)) {
+    int verdict = file_check(file, ACCESS_WRITE, HOOK_FILE_PERMISSION, cgroup_id, jail, false);
+    if (verdict) return verdict;
+  }
+  /* A file opened for execution (the binary, its ELF interpreter) is read by the kernel through
+   * kernel_read: decided as fs:exec, like file_open does for FMODE_EXEC. */
+  __u8 read_access = (file->f_mode & FMODE_EXEC) ? ACCESS_EXEC : ACCESS_READ;
+  if (mask & MAY_READ) return file_check(file, read_access, HOOK_FILE_PERMISSION, cgroup_id, jail, false);
+  return 0;
+}
+
+/* Creating a new name for an existing file or tree (link(2), rename(2)) must not widen what the jail may do
+ * with it: refused when, for some access, the new name would be allowed while the old one is denied (by
+ * path or by device+inode). A directory rename is also refused when a DENY entry lies beneath the old path
+ * (the marker keys): it would carry that entry's files to paths the tables allow. Returns 0 or -EPERM. */
+static __always_inline int alias_check(struct vfsmount *from_mnt, struct dentry *from,
+                                       struct vfsmount *to_mnt, struct dentry *to, __u32 hook,
+                                       __u64 cgroup_id, struct dome_jail *jail) {
+  __u32 generation = ruleset_generation(jail);
+  if (generation == 0) return 0; /* nothing is allowed anywhere: no name can widen */
+  __u32 zero = 0, one = 1;
+  struct file_scratch *old_name = bpf_map_lookup_elem(&file_scratch, &zero);
+  struct file_scratch *new_name = bpf_map_lookup_elem(&file_scratch, &one);
+  if (!old_name || !new_name) return -EPERM;
+  long old_length = build_path(0, from_mnt, from);
+  long new_length = build_path(1, to_mnt, to);
+  if (new_length <= 0) return 0; /* the new name is too long to be opened by path: decided denied */
+  __u32 entry = DOME_BPF_NO_ENTRY;
+  __u8 refused = 0;
+  if (old_length > 0) {
+    struct inode *inode = BPF_CORE_READ(from, d_inode);
+    bool directory = inode && (BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFDIR;
+    if (directory) {
+      old_name->key.prefixlen = 64 + 8 * sizeof(old_name->key.path);
+      old_name->key.generation = generation;
+      old_name->key.access = DOME_BPF_ACCESS_DENY_BENEATH;
+      old_name->key.pad[0] = old_name->key.pad[1] = old_name->key.pad[2] = 0;
+      struct dome_file_value *marker = bpf_map_lookup_elem(&file_rules, &old_name->key);
+      if (marker) {
+        entry = marker->entry;
+        refused = DOME_BPF_ACCESS_DENY_BENEATH;
+      }
+    }
+  }
+  for (__u8 access = ACCESS_READ; access <= ACCESS_EXEC && !refused; access <<= 1) {
+    __u32 old_entry = DOME_BPF_NO_ENTRY, new_entry;
+    bool old_allowed = old_length > 0 && decide(&old_name->key, from, generation, access, &old_entry);
+    if (old_allowed) continue;
+    if (decide(&new_name->key, to, generation, access, &new_entry)) {
+      entry = old_entry;
+      refused = access;
+    }
+  }
+  if (!refused) return 0;
+  struct dome_event *event = event_begin(cgroup_id, hook, entry, generation);
+  if (event) {
+    event->action = refused;
+    if (old_length > 0) bpf_probe_read_kernel_str(event->path, sizeof(event->path), old_name->key.path);
+    bpf_ringbuf_submit(event, 0);
+  }
+  return -EPERM;
+}
+
+SEC("lsm/path_link")
+int BPF_PROG(dome_path_link, struct dentry *old_dentry, const struct path *new_dir,
+             struct dentry *new_dentry) {
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  struct vfsmount *mnt = new_dir->mnt; /* link(2) requires one mount for both names */
+  return alias_check(mnt, old_dentry, mnt, new_dentry, HOOK_PATH_LINK, cgroup_id, jail);
+}
+
+SEC("lsm/path_rename")
+int BPF_PROG(dome_path_rename, const struct path *old_dir, struct dentry *old_dentry,
+             const struct path *new_dir, struct dentry *new_dentry, unsigned int flags) {
+  __u64 cgroup_id;
+  struct dome_jail *jail = current_jail(&cgroup_id);
+  if (!jail) return 0;
+  int verdict =
+      alias_check(old_dir->mnt, old_dentry, new_dir->mnt, new_dentry, HOOK_PATH_RENAME, cgroup_id, jail);
+  if (verdict == 0 && (flags & RENAME_EXCHANGE))
+    verdict =
+        alias_check(new_dir->mnt, new_dentry, old_dir->mnt, old_dentry, HOOK_PATH_RENAME, cgroup_id, jail);
+  return verdict;
 }
 
 /* Second line for connect(2) of every family: IP by the net:connect table, AF_UNIX allowed, the rest
@@ -574,17 +637,22 @@ int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address,
   struct net_request request = {};
   request.action = ACTION_CONNECT;
   request.protocol = sock->sk->sk_protocol;
+  /* Port and IPv4 address by direct loads of sa_data (sockaddr_in/_in6 put the port at sa_data[0..1] and
+   * the IPv4 address at sa_data[2..5]): no helper call on this per-connect path. */
+  const char *data = address->sa_data;
+  __u16 port = (__u16)(((__u8)data[0] << 8) | (__u8)data[1]); /* network order → host */
   if (family == AF_INET && addrlen >= (int)sizeof(struct sockaddr_in)) {
-    struct sockaddr_in *in = (struct sockaddr_in *)address;
-    __u32 ip4 = BPF_CORE_READ(in, sin_addr.s_addr);
     request.family = 4;
-    request.port = bpf_ntohs(BPF_CORE_READ(in, sin_port));
-    __builtin_memcpy(request.address, &ip4, 4);
+    request.port = port;
+    request.address[0] = data[2];
+    request.address[1] = data[3];
+    request.address[2] = data[4];
+    request.address[3] = data[5];
   } else if (family == AF_INET6 && addrlen >= (int)sizeof(struct sockaddr_in6)) {
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)address;
     __u32 w[4];
     bpf_probe_read_kernel(w, sizeof(w), &in6->sin6_addr);
-    request.port = bpf_ntohs(BPF_CORE_READ(in6, sin6_port));
+    request.port = port;
     request_from_ip6(&request, w[0], w[1], w[2], w[3]);
   } else {
     struct dome_event *event = event_begin(cgroup_id, HOOK_SOCKET_CONNECT, DOME_BPF_NO_ENTRY, 0);
@@ -596,12 +664,7 @@ int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address,
   }
   __u32 generation = ruleset_generation(jail);
   __u32 entry;
-  if (net_decide(&request, generation, &entry)) {
-    __u32 zero = 0;
-    struct connect_memo *memo = bpf_map_lookup_elem(&connect_memos, &zero);
-    if (memo) memo_fill(memo, &request, generation, bpf_get_current_pid_tgid());
-    return 0;
-  }
+  if (net_decide(&request, generation, &entry)) return 0;
   report_net(cgroup_id, HOOK_SOCKET_CONNECT, &request, entry, generation);
   return -EPERM;
 }

@@ -2,11 +2,12 @@
  * Plain fixed-size types only: the kernel side includes vmlinux.h first, user space <linux/types.h>.
  *
  * Maps (see dome.bpf.c):
- *   jails      hash   cgroup id -> struct dome_jail           (which cgroups are jails, their state)
+ *   jails      array  slot -> struct dome_jail (open addressing on the cgroup id, see DOME_BPF_JAIL_SLOTS)
  *   rulesets   array  ruleset -> __u32 generation              (0: not installed; switched atomically)
  *   net_rules  LPM    struct dome_net_key -> struct dome_net_value
  *   file_rules LPM    struct dome_file_key -> struct dome_file_value   (paths as the jail sees them)
- *   inode_rules hash  struct dome_inode_key -> struct dome_file_value  (deny entries by device+inode)
+ *   inode_rules hash  struct dome_inode_key -> struct dome_file_value  (table paths by device+inode, and
+ *                     every hard-linked file of a DENY subtree, EXACT, as its own path decides)
  *   events     ringbuf struct dome_event */
 #ifndef DOME_BPF_DOME_H
 #define DOME_BPF_DOME_H
@@ -16,12 +17,25 @@
 #define DOME_BPF_EVENT_PATH 256
 #define DOME_BPF_NO_ENTRY 0xffffffffu
 #define DOME_BPF_MAX_JAILS 4096
+/* The jails map is an ARRAY used as an open-addressing table: a cgroup id lives in one of the slots
+ * (id + i) % DOME_BPF_JAIL_SLOTS, i < DOME_BPF_JAIL_PROBES, and a chain ends at an empty slot
+ * (cgroup_id 0). An array lookup is inlined by the verifier: a task outside every jail pays a few loads
+ * (usually one slot, empty) instead of a hash computation. Removed jails leave DOME_BPF_JAIL_TOMBSTONE
+ * (or an empty slot when the chain ends right after). Cgroup ids are never 0 or UINT64_MAX. */
+#define DOME_BPF_JAIL_SLOTS 16384 /* power of two, at least 2 * DOME_BPF_MAX_JAILS */
+#define DOME_BPF_JAIL_PROBES 4
+#define DOME_BPF_JAIL_TOMBSTONE 0xffffffffffffffffULL
+#define DOME_BPF_INODE_ENTRIES 65536 /* inode_rules: table paths + hard-linked files of deny subtrees */
+/* file_rules pseudo-access of the "deny beneath" markers: EXACT key "/a\0" for every proper ancestor /a of
+ * a DENY entry's path, so path_rename can refuse moving a directory that carries a deny entry along. */
+#define DOME_BPF_ACCESS_DENY_BENEATH 8
 
 /* Jail flags. */
 #define DOME_JAIL_ALLOW_RAW 1u      /* SOCK_RAW / SOCK_PACKET permitted */
 #define DOME_JAIL_QUOTA_REPORTED 2u /* the egress-quota denial was already reported */
 
 struct dome_jail {
+  __u64 cgroup_id; /* 0: empty slot, DOME_BPF_JAIL_TOMBSTONE: removed */
   __u32 ruleset;
   __u32 flags;
   __u64 families;     /* 1 << AF_* permitted by sock_create */

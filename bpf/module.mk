@@ -9,7 +9,7 @@ $(BUILD)/gen/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/gen/dome.bpf.o: bpf/dome.bpf.c bpf/dome.h $(BUILD)/gen/vmlinux.h
+$(BUILD)/gen/dome.bpf.o: bpf/dome.bpf.c $(wildcard bpf/*.h) $(BUILD)/gen/vmlinux.h
 	@mkdir -p $(@D)
 	$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o && $(BPFTOOL) gen object $@ $@.tmp.o && rm -f $@.tmp.o
 

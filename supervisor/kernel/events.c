@@ -47,6 +47,10 @@ const char *dome_hook_name(enum dome_hook hook) {
       return "file_permission";
     case DOME_HOOK_SOCKET_CREATE:
       return "socket_create";
+    case DOME_HOOK_PATH_LINK:
+      return "path_link";
+    case DOME_HOOK_PATH_RENAME:
+      return "path_rename";
   }
   return "?";
 }
@@ -66,7 +70,7 @@ static bool is_net_hook(uint32_t hook) {
 
 static bool is_file_hook(uint32_t hook) {
   return hook == DOME_HOOK_FILE_OPEN || hook == DOME_HOOK_FILE_RECEIVE || hook == DOME_HOOK_BPRM_CHECK ||
-         hook == DOME_HOOK_FILE_PERMISSION;
+         hook == DOME_HOOK_FILE_PERMISSION || hook == DOME_HOOK_PATH_LINK || hook == DOME_HOOK_PATH_RENAME;
 }
 
 static int on_event(void *context, void *data, size_t size) {

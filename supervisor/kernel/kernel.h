@@ -7,10 +7,11 @@
  * atomically (one map update). Refusals come back as `struct dome_denial` events.
  *
  * Enforcement levels (dome_kernel_level()):
- *   - DOME_LEVEL_FULL: BPF-LSM programs (file_open, file_receive, bprm_check_security, socket_create,
- * socket_connect, ptrace_access_check, task_kill, bpf, bpf_map, bpf_prog) acting only for cgroups present in
- * the jail map, plus the cgroup programs below; six more global hooks (inode_rename, sb_mount, sb_umount,
- * move_mount, sb_pivotroot, path_chroot) only invalidate the file-verdict cache (docs/kernel-enforcement.md).
+ *   - DOME_LEVEL_FULL: BPF-LSM programs (file_open, file_receive, file_permission, bprm_check_security,
+ * path_link, path_rename, socket_create, socket_connect, ptrace_access_check, task_kill, bpf, bpf_map,
+ * bpf_prog) acting only for cgroups present in the jail map, plus the cgroup programs below; six more global
+ * hooks (inode_rename, sb_mount, sb_umount, move_mount, sb_pivotroot, path_chroot) only invalidate the
+ * file-verdict cache (docs/kernel-enforcement.md).
  *   - DOME_LEVEL_REDUCED: no BPF-LSM (the kernel refuses it, or `lsm=` lacks bpf). The network is
  *     enforced by cgroup programs attached to the jail's leaf (connect4/6, sendmsg4/6, bind4/6,
  *     sock_create, cgroup_skb egress byte quota); file tables by Landlock (dome_landlock_*), which
@@ -231,10 +232,11 @@ enum dome_enforcement_level dome_kernel_level(const struct dome_kernel *kernel);
  * update, so each attached jail sees either the old or the new tables, never a mix; the generation before
  * the old one is then removed (the old one stays until the next install, see dome_kernel_rule_entries). The
  * tables are validated first; the kernel object keeps a copy for naming denials. File paths are matched as
- * the jailed task sees them (bpf_d_path), and EXACT/SUBTREE deny entries are also resolved here to
- * device+inode in the caller's mount namespace (catches hard links and bind-mount aliases); paths are limited
- * to DOME_KERNEL_PATH_MAX bytes at the full level. Returns 0, -EINVAL (invalid tables or ruleset), -E2BIG,
- * -errno of a map update. */
+ * the jailed task sees them (bpf_d_path), and table paths are also resolved here to device+inode in the
+ * caller's mount namespace, as is every file with several names beneath a DENY subtree (at most 262,144
+ * files scanned; catches hard links and bind-mount aliases); paths are limited to DOME_KERNEL_PATH_MAX bytes
+ * at the full level. Returns 0, -EINVAL (invalid tables or ruleset), -E2BIG (path too long, more than 16 port
+ * ranges for a prefix, a DENY subtree too large to scan), -errno of a map update. */
 #define DOME_KERNEL_MAX_RULESETS 256
 #define DOME_KERNEL_PATH_MAX 240
 int dome_kernel_install_tables(struct dome_kernel *kernel, uint32_t ruleset,
@@ -257,6 +259,11 @@ int dome_kernel_program_stats(const struct dome_kernel *kernel,
 /* Enable BPF run-time statistics while the returned fd stays open (BPF_ENABLE_STATS). Returns fd or -errno.
  */
 int dome_kernel_enable_stats(void);
+
+/* For benchmarks: detach (suspended = true) or re-attach the global LSM programs, the object staying loaded,
+ * so that "no dome program runs at all" and "every program attached" alternate without reloading. A no-op
+ * below the full level. Returns 0 or -errno of an attach. */
+int dome_kernel_set_lsm_suspended(struct dome_kernel *kernel, bool suspended);
 
 /* Socket families a jail may create (sock_create); bits are 1 << AF_*. */
 #define DOME_FAMILY_BIT(af) (1ULL << (af))
@@ -322,6 +329,8 @@ enum dome_hook {
   DOME_HOOK_BPF = 15,
   DOME_HOOK_FILE_PERMISSION = 16,
   DOME_HOOK_SOCKET_CREATE = 17,
+  DOME_HOOK_PATH_LINK = 18,   /* link(2) that would widen access to a file (object: the existing name) */
+  DOME_HOOK_PATH_RENAME = 19, /* rename(2) that would widen access (object: the old name) */
 };
 const char *dome_hook_name(enum dome_hook hook); /* "connect4", "file_open", ... */
 

@@ -49,8 +49,9 @@ enum dome_enforcement_level dome_kernel_probe_level(void) {
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *format, va_list args) {
-  if (level == LIBBPF_WARN && getenv("DOME_BPF_DEBUG")) return vfprintf(stderr, format, args);
-  if (level == LIBBPF_DEBUG && getenv("DOME_BPF_DEBUG")) return vfprintf(stderr, format, args);
+  const char *debug = getenv("DOME_BPF_DEBUG"); /* set and non-empty: libbpf's warnings and debug log */
+  if ((level == LIBBPF_WARN || level == LIBBPF_DEBUG) && debug && *debug)
+    return vfprintf(stderr, format, args);
   return 0;
 }
 
@@ -70,9 +71,38 @@ static struct bpf_program *lsm_programs(struct dome_bpf *skel, size_t i) {
                                     skel->progs.dome_sb_umount,
                                     skel->progs.dome_move_mount,
                                     skel->progs.dome_sb_pivotroot,
-                                    skel->progs.dome_path_chroot};
+                                    skel->progs.dome_path_chroot,
+                                    skel->progs.dome_file_permission,
+                                    skel->progs.dome_path_link,
+                                    skel->progs.dome_path_rename};
   _Static_assert(sizeof(programs) / sizeof(programs[0]) == DOME_KERNEL_LSM_PROGRAMS, "LSM program list");
   return i < DOME_KERNEL_LSM_PROGRAMS ? programs[i] : NULL;
+}
+
+static int attach_lsm(struct dome_kernel *kernel, dome_error *err) {
+  for (size_t i = 0; i < DOME_KERNEL_LSM_PROGRAMS; i++) {
+    if (kernel->lsm_links[i]) continue;
+    kernel->lsm_links[i] = bpf_program__attach_lsm(lsm_programs(kernel->skel, i));
+    if (!kernel->lsm_links[i]) {
+      int e = errno;
+      return dome_error_set_errno(err, e, "attach LSM program `%s`",
+                                  bpf_program__name(lsm_programs(kernel->skel, i)));
+    }
+  }
+  return 0;
+}
+
+int dome_kernel_set_lsm_suspended(struct dome_kernel *kernel, bool suspended) {
+  if (kernel->level != DOME_LEVEL_FULL) return 0;
+  if (!suspended) {
+    dome_error err = {0};
+    return attach_lsm(kernel, &err);
+  }
+  for (size_t i = 0; i < DOME_KERNEL_LSM_PROGRAMS; i++) {
+    bpf_link__destroy(kernel->lsm_links[i]);
+    kernel->lsm_links[i] = NULL;
+  }
+  return 0;
 }
 
 int dome_kernel_open(struct dome_kernel **kernel_out, const struct dome_kernel_options *options,
@@ -99,17 +129,9 @@ int dome_kernel_open(struct dome_kernel **kernel_out, const struct dome_kernel_o
     dome_kernel_close(kernel);
     return dome_error_code(err);
   }
-  if (level == DOME_LEVEL_FULL) {
-    for (size_t i = 0; i < DOME_KERNEL_LSM_PROGRAMS; i++) {
-      kernel->lsm_links[i] = bpf_program__attach_lsm(lsm_programs(kernel->skel, i));
-      if (!kernel->lsm_links[i]) {
-        int e = errno;
-        dome_error_set_errno(err, e, "attach LSM program `%s`",
-                             bpf_program__name(lsm_programs(kernel->skel, i)));
-        dome_kernel_close(kernel);
-        return -e;
-      }
-    }
+  if (level == DOME_LEVEL_FULL && (r = attach_lsm(kernel, err)) < 0) {
+    dome_kernel_close(kernel);
+    return r;
   }
   r = dome_kernel_events_open(kernel, err);
   if (r < 0) {
@@ -345,6 +367,8 @@ int dome_kernel_install_tables(struct dome_kernel *kernel, uint32_t ruleset,
   if (generation == 0) generation = ++kernel->last_generation;
   r = install_net(kernel, &copy, generation, err);
   if (r >= 0 && kernel->level == DOME_LEVEL_FULL) r = install_files(kernel, &copy, generation, err);
+  if (r >= 0 && kernel->level == DOME_LEVEL_FULL)
+    r = dome_kernel_install_aliases(kernel, &copy, generation, err);
   if (r < 0) {
     remove_generation(kernel, generation);
     dome_rule_tables_free(&copy);
@@ -380,6 +404,31 @@ static struct bpf_program *cgroup_program(struct dome_bpf *skel, size_t i) {
   return i < DOME_KERNEL_CGROUP_PROGRAMS ? programs[i] : NULL;
 }
 
+/* The jails map (dome.h): open addressing over an array. The slot for cgroup id `key`: the first empty or
+ * removed slot of its chain, or -EEXIST when the id is present, -ENOSPC when the chain is full. The jail must
+ * not have run yet (its slot is written as a whole before any of its tasks can look it up). */
+static int jail_slot_free(int fd, uint64_t key) {
+  int found = -1;
+  for (uint32_t i = 0; i < DOME_BPF_JAIL_PROBES; i++) {
+    uint32_t index = (uint32_t)(key + i) & (DOME_BPF_JAIL_SLOTS - 1);
+    struct dome_jail value;
+    if (bpf_map_lookup_elem(fd, &index, &value) != 0) return -errno;
+    if (value.cgroup_id == key) return -EEXIST;
+    if (found < 0 && (value.cgroup_id == 0 || value.cgroup_id == DOME_BPF_JAIL_TOMBSTONE)) found = (int)index;
+    if (value.cgroup_id == 0) break; /* the chain ends here */
+  }
+  return found >= 0 ? found : -ENOSPC;
+}
+
+/* Remove a jail: a tombstone keeps later chains intact, unless the chain ends right after this slot. */
+static void jail_slot_clear(int fd, uint32_t index) {
+  uint32_t next = (index + 1) & (DOME_BPF_JAIL_SLOTS - 1);
+  struct dome_jail after = {0}, cleared = {0};
+  if (bpf_map_lookup_elem(fd, &next, &after) != 0 || after.cgroup_id != 0)
+    cleared.cgroup_id = DOME_BPF_JAIL_TOMBSTONE;
+  bpf_map_update_elem(fd, &index, &cleared, BPF_ANY);
+}
+
 int dome_kernel_attach(struct dome_kernel *kernel, const struct dome_kernel_jail *jail,
                        struct dome_kernel_attachment **attachment_out, dome_error *err) {
   if (jail->cgroup_fd < 0 || jail->cgroup_id == 0)
@@ -396,14 +445,22 @@ int dome_kernel_attach(struct dome_kernel *kernel, const struct dome_kernel_jail
                             .egress_quota = jail->egress_quota_bytes};
   int jails_fd = bpf_map__fd(kernel->skel->maps.jails);
   uint64_t key = jail->cgroup_id;
-  if (bpf_map_update_elem(jails_fd, &key, &value, BPF_NOEXIST) != 0)
+  if (key == DOME_BPF_JAIL_TOMBSTONE) return dome_error_set(err, EINVAL, "attach jail: invalid cgroup id");
+  int slot = jail_slot_free(jails_fd, key);
+  if (slot < 0)
+    return dome_error_set_errno(err, -slot, "attach jail: register cgroup %llu (no free jail slot among %d)",
+                                (unsigned long long)key, DOME_BPF_JAIL_PROBES);
+  value.cgroup_id = key;
+  uint32_t index = (uint32_t)slot;
+  if (bpf_map_update_elem(jails_fd, &index, &value, BPF_ANY) != 0)
     return dome_error_set_errno(err, errno, "attach jail: register cgroup %llu", (unsigned long long)key);
   struct dome_kernel_attachment *attachment = calloc(1, sizeof(*attachment));
   if (!attachment) {
-    bpf_map_delete_elem(jails_fd, &key);
+    jail_slot_clear(jails_fd, index);
     return dome_error_set_errno(err, ENOMEM, "attach jail");
   }
   attachment->cgroup_id = key;
+  attachment->slot = index;
   attachment->next = kernel->attachments;
   kernel->attachments = attachment;
   for (size_t i = 0; i < DOME_KERNEL_CGROUP_PROGRAMS; i++) {
@@ -430,15 +487,16 @@ void dome_kernel_detach(struct dome_kernel *kernel, struct dome_kernel_attachmen
     }
   }
   for (size_t i = 0; i < DOME_KERNEL_CGROUP_PROGRAMS; i++) bpf_link__destroy(attachment->links[i]);
-  uint64_t key = attachment->cgroup_id;
-  bpf_map_delete_elem(bpf_map__fd(kernel->skel->maps.jails), &key);
+  jail_slot_clear(bpf_map__fd(kernel->skel->maps.jails), attachment->slot);
   free(attachment);
 }
 
 int64_t dome_kernel_egress_bytes(struct dome_kernel *kernel,
                                  const struct dome_kernel_attachment *attachment) {
   struct dome_jail value;
-  uint64_t key = attachment->cgroup_id;
-  if (bpf_map_lookup_elem(bpf_map__fd(kernel->skel->maps.jails), &key, &value) != 0) return -ENOENT;
+  uint32_t index = attachment->slot;
+  if (bpf_map_lookup_elem(bpf_map__fd(kernel->skel->maps.jails), &index, &value) != 0 ||
+      value.cgroup_id != attachment->cgroup_id)
+    return -ENOENT;
   return (int64_t)value.egress_bytes;
 }

@@ -8,11 +8,12 @@ struct dome_bpf;
 struct bpf_link;
 struct ring_buffer;
 
-#define DOME_KERNEL_LSM_PROGRAMS 16
+#define DOME_KERNEL_LSM_PROGRAMS 19
 #define DOME_KERNEL_CGROUP_PROGRAMS 8
 
 struct dome_kernel_attachment {
   uint64_t cgroup_id;
+  uint32_t slot; /* index in the jails map */
   struct bpf_link *links[DOME_KERNEL_CGROUP_PROGRAMS];
   struct dome_kernel_attachment *next;
 };
@@ -40,6 +41,11 @@ struct dome_kernel {
   unsigned delivered;
   struct dome_denial *denial; /* scratch (large: DOME_PATH_MAX object) */
 };
+
+/* aliases.c: hard-linked files of DENY subtrees (device+inode) and "deny beneath" markers of generation.
+ * Returns 0, -E2BIG (a deny subtree too large to scan) or -errno of a map update. */
+int dome_kernel_install_aliases(struct dome_kernel *kernel, const struct dome_rule_tables *tables,
+                                uint32_t generation, dome_error *err);
 
 int dome_kernel_events_open(struct dome_kernel *kernel, dome_error *err);
 void dome_kernel_events_close(struct dome_kernel *kernel);

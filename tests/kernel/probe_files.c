@@ -18,6 +18,9 @@
 
 static char dir[256];
 static int passed_fd_socket = -1;
+static int inherited_secret_fd = -1;  /* opened before the jail: read() must meet file_permission */
+static int inherited_allowed_fd = -1; /* O_RDWR, allowed.txt: read allowed, write refused */
+static int inherited_alias_fd = -1;   /* alias/f.txt through the bind mount: the path crosses two mounts */
 
 static const char *err_name(int e) {
   return e ? strerror(e) : "success";
@@ -123,6 +126,75 @@ static void cache_invalidation_checks(const struct probe_leaf *leaf) {
   }
 }
 
+/* A name operation as the jail: returns 0 or errno. */
+static int try_link(const char *from, const char *to) {
+  char a[512], b[512];
+  path_of(a, sizeof(a), from);
+  path_of(b, sizeof(b), to);
+  return link(a, b) == 0 ? 0 : errno;
+}
+
+static int try_rename(const char *from, const char *to) {
+  char a[512], b[512];
+  path_of(a, sizeof(a), from);
+  path_of(b, sizeof(b), to);
+  return rename(a, b) == 0 ? 0 : errno;
+}
+
+/* link(2)/rename(2) inside the jail must not make a denied file reachable under an allowed name. */
+static void alias_checks(void) {
+  int e = try_link("private/f.txt", "work/stolen");
+  probe_check(e == EPERM, "path_link: hard link of a file of a forbidden subtree into work/ refused",
+              "got %s", err_name(e));
+  e = try_open("work/stolen", O_RDONLY);
+  probe_check(e == ENOENT, "path_link: the refused link does not exist", "got %s", err_name(e));
+  e = try_link("secret.txt", "work/secret-link");
+  probe_check(e == EPERM, "path_link: hard link of a forbidden file refused", "got %s", err_name(e));
+  e = try_link("work/w.txt", "work/w-link");
+  probe_check(e == 0, "path_link: hard link within work/ (same decisions) permitted", "got %s", err_name(e));
+  if (e == 0) {
+    e = try_open("work/w-link", O_RDONLY);
+    probe_check(e == 0, "path_link: the permitted link opens", "got %s", err_name(e));
+    char path[512];
+    path_of(path, sizeof(path), "work/w-link");
+    unlink(path);
+  }
+  e = try_rename("private/f.txt", "work/moved");
+  probe_check(e == EPERM, "path_rename: moving a file out of a forbidden subtree refused", "got %s",
+              err_name(e));
+  e = try_rename("work/holder", "work/holder-moved");
+  probe_check(e == EPERM, "path_rename: moving a directory that holds a forbidden subtree refused", "got %s",
+              err_name(e));
+  e = try_open("work/holder/deep/d.txt", O_RDONLY);
+  probe_check(e == EPERM, "the forbidden subtree stays forbidden", "got %s", err_name(e));
+  e = try_rename("work/plain-dir", "work/plain-dir-moved");
+  probe_check(e == 0, "path_rename: moving a directory with nothing forbidden beneath permitted", "got %s",
+              err_name(e));
+  if (e == 0) try_rename("work/plain-dir-moved", "work/plain-dir");
+}
+
+/* Descriptors opened before the jail (inherited across fork + cgroup entry) meet file_permission. */
+static void inherited_fd_checks(void) {
+  char buffer[16];
+  errno = 0;
+  ssize_t n = read(inherited_secret_fd, buffer, sizeof(buffer));
+  int e = n < 0 ? errno : 0;
+  probe_check(e == EPERM, "file_permission: read() of an inherited fd of the forbidden file refused",
+              "got %zd, %s", n, err_name(e));
+  n = pread(inherited_allowed_fd, buffer, sizeof(buffer), 0);
+  e = n < 0 ? errno : 0;
+  probe_check(n > 0, "file_permission: read() of an inherited fd of a permitted file", "got %zd, %s", n,
+              err_name(e));
+  n = pwrite(inherited_allowed_fd, "x", 1, 0);
+  e = n < 0 ? errno : 0;
+  probe_check(e == EPERM, "file_permission: write() to an inherited fd outside work/ refused", "got %zd, %s",
+              n, err_name(e));
+  n = read(inherited_alias_fd, buffer, sizeof(buffer));
+  e = n < 0 ? errno : 0;
+  probe_check(e == EPERM, "file_permission: read() of an inherited fd through the bind-mount alias refused",
+              "got %zd, %s", n, err_name(e));
+}
+
 static int lsm_checks(void *arg) {
   (void)arg;
   int e;
@@ -137,6 +209,11 @@ static int lsm_checks(void *arg) {
   probe_check(e == EPERM, "hard link to the forbidden file (device+inode)", "got %s", err_name(e));
   e = try_open("private/f.txt", O_RDONLY);
   probe_check(e == EPERM, "file in a forbidden subtree", "got %s", err_name(e));
+  e = try_open("linked-out", O_RDONLY);
+  probe_check(e == EPERM, "hard link made before the jail, from outside the forbidden subtree", "got %s",
+              err_name(e));
+  alias_checks();
+  inherited_fd_checks();
   e = try_open("alias/f.txt", O_RDONLY);
   probe_check(e == EPERM, "bind-mount alias of the forbidden subtree", "got %s", err_name(e));
   path_of(path, sizeof(path), "secret.txt");
@@ -186,12 +263,47 @@ static int lsm_checks(void *arg) {
   return 0;
 }
 
+/* A rule change applies to descriptors already open: read() of the same inherited descriptor is allowed,
+ * the tables change (plain.txt forbidden), the next read() is refused (file_permission re-decides: the
+ * verdict cached for the old generation does not answer for the new one). */
+static int read_inherited(void *arg) {
+  char byte;
+  return pread(*(int *)arg, &byte, 1, 0) == 1 ? 0 : errno == EPERM ? 1 : 2;
+}
+
+static void rule_change_checks(struct dome_kernel *kernel, const struct probe_leaf *leaf,
+                               struct dome_rule_tables *tables) {
+  char path[512];
+  path_of(path, sizeof(path), "work/w.txt");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int before = probe_in_leaf(leaf, read_inherited, &fd);
+  probe_check(before == 0, "read() of an open descriptor before the rule change", "status %d", before);
+  dome_error err = {0};
+  uint32_t policy = 0;
+  int r = dome_rule_tables_add_policy(tables, "forbid-later", &policy, &err);
+  if (r == 0)
+    r = dome_rule_tables_add_file(tables, path, DOME_MATCH_EXACT, DOME_FILE_READ, DOME_DECISION_DENY, policy,
+                                  &err);
+  if (r == 0) r = dome_kernel_install_tables(kernel, 3, tables, &err);
+  if (probe_check(r == 0, "rule change: forbid work/w.txt", "%s", err.message)) {
+    int after = probe_in_leaf(leaf, read_inherited, &fd);
+    probe_check(after == 1, "rule change applies to an open descriptor (file_permission)", "status %d",
+                after);
+    probe_collect(kernel, 500);
+    probe_check(probe_has_denial(DOME_HOOK_FILE_PERMISSION, path, "forbid-later"),
+                "event: file_permission after the rule change names forbid-later", "missing");
+  }
+  if (fd >= 0) close(fd);
+}
+
 int probe_scenario_files(void) {
   snprintf(dir, sizeof(dir), "/tmp/dome-ktest-files-%d", getpid());
   char path[512], other[512];
   if (mkdir(dir, 0755) != 0) return -errno;
-  const char *dirs[] = {"private/wmnt", "private/cache", "private", "alias", "work", "cache"};
-  for (size_t i = 6; i-- > 0;) {
+  const char *dirs[] = {"private", "private/wmnt", "private/cache",    "alias",         "work",
+                        "cache",   "work/holder",  "work/holder/deep", "work/plain-dir"}; /* parents first */
+  const size_t dir_count = sizeof(dirs) / sizeof(dirs[0]);
+  for (size_t i = 0; i < dir_count; i++) {
     path_of(path, sizeof(path), dirs[i]);
     mkdir(path, 0755);
   }
@@ -201,6 +313,13 @@ int probe_scenario_files(void) {
   write_file("cache/c.txt", "cached\n");
   write_file("plain.txt", "plain\n");
   write_file("work/w.txt", "work\n");
+  write_file("private/g.txt", "linked\n");
+  write_file("work/holder/deep/d.txt", "deep\n");
+  write_file("work/plain-dir/p.txt", "plain\n");
+  /* A hard link made before the jail starts, from outside the forbidden subtree private/. */
+  path_of(path, sizeof(path), "private/g.txt");
+  path_of(other, sizeof(other), "linked-out");
+  link(path, other);
   path_of(path, sizeof(path), "secret.txt");
   path_of(other, sizeof(other), "link");
   symlink(path, other);
@@ -217,6 +336,11 @@ int probe_scenario_files(void) {
   int sv[2] = {-1, -1};
   socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv);
   int secret_fd = open(path, O_RDONLY | O_CLOEXEC);
+  inherited_secret_fd = secret_fd;
+  path_of(other, sizeof(other), "allowed.txt");
+  inherited_allowed_fd = open(other, O_RDWR | O_CLOEXEC);
+  path_of(other, sizeof(other), "alias/f.txt");
+  inherited_alias_fd = open(other, O_RDONLY | O_CLOEXEC);
   {
     char data = 'x';
     char control[CMSG_SPACE(sizeof(int))] = {0};
@@ -236,7 +360,8 @@ int probe_scenario_files(void) {
   snprintf(
       json, sizeof(json),
       "{\"agent\": \"probe\", \"policies\": [\"permit-read-root\", \"permit-exec-root\", \"forbid-secret\","
-      " \"forbid-private\", \"forbid-exec\", \"permit-write-work\"], \"network\": [], \"files\": ["
+      " \"forbid-private\", \"forbid-exec\", \"permit-write-work\", \"forbid-deep\"], \"network\": [], "
+      "\"files\": ["
       " {\"path\": \"/\", \"match\": \"subtree\", \"access\": \"read\", \"decision\": \"allow\", \"policy\": "
       "\"permit-read-root\"},"
       " {\"path\": \"/\", \"match\": \"subtree\", \"access\": \"exec\", \"decision\": \"allow\", \"policy\": "
@@ -248,9 +373,11 @@ int probe_scenario_files(void) {
       " {\"path\": \"%s/forbidden-true\", \"match\": \"exact\", \"access\": \"exec\", \"decision\": "
       "\"deny\", \"policy\": \"forbid-exec\"},"
       " {\"path\": \"%s/work\", \"match\": \"subtree\", \"access\": \"write\", \"decision\": \"allow\", "
-      "\"policy\": \"permit-write-work\"}"
+      "\"policy\": \"permit-write-work\"},"
+      " {\"path\": \"%s/work/holder/deep\", \"match\": \"subtree\", \"access\": \"read\", \"decision\": "
+      "\"deny\", \"policy\": \"forbid-deep\"}"
       "]}",
-      dir, dir, dir, dir);
+      dir, dir, dir, dir, dir);
   struct probe_leaf leaf = {.fd = -1};
   struct dome_kernel *kernel = NULL;
   struct dome_rule_tables tables;
@@ -276,6 +403,26 @@ int probe_scenario_files(void) {
   path_of(object, sizeof(object), "hardlink");
   probe_check(probe_has_denial(DOME_HOOK_FILE_OPEN, object, "forbid-secret"),
               "event: hard link names forbid-secret", "missing");
+  path_of(object, sizeof(object), "linked-out");
+  probe_check(probe_has_denial(DOME_HOOK_FILE_OPEN, object, "forbid-private"),
+              "event: pre-existing hard link names forbid-private", "missing");
+  path_of(object, sizeof(object), "private/f.txt");
+  probe_check(probe_has_denial(DOME_HOOK_PATH_LINK, object, "forbid-private"),
+              "event: path_link names the linked file and forbid-private", "missing");
+  probe_check(probe_has_denial(DOME_HOOK_PATH_RENAME, object, "forbid-private"),
+              "event: path_rename names the moved file and forbid-private", "missing");
+  path_of(object, sizeof(object), "work/holder");
+  probe_check(probe_has_denial(DOME_HOOK_PATH_RENAME, object, "forbid-deep"),
+              "event: directory rename names forbid-deep", "missing");
+  path_of(object, sizeof(object), "secret.txt");
+  probe_check(probe_has_denial(DOME_HOOK_FILE_PERMISSION, object, "forbid-secret"),
+              "event: file_permission read of the inherited fd names forbid-secret", "missing");
+  path_of(object, sizeof(object), "allowed.txt");
+  probe_check(probe_has_denial(DOME_HOOK_FILE_PERMISSION, object, ""),
+              "event: file_permission write of the inherited fd (default deny)", "missing");
+  path_of(object, sizeof(object), "alias/f.txt");
+  probe_check(probe_has_denial(DOME_HOOK_FILE_PERMISSION, object, "forbid-private"),
+              "event: file_permission names the alias path (walk across the bind mount and /tmp)", "missing");
   path_of(object, sizeof(object), "alias/f.txt");
   probe_check(probe_has_denial(DOME_HOOK_FILE_OPEN, object, "forbid-private"),
               "event: bind-mount alias names forbid-private", "missing");
@@ -298,6 +445,7 @@ int probe_scenario_files(void) {
   probe_check(ptrace_seen && kill_seen && bpf_seen, "events: ptrace, task_kill, bpf",
               "ptrace %d kill %d bpf %d", ptrace_seen, kill_seen, bpf_seen);
   cache_invalidation_checks(&leaf);
+  rule_change_checks(kernel, &leaf, &tables);
   /* Outside the jail nothing changes. */
   path_of(path, sizeof(path), "secret.txt");
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -312,13 +460,28 @@ out:
   close(sv[0]);
   close(sv[1]);
   if (secret_fd >= 0) close(secret_fd);
-  const char *names[] = {"work/new.txt", "private/f.txt", "secret.txt",    "allowed.txt",
-                         "link",         "hardlink",      "forbidden-true"};
+  if (inherited_allowed_fd >= 0) close(inherited_allowed_fd);
+  if (inherited_alias_fd >= 0) close(inherited_alias_fd);
+  const char *names[] = {"work/new.txt",
+                         "private/f.txt",
+                         "secret.txt",
+                         "allowed.txt",
+                         "link",
+                         "hardlink",
+                         "forbidden-true",
+                         "private/g.txt",
+                         "linked-out",
+                         "work/w.txt",
+                         "plain.txt",
+                         "private/plain-link",
+                         "private/cache/c.txt",
+                         "work/holder/deep/d.txt",
+                         "work/plain-dir/p.txt"};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     path_of(path, sizeof(path), names[i]);
     unlink(path);
   }
-  for (size_t i = 0; i < 6; i++) {
+  for (size_t i = dir_count; i-- > 0;) {
     path_of(path, sizeof(path), dirs[i]);
     rmdir(path);
   }

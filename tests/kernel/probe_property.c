@@ -130,17 +130,46 @@ static int file_batch(void *arg) {
   return 0;
 }
 
-/* Run the requests in batches inside the leaf; compare decisions and the deciding entries of denials. */
+/* Descriptors opened by the parent (outside the jail) and inherited by the batch child: read() meets
+ * file_permission, which resolves the path itself (build_path in dome.bpf.c) instead of bpf_d_path. */
+static int inherited[BATCH];
+
+static bool is_regular(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int inherited_batch(void *arg) {
+  size_t first = *(size_t *)arg;
+  for (size_t i = first; i < first + BATCH && i < request_count; i++) {
+    char byte;
+    int fd = inherited[i - first];
+    outcomes[i] = fd < 0 ? EBADF : read(fd, &byte, 1) < 0 ? errno : 0;
+  }
+  return 0;
+}
+
+/* Run the requests in batches inside the leaf; compare decisions and the deciding entries of denials.
+ * mode: 0 network (connect), 1 files (open), 2 files (read of an inherited descriptor; regular files only).
+ */
 static void compare_all(struct dome_kernel *kernel, const struct probe_leaf *leaf,
-                        const struct dome_rule_tables *t, bool files, const char *name) {
+                        const struct dome_rule_tables *t, int mode, const char *name) {
   unsigned disagreements = 0, entry_mismatches = 0, denied = 0;
+  bool files = mode != 0;
   char first[256] = "";
   for (size_t start = 0; start < request_count; start += BATCH) {
-    probe_in_leaf(leaf, files ? file_batch : net_batch, &start);
+    for (size_t i = 0; mode == 2 && i < BATCH; i++)
+      inherited[i] = start + i < request_count && is_regular(requests[start + i].path)
+                         ? open(requests[start + i].path, O_RDONLY | O_CLOEXEC)
+                         : -1;
+    probe_in_leaf(leaf, mode == 0 ? net_batch : mode == 1 ? file_batch : inherited_batch, &start);
+    for (size_t i = 0; mode == 2 && i < BATCH; i++)
+      if (inherited[i] >= 0) close(inherited[i]);
     probe_collect(kernel, 200);
     unsigned event = 0;
     for (size_t i = start; i < start + BATCH && i < request_count; i++) {
       struct request *q = &requests[i];
+      if (mode == 2 && outcomes[i] == EBADF) continue; /* a directory */
       long entry;
       enum dome_decision expected = files
                                         ? dome_rule_tables_lookup_file(t, DOME_FILE_READ, q->path, &entry)
@@ -251,8 +280,7 @@ int probe_scenario_property(enum dome_enforcement_level level) {
         r = dome_kernel_attach(kernel, &jail, &attachment, &err);
         probe_check(r == 0, "attach", "%s", err.message);
       }
-      if (r == 0)
-        compare_all(kernel, &leaf, &t, false, "network: kernel decision equals the reference lookup");
+      if (r == 0) compare_all(kernel, &leaf, &t, 0, "network: kernel decision equals the reference lookup");
     }
     dome_rule_tables_free(&t);
   }
@@ -266,8 +294,11 @@ int probe_scenario_property(enum dome_enforcement_level level) {
       request_count = 0;
       random_tree_tables(&t, root, &nodes);
       r = dome_kernel_install_tables(kernel, 5, &t, &err);
-      if (probe_check(r == 0, "install random file tables", "%s", err.message))
-        compare_all(kernel, &leaf, &t, true, "files: kernel decision equals the reference lookup");
+      if (probe_check(r == 0, "install random file tables", "%s", err.message)) {
+        compare_all(kernel, &leaf, &t, 2,
+                    "files: read() of inherited fds (file_permission) equals the reference");
+        compare_all(kernel, &leaf, &t, 1, "files: kernel decision equals the reference lookup");
+      }
       for (size_t i = nodes; i-- > 0;)
         if (unlink(requests[i].path) != 0) rmdir(requests[i].path);
       dome_rule_tables_free(&t);
