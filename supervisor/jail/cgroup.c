@@ -312,10 +312,13 @@ static void sweep_stale_leaves(void) {
     if (l->v1_self[c][0]) sweep_dir(l->v1_self[c]);
 }
 
+void jail_cgroup_sweep_stale(void) {
+  pthread_once(&sweep_once, sweep_stale_leaves);
+}
+
 int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
                        dome_error *err) {
   const struct jail_cgroup_layout *l = jail_cgroup_layout();
-  pthread_once(&sweep_once, sweep_stale_leaves);
   memset(leaf, 0, sizeof *leaf);
   leaf->v2_fd = -1;
   snprintf(leaf->name, sizeof leaf->name, "%s", name);

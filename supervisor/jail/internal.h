@@ -70,6 +70,9 @@ const struct jail_cgroup_layout *jail_cgroup_layout(void);
  * nor v1 offers memory and pids. On failure everything created is removed. */
 int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
                        dome_error *err);
+/* Remove, once per process, the empty leaves of dome processes that were killed outright (leaves named
+ * jail-<pid>-<n> whose pid no longer exists). Called while a jail's child works, off the start path. */
+void jail_cgroup_sweep_stale(void);
 /* Hybrid hosts: create the v1 leaves (memory, pids, cpu; cpuacct without a cgroup2 leaf) of the leaf made
  * by jail_cgroup_create and apply the limits, read back. Done while the jail's child assembles its
  * mounts, so the two overlap. On failure returns -errno; what was created is removed by

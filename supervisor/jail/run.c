@@ -686,6 +686,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     dome_error_wrap(err, "start jail `%s`", result->jail_id);
     goto out;
   }
+  jail_cgroup_sweep_stale(); /* while the child finishes its set-up */
   if ((r = await_setup(&s, c, result, err)) < 0) goto out;
 
   s.out.fd = dome_steal_fd(&s.stdout_read);
