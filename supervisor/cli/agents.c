@@ -1,4 +1,6 @@
-/* dome agents register|list|suspend|revoke|resume|token — agents and their bearer tokens, via domed. */
+/* dome agents register|list|suspend|revoke|resume|token — agents and their bearer tokens, via domed.
+ * Delegation: `register --delegates-to P` makes a delegate whose calls are all on behalf of P;
+ * `token --act-as P` mints an extra token that acts as P (docs/gateway.md, "Delegated agents"). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +11,8 @@
 static const struct option agent_options[] = {
     {"name", required_argument, NULL, 'n'},
     {"capabilities", required_argument, NULL, 'c'},
+    {"delegates-to", required_argument, NULL, 'd'},
+    {"act-as", required_argument, NULL, 'a'},
     {"control-socket", required_argument, NULL, 's'},
     {"json", no_argument, NULL, 'j'},
     {"help", no_argument, NULL, 'h'},
@@ -16,7 +20,7 @@ static const struct option agent_options[] = {
 };
 
 struct agent_flags {
-  const char *name, *capabilities, *socket;
+  const char *name, *capabilities, *delegates_to, *act_as, *socket;
   bool json, help;
 };
 
@@ -32,6 +36,12 @@ static int parse(int argc, char **argv, struct agent_flags *flags) {
         break;
       case 'c':
         flags->capabilities = optarg;
+        break;
+      case 'd':
+        flags->delegates_to = optarg;
+        break;
+      case 'a':
+        flags->act_as = optarg;
         break;
       case 's':
         flags->socket = optarg;
@@ -66,31 +76,43 @@ static int call(const struct agent_flags *flags, const char *command, json_t *ar
   return 0;
 }
 
+/* Options that only one subcommand takes are refused by the others. */
+static int refuse(const char *command, const char *flag, const char *value) {
+  if (value == NULL) return 0;
+  fprintf(stderr, "dome %s: %s is not an option of this command\n", command, flag);
+  return -1;
+}
+
 static int register_main(int argc, char **argv) {
   struct agent_flags flags;
-  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (parse(argc, argv, &flags) < 0 || refuse(argv[0], "--act-as", flags.act_as) < 0)
+    return DOME_EXIT_FAILURE;
   if (flags.help) {
     printf(
-        "usage: dome agents register --name NAME --capabilities CAP[,CAP] [--json] [--control-socket PATH]\n"
-        "Registers an agent and prints its bearer token. The token is shown only this once.\n");
+        "usage: dome agents register --name NAME --capabilities CAP[,CAP] [--delegates-to AGENT] [--json]\n"
+        "                            [--control-socket PATH]\n"
+        "Registers an agent and prints its bearer token. The token is shown only this once.\n"
+        "--delegates-to AGENT: the new agent calls on behalf of AGENT (Cedar: principal = the new agent,\n"
+        "context.actas = AGENT); its gateway grants and capabilities are narrowed to those AGENT holds.\n");
     return 0;
   }
   if (flags.name == NULL) {
     fprintf(stderr, "dome agents register: --name is required\n");
     return DOME_EXIT_FAILURE;
   }
+  json_t *args = json_pack("{s:s,s:s}", "name", flags.name, "capabilities",
+                           flags.capabilities ? flags.capabilities : "");
+  if (flags.delegates_to) json_object_set_new(args, "delegates_to", json_string(flags.delegates_to));
   json_t *result = NULL;
-  int rc = call(&flags, "agents.register",
-                json_pack("{s:s,s:s}", "name", flags.name, "capabilities",
-                          flags.capabilities ? flags.capabilities : ""),
-                &result);
+  int rc = call(&flags, "agents.register", args, &result);
   if (rc) return rc;
   if (flags.json) {
     json_dumpf(result, stdout, JSON_INDENT(2));
     printf("\n");
   } else {
-    printf("Registered agent %s\n", json_string_value(json_object_get(result, "name")));
-    printf("Token: %s\n", json_string_value(json_object_get(result, "token")));
+    printf("Registered agent %s", json_string_value(json_object_get(result, "name")));
+    if (flags.delegates_to) printf(" (delegate of %s)", flags.delegates_to);
+    printf("\nToken: %s\n", json_string_value(json_object_get(result, "token")));
     printf("Store this token now: it is not shown again (only its hash is kept).\n");
   }
   json_decref(result);
@@ -101,7 +123,9 @@ DOME_COMMAND(agents_register, "agents register", "register an agent with capabil
 
 static int list_main(int argc, char **argv) {
   struct agent_flags flags;
-  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (parse(argc, argv, &flags) < 0 || refuse(argv[0], "--act-as", flags.act_as) < 0 ||
+      refuse(argv[0], "--delegates-to", flags.delegates_to) < 0)
+    return DOME_EXIT_FAILURE;
   if (flags.help) {
     printf("usage: dome agents list [--json] [--control-socket PATH]\n");
     return 0;
@@ -121,6 +145,8 @@ static int list_main(int argc, char **argv) {
              json_string_value(json_object_get(agent, "status")));
       json_array_foreach(json_object_get(agent, "capabilities"), j, capability)
           printf("%s%s", j ? "," : "", json_string_value(capability));
+      const char *delegates_to = json_string_value(json_object_get(agent, "delegates_to"));
+      if (delegates_to) printf("  (delegate of %s)", delegates_to);
       printf("\n");
     }
   }
@@ -131,7 +157,9 @@ DOME_COMMAND(agents_list, "agents list", "list agents and their status", list_ma
 
 static int status_main(int argc, char **argv, const char *command, const char *done) {
   struct agent_flags flags;
-  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (parse(argc, argv, &flags) < 0 || refuse(argv[0], "--act-as", flags.act_as) < 0 ||
+      refuse(argv[0], "--delegates-to", flags.delegates_to) < 0)
+    return DOME_EXIT_FAILURE;
   if (flags.help) {
     printf("usage: dome %s --name NAME [--control-socket PATH]\n", argv[0]);
     return 0;
@@ -163,17 +191,27 @@ DOME_COMMAND(agents_resume, "agents resume", "resume a suspended agent", resume_
 
 static int token_main(int argc, char **argv) {
   struct agent_flags flags;
-  if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
+  if (parse(argc, argv, &flags) < 0 || refuse(argv[0], "--delegates-to", flags.delegates_to) < 0)
+    return DOME_EXIT_FAILURE;
   if (flags.help || flags.name == NULL) {
     printf(
-        "usage: dome agents token --name NAME [--control-socket PATH]\nIssues a new token; the old one stops "
-        "working.\n");
+        "usage: dome agents token --name NAME [--act-as AGENT] [--control-socket PATH]\n"
+        "Issues a new token; the old one (and every --act-as token of NAME) stops working.\n"
+        "--act-as AGENT: issues an additional token with which NAME calls on behalf of AGENT (narrowed\n"
+        "to AGENT's grants and capabilities); NAME's own token keeps working.\n");
     return flags.help ? 0 : DOME_EXIT_FAILURE;
   }
+  json_t *args = json_pack("{s:s}", "name", flags.name);
+  if (flags.act_as) json_object_set_new(args, "act_as", json_string(flags.act_as));
   json_t *result = NULL;
-  int rc = call(&flags, "agents.token", json_pack("{s:s}", "name", flags.name), &result);
+  int rc = call(&flags, "agents.token", args, &result);
   if (rc) return rc;
-  printf("Token: %s\n", json_string_value(json_object_get(result, "token")));
+  if (flags.json) {
+    json_dumpf(result, stdout, JSON_INDENT(2));
+    printf("\n");
+  } else {
+    printf("Token: %s\n", json_string_value(json_object_get(result, "token")));
+  }
   json_decref(result);
   return 0;
 }

@@ -71,10 +71,34 @@ static int commit_locked(control_store *store, json_t *next, dome_error *err) {
   return 0;
 }
 
+/* The agent a delegate may act for: `parent` must exist, differ from `name` and not itself be a
+ * delegate (so a chain never widens what the first parent holds). Under store->lock. */
+static int delegate_parent_check_locked(control_store *store, const char *flag, const char *name,
+                                        const char *parent, dome_error *err) {
+  if (!control_name_valid(parent))
+    return dome_error_set(err, EINVAL, "%s: invalid agent name `%s`", flag, parent ? parent : "");
+  if (strcmp(parent, name) == 0)
+    return dome_error_set(err, EINVAL, "%s: agent `%s` cannot act as itself", flag, name);
+  json_t *record = json_object_get(store->agents, parent);
+  if (record == NULL) return dome_error_set(err, ENOENT, "%s: agent `%s` not found", flag, parent);
+  const char *grand = json_string_value(json_object_get(record, "delegates_to"));
+  if (grand)
+    return dome_error_set(err, EINVAL, "%s: agent `%s` is itself a delegate (of `%s`); name `%s` instead",
+                          flag, parent, grand, grand);
+  return 0;
+}
+
 int control_agent_register(control_store *store, const char *name, const char *capabilities,
                            char token[CONTROL_TOKEN_SIZE], dome_error *err) {
+  return control_agent_register_delegate(store, name, capabilities, NULL, token, err);
+}
+
+int control_agent_register_delegate(control_store *store, const char *name, const char *capabilities,
+                                    const char *delegates_to, char token[CONTROL_TOKEN_SIZE],
+                                    dome_error *err) {
   if (!control_name_valid(name))
     return dome_error_set(err, EINVAL, "--name: invalid agent name `%s`", name ? name : "");
+  if (delegates_to && delegates_to[0] == '\0') delegates_to = NULL;
   json_t *list = NULL;
   int rc = parse_capabilities(capabilities, &list, err);
   if (rc < 0) return rc;
@@ -82,17 +106,67 @@ int control_agent_register(control_store *store, const char *name, const char *c
   new_token(token, hash);
   pthread_mutex_lock(&store->lock);
   if (json_object_get(store->agents, name)) {
+    rc = dome_error_set(err, EEXIST, "agent `%s` already exists", name);
+  } else if (delegates_to) {
+    rc = delegate_parent_check_locked(store, "--delegates-to", name, delegates_to, err);
+  }
+  if (rc < 0) {
     pthread_mutex_unlock(&store->lock);
     json_decref(list);
     sodium_memzero(token, CONTROL_TOKEN_SIZE);
-    return dome_error_set(err, EEXIST, "agent `%s` already exists", name);
+    return rc;
   }
   json_t *next = json_deep_copy(store->agents);
   int64_t now = store_now();
-  json_object_set_new(next, name,
-                      json_pack("{s:o,s:s,s:s,s:I,s:I}", "capabilities", list, "status", "active",
-                                "token_hash", hash, "created", (json_int_t)now, "updated", (json_int_t)now));
+  json_t *record = json_pack("{s:o,s:s,s:s,s:I,s:I}", "capabilities", list, "status", "active", "token_hash",
+                             hash, "created", (json_int_t)now, "updated", (json_int_t)now);
+  if (delegates_to) json_object_set_new(record, "delegates_to", json_string(delegates_to));
+  json_object_set_new(next, name, record);
   rc = commit_locked(store, next, err);
+  pthread_mutex_unlock(&store->lock);
+  if (rc < 0) sodium_memzero(token, CONTROL_TOKEN_SIZE);
+  return rc;
+}
+
+int control_agent_delegated_token(control_store *store, const char *name, const char *act_as,
+                                  char token[CONTROL_TOKEN_SIZE], dome_error *err) {
+  char hash[65];
+  new_token(token, hash);
+  pthread_mutex_lock(&store->lock);
+  json_t *agent = json_object_get(store->agents, name ? name : "");
+  const char *delegates_to = json_string_value(json_object_get(agent, "delegates_to"));
+  json_t *tokens = json_object_get(agent, "delegated_tokens");
+  int rc = 0;
+  if (agent == NULL)
+    rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
+  else if (strcmp(json_string_value(json_object_get(agent, "status")), "revoked") == 0)
+    rc = dome_error_set(err, EINVAL, "agent `%s` is revoked", name);
+  else
+    rc = delegate_parent_check_locked(store, "--act-as", name, act_as, err);
+  if (rc == 0 && delegates_to && strcmp(delegates_to, act_as) != 0)
+    rc = dome_error_set(err, EINVAL, "--act-as: agent `%s` is a delegate of `%s` and acts only as `%s`", name,
+                        delegates_to, delegates_to);
+  if (rc == 0 && json_array_size(tokens) >= CONTROL_DELEGATED_TOKENS_MAX)
+    rc = dome_error_set(err, ENOSPC, "--act-as: agent `%s` already has %d delegated tokens", name,
+                        CONTROL_DELEGATED_TOKENS_MAX);
+  if (rc == 0) {
+    json_t *next = json_deep_copy(store->agents);
+    json_t *copy = json_object_get(next, name);
+    json_t *kept = json_array();
+    size_t i;
+    json_t *entry;
+    /* One delegated token per identity: a new one replaces the previous. */
+    json_array_foreach(json_object_get(copy, "delegated_tokens"), i, entry) {
+      const char *other = json_string_value(json_object_get(entry, "act_as"));
+      if (other && strcmp(other, act_as) != 0) json_array_append(kept, entry);
+    }
+    int64_t now = store_now();
+    json_array_append_new(
+        kept, json_pack("{s:s,s:s,s:I}", "act_as", act_as, "token_hash", hash, "created", (json_int_t)now));
+    json_object_set_new(copy, "delegated_tokens", kept);
+    json_object_set_new(copy, "updated", json_integer(now));
+    rc = commit_locked(store, next, err);
+  }
   pthread_mutex_unlock(&store->lock);
   if (rc < 0) sodium_memzero(token, CONTROL_TOKEN_SIZE);
   return rc;
@@ -135,6 +209,7 @@ int control_agent_rotate_token(control_store *store, const char *name, char toke
     json_t *next = json_deep_copy(store->agents);
     json_t *copy = json_object_get(next, name);
     json_object_set_new(copy, "token_hash", json_string(hash));
+    json_object_del(copy, "delegated_tokens"); /* rotation retires every token of the agent */
     json_object_set_new(copy, "updated", json_integer(store_now()));
     rc = commit_locked(store, next, err);
   }
@@ -146,6 +221,17 @@ int control_agent_rotate_token(control_store *store, const char *name, char toke
 static json_t *public_record(const char *name, json_t *agent) {
   json_t *record = json_deep_copy(agent);
   json_object_del(record, "token_hash");
+  json_object_del(record, "act_as");
+  json_t *tokens = json_object_get(record, "delegated_tokens");
+  if (tokens) {
+    json_t *shown = json_array(); /* which identities have a delegated token, never the hashes */
+    size_t i;
+    json_t *entry;
+    json_array_foreach(tokens, i, entry)
+        json_array_append_new(shown, json_pack("{s:O,s:O}", "act_as", json_object_get(entry, "act_as"),
+                                               "created", json_object_get(entry, "created")));
+    json_object_set_new(record, "delegated_tokens", shown);
+  }
   json_object_set_new(record, "name", json_string(name));
   return record;
 }
@@ -160,8 +246,9 @@ json_t *control_agent_get(control_store *store, const char *name) {
 
 int control_agent_set_member(control_store *store, const char *name, const char *member, json_t *value,
                              dome_error *err) {
-  static const char *const reserved[] = {"name",       "capabilities", "status",
-                                         "token_hash", "created",      "updated"};
+  static const char *const reserved[] = {"name",         "capabilities",     "status",
+                                         "token_hash",   "created",          "updated",
+                                         "delegates_to", "delegated_tokens", "act_as"};
   for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
     if (member == NULL || strcmp(member, reserved[i]) == 0)
       return dome_error_set(err, EINVAL, "agent member `%s` cannot be set", member ? member : "");
@@ -189,11 +276,13 @@ json_t *control_agent_list(control_store *store) {
   const char *name;
   json_t *agent;
   json_object_foreach(store->agents, name, agent) {
-    json_array_append_new(
-        list, json_pack("{s:s,s:O,s:O,s:O,s:O}", "name", name, "capabilities",
-                        json_object_get(agent, "capabilities"), "status", json_object_get(agent, "status"),
-                        "created", json_object_get(agent, "created"), "updated",
-                        json_object_get(agent, "updated")));
+    json_t *item =
+        json_pack("{s:s,s:O,s:O,s:O,s:O}", "name", name, "capabilities",
+                  json_object_get(agent, "capabilities"), "status", json_object_get(agent, "status"),
+                  "created", json_object_get(agent, "created"), "updated", json_object_get(agent, "updated"));
+    json_t *delegates_to = json_object_get(agent, "delegates_to");
+    if (json_is_string(delegates_to)) json_object_set(item, "delegates_to", delegates_to);
+    json_array_append_new(list, item);
   }
   pthread_mutex_unlock(&store->lock);
   return list;
@@ -208,7 +297,7 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
   char hash[65];
   token_hash(token, hash);
   json_t *found = NULL;
-  const char *found_name = NULL;
+  const char *found_name = NULL, *found_act_as = NULL;
   pthread_mutex_lock(&store->lock);
   const char *name;
   json_t *agent;
@@ -217,6 +306,17 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
     if (stored && strlen(stored) == 64 && sodium_memcmp(stored, hash, 64) == 0) {
       found = agent;
       found_name = name;
+      found_act_as = NULL;
+    }
+    size_t i;
+    json_t *entry;
+    json_array_foreach(json_object_get(agent, "delegated_tokens"), i, entry) {
+      stored = json_string_value(json_object_get(entry, "token_hash"));
+      if (stored && strlen(stored) == 64 && sodium_memcmp(stored, hash, 64) == 0) {
+        found = agent;
+        found_name = name;
+        found_act_as = json_string_value(json_object_get(entry, "act_as"));
+      }
     }
   }
   json_t *result = NULL;
@@ -228,6 +328,7 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
       dome_error_set(err, EACCES, "agent `%s` is %s", found_name, status);
     else
       result = public_record(found_name, found);
+    if (result && found_act_as) json_object_set_new(result, "act_as", json_string(found_act_as));
   }
   pthread_mutex_unlock(&store->lock);
   return result;

@@ -50,15 +50,39 @@ bool control_name_valid(const char *name);
 int control_agent_register(control_store *store, const char *name, const char *capabilities,
                            char token[CONTROL_TOKEN_SIZE], dome_error *err);
 
+/* Register agent `name` as a delegate of `delegates_to` (NULL or "": an ordinary agent, as
+ * control_agent_register): its record keeps `delegates_to`, and every call it makes is on behalf of
+ * that identity (context.actas; grants and capabilities narrowed to the parent's, see gateway.h).
+ * The parent must be a registered agent other than `name` that is not itself a delegate.
+ * Errors: as control_agent_register, plus -ENOENT unknown parent, -EINVAL a parent that is `name` or a
+ * delegate ("--delegates-to: ..."). */
+int control_agent_register_delegate(control_store *store, const char *name, const char *capabilities,
+                                    const char *delegates_to, char token[CONTROL_TOKEN_SIZE],
+                                    dome_error *err);
+
+#define CONTROL_DELEGATED_TOKENS_MAX 64 /* most tokens minted with --act-as per agent */
+
+/* Mint an additional token for agent `name` that acts as `act_as` (`dome agents token --act-as`): a
+ * request with it is on behalf of act_as (as for a registered delegate). The agent's own token keeps
+ * working; a second token for the same act_as replaces the first; rotating the agent's token retires
+ * all of them. The record lists them as `delegated_tokens: [{act_as, created}]` (never the hashes).
+ * Errors: -ENOENT unknown agent or act_as, -EINVAL revoked agent, act_as == name, act_as a delegate, or
+ * an agent registered as delegate of another identity; -ENOSPC more than CONTROL_DELEGATED_TOKENS_MAX;
+ * -errno writing agents.json. */
+int control_agent_delegated_token(control_store *store, const char *name, const char *act_as,
+                                  char token[CONTROL_TOKEN_SIZE], dome_error *err);
+
 /* Set an agent's status: "active" (resume), "suspended" or "revoked" (final: cannot be resumed).
  * Errors: -ENOENT unknown agent, -EINVAL bad status or a revoked agent, -errno writing. */
 int control_agent_set_status(control_store *store, const char *name, const char *status, dome_error *err);
 
-/* Issue a new token for an active agent (the old one stops working). Errors as register. */
+/* Issue a new token for an active agent (the old one and every token minted with --act-as stop
+ * working). Errors as register. */
 int control_agent_rotate_token(control_store *store, const char *name, char token[CONTROL_TOKEN_SIZE],
                                dome_error *err);
 
-/* Array of {name, capabilities, status, created, updated}: never the token hash. New reference. */
+/* Array of {name, capabilities, status, created, updated, delegates_to?}: never the token hash. New
+ * reference. */
 json_t *control_agent_list(control_store *store);
 
 /* One agent's record without its token hash: {name, capabilities, status, created, updated, and any
@@ -66,12 +90,14 @@ json_t *control_agent_list(control_store *store);
 json_t *control_agent_get(control_store *store, const char *name);
 
 /* Set (value not NULL) or remove (value NULL) an extension member of an agent's record, e.g. "gateways"
- * (array of gateway names) or "delegates_to" (string). The members name, capabilities, status,
- * token_hash, created and updated are refused (-EINVAL). Errors: -ENOENT unknown agent, -errno writing. */
+ * (array of gateway names). The members name, capabilities, status, token_hash, created, updated and
+ * the delegation members delegates_to, delegated_tokens, act_as are refused (-EINVAL). Errors: -ENOENT
+ * unknown agent, -errno writing. */
 int control_agent_set_member(control_store *store, const char *name, const char *member, json_t *value,
                              dome_error *err);
 
 /* Resolve a bearer token. Returns a new reference to the record (as control_agent_get) of an active agent,
+ * plus `act_as` (string) when the token was minted with --act-as,
  * or NULL with *err: "invalid token" (-EACCES), "agent `x` is suspended" / "is revoked" (-EACCES).
  * Constant time in the token (hash compared with sodium_memcmp). */
 json_t *control_agent_authenticate(control_store *store, const char *token, dome_error *err);

@@ -12,6 +12,7 @@
 int domed_audit_open(struct domed *domed, dome_error *err) {
   journal_options options;
   journal_options_init(&options, domed->config.journal_dir);
+  options.group_commit_window_ms = domed->config.journal_commit_window_ms;
   journal *j = NULL;
   int rc = journal_open(&options, &j, err);
   if (rc < 0) return dome_error_wrap(err, "journal `%s`", domed->config.journal_dir);

@@ -27,16 +27,27 @@ static json_t *agents_command(struct domed *domed, const struct control_request 
   if (strcmp(verb, "list") == 0) return control_agent_list(domed->store);
   if (strcmp(verb, "register") == 0 || strcmp(verb, "token") == 0) {
     char token[CONTROL_TOKEN_SIZE];
+    /* Delegation (gateway, issue #9): register --delegates-to P, token --act-as P. */
+    const char *delegates_to = arg_string(request, "delegates_to"), *act_as = arg_string(request, "act_as");
     int rc = strcmp(verb, "register") == 0
-                 ? control_agent_register(domed->store, name, arg_string(request, "capabilities"), token, err)
-                 : control_agent_rotate_token(domed->store, name, token, err);
+                 ? control_agent_register_delegate(domed->store, name, arg_string(request, "capabilities"),
+                                                   delegates_to, token, err)
+             : act_as && act_as[0] ? control_agent_delegated_token(domed->store, name, act_as, token, err)
+                                   : control_agent_rotate_token(domed->store, name, token, err);
     if (rc < 0) return NULL;
-    journal_admin(
-        domed, request,
-        json_pack("{s:s,s:s,s:s}", "type", strcmp(verb, "register") == 0 ? "agent.registered" : "agent.token",
-                  "agent", name, "capabilities",
-                  arg_string(request, "capabilities") ? arg_string(request, "capabilities") : ""));
+    json_t *event = json_pack(
+        "{s:s,s:s,s:s}", "type", strcmp(verb, "register") == 0 ? "agent.registered" : "agent.token", "agent",
+        name, "capabilities", arg_string(request, "capabilities") ? arg_string(request, "capabilities") : "");
+    if (strcmp(verb, "register") == 0 && delegates_to && delegates_to[0])
+      json_object_set_new(event, "delegates_to", json_string(delegates_to));
+    if (strcmp(verb, "token") == 0 && act_as && act_as[0])
+      json_object_set_new(event, "actas", json_string(act_as));
+    journal_admin(domed, request, event);
     json_t *result = json_pack("{s:s,s:s}", "name", name, "token", token);
+    if (strcmp(verb, "register") == 0 && delegates_to && delegates_to[0])
+      json_object_set_new(result, "delegates_to", json_string(delegates_to));
+    if (strcmp(verb, "token") == 0 && act_as && act_as[0])
+      json_object_set_new(result, "act_as", json_string(act_as));
     sodium_memzero(token, sizeof token);
     return result;
   }

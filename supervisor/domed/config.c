@@ -27,11 +27,14 @@ void domed_config_defaults(struct domed_config *config) {
   config->max_queue = 64;
   config->queue_timeout_s = 30;
   config->max_body_bytes = 4u << 20;
+  config->max_batch = 32;
+  config->max_batch_bytes = 1u << 20;
   config->http_timeout_s = 30;
   config->max_connections = 1024;
   config->max_sessions = 4096;
   config->session_idle_s = 3600;
   config->shutdown_grace_s = 10;
+  config->journal_commit_window_ms = 2;
 }
 
 static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
@@ -81,6 +84,8 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     return set_unsigned(&c->session_idle_s, key, value, 1, 86400 * 7, err);
   if (strcmp(key, "shutdown_grace_s") == 0)
     return set_unsigned(&c->shutdown_grace_s, key, value, 0, 3600, err);
+  if (strcmp(key, "journal_commit_window_ms") == 0)
+    return set_unsigned(&c->journal_commit_window_ms, key, value, 0, 1000, err);
   if (strcmp(key, "max_body") == 0) {
     uint64_t bytes;
     int rc = dome_parse_size(value, &bytes, err);
@@ -88,6 +93,16 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     if (bytes < 1024 || bytes > (256u << 20))
       return dome_error_set(err, EINVAL, "max_body: expected 1K..256M");
     c->max_body_bytes = (size_t)bytes;
+    return 0;
+  }
+  if (strcmp(key, "max_batch") == 0) return set_unsigned(&c->max_batch, key, value, 1, 1024, err);
+  if (strcmp(key, "max_batch_bytes") == 0) {
+    uint64_t bytes;
+    int rc = dome_parse_size(value, &bytes, err);
+    if (rc < 0) return dome_error_wrap(err, "max_batch_bytes");
+    if (bytes < 1024 || bytes > (256u << 20))
+      return dome_error_set(err, EINVAL, "max_batch_bytes: expected 1K..256M");
+    c->max_batch_bytes = (size_t)bytes;
     return 0;
   }
   return dome_error_set(err, EINVAL, "unknown key `%s`", key);

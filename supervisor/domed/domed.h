@@ -35,12 +35,19 @@ struct domed_config {
   unsigned max_queue;         /* max_queue = 64: calls waiting for a jail before "overloaded" */
   unsigned queue_timeout_s;   /* queue_timeout_s = 30 */
   size_t max_body_bytes;      /* max_body = 4M */
+  unsigned max_batch;         /* max_batch = 32: messages of one JSON-RPC batch (MCP 2025-03-26 sessions) */
+  size_t max_batch_bytes;     /* max_batch_bytes = 1M: body bytes of one batch (at most max_body) */
   unsigned http_timeout_s;    /* http_timeout_s = 30: idle connection timeout */
   unsigned max_connections;   /* max_connections = 1024 */
   unsigned max_sessions;      /* max_sessions = 4096 */
   unsigned session_idle_s;    /* session_idle_s = 3600 */
   unsigned shutdown_grace_s;  /* shutdown_grace_s = 10: running jails may finish, then are killed */
-  char config_file[1024];     /* the file read, "" for embedded defaults */
+  /* journal_commit_window_ms = 2: an event no call waits for (an execution's events before its end,
+   * discovery decisions) is made durable by the journal's writer at the latest this long after it was
+   * appended. Larger windows save background fdatasyncs (1.4 instead of 2.3 per call at 100 ms) but
+   * leave more for the call's own sync before it answers: measured slower per call (docs/domed.md). */
+  unsigned journal_commit_window_ms;
+  char config_file[1024]; /* the file read, "" for embedded defaults */
 };
 
 void domed_config_defaults(struct domed_config *config);
@@ -83,7 +90,7 @@ struct domed_metrics {
   /* time spent outside the program (dome overhead) per call, summed */
   atomic_uint_fast64_t overhead_sum_us;
   /* where a call's time goes, summed over calls, microseconds (DOMED_PHASE_*) */
-  atomic_uint_fast64_t phase_sum_us[7];
+  atomic_uint_fast64_t phase_sum_us[9]; /* DOMED_PHASES */
 };
 
 enum {
@@ -95,7 +102,13 @@ enum {
   DOMED_PHASE_PROGRAM,    /* the program (exec to end) */
   DOMED_PHASE_REDACT,     /* guards over the result */
   DOMED_PHASE_JOURNAL,    /* journal_sync of the call's events */
+  DOMED_PHASE_HTTP,       /* the POST's headers received -> the call's thread runs (body, token, session) */
+  DOMED_PHASE_KERNEL,     /* cgroup BPF attach to the jail's leaf and collection of its denials */
+  DOMED_PHASES
 };
+_Static_assert(DOMED_PHASES == sizeof((struct domed_metrics *)0)->phase_sum_us /
+                                   sizeof((struct domed_metrics *)0)->phase_sum_us[0],
+               "one sum per phase");
 static inline uint64_t domed_now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -261,5 +274,45 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
 
 /* ---- metrics.c ---- */
 int domed_http_get(void *context, const char *path, char **body, size_t *length, const char **content_type);
+
+/* ---- egress.c: jail networking (supervisor/net) for jails whose rules permit more than loopback ---- */
+#include <stdio.h>
+
+#include "supervisor/net/net.h"
+struct jail_config;
+struct domed_egress_run {
+  bool needs_egress; /* the agent's rules permit a destination beyond loopback (and the quota egress) */
+  bool wanted;       /* ... and the egress side is open: build the path in on_namespaces_ready */
+  bool built;        /* the path was built (usage is valid) */
+  struct dome_net *net;
+  struct dome_net_jail *jail;
+  struct dome_net_entry *entries; /* the agent's network entries (owned) */
+  size_t count;
+  uint32_t address; /* the jail's, host byte order */
+  struct dome_net_jail_usage usage;
+  char resolv_conf[1024];
+  char error[600]; /* why a permitted egress was not built ("" when it was, or none was needed) */
+};
+/* Startup: reclaim what a crashed domed left in the state directory (`domed-net` beside the control
+ * socket). */
+void domed_egress_init(struct domed *domed);
+/* Shutdown, after every jail ended: remove the egress side (pasta / host table) and its state. */
+void domed_egress_cleanup(struct domed *domed);
+/* Before jail_run: decide (quota egress + the agent's compiled network entries), open the egress side on
+ * first use, set config->resolv_conf / hosts_dns. Never leaves a path half-built; a permitted egress that
+ * cannot be built makes run->error (the jail then runs with loopback only). Returns 0, or -errno when the
+ * agent's rules cannot be compiled (the execution must not run). */
+int domed_egress_prepare(struct domed *domed, const struct domed_principal *principal,
+                         struct domed_rules *rules, bool quota_egress, struct jail_config *config,
+                         struct domed_egress_run *run, dome_error *err);
+/* From the jail's on_namespaces_ready hook: build the path to child_pid's namespace. Returns 0. */
+int domed_egress_namespaces_ready(struct domed_egress_run *run, pid_t child_pid, dome_error *err);
+/* After jail_run (always): read the jail's counters, tear its path down, free run's memory. */
+void domed_egress_finish(struct domed_egress_run *run);
+/* object.network = {egress, mode?, address?, egress_bytes?, ingress_bytes?, connections?, refused?,
+ * quota_bytes?, quota_exceeded?, error?} (the result's structuredContent, exec.end). */
+void domed_egress_report(const struct domed_egress_run *run, json_t *object);
+/* The dome_egress_* counters of /metrics (Prometheus text format). */
+void domed_egress_metrics(FILE *out);
 
 #endif

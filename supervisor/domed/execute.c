@@ -31,6 +31,8 @@ struct run_context {
   uint64_t bytes[3];
   json_t *capabilities; /* the agent's, for the kernel tables and the denials' requests */
   struct domed_kernel_run kernel_run;
+  uint64_t attach_us;             /* time attaching the kernel layer (inside jail_run), microseconds */
+  struct domed_egress_run egress; /* egress.c: the jail's network path, when its rules permit one */
 };
 
 static json_t *base_event(const struct domed_execution *execution, const char *type);
@@ -42,8 +44,10 @@ static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_e
       .capabilities = run->capabilities,
       .gateway = run->execution->identity->gateway,
   };
+  uint64_t attach_start = domed_now_us();
   int rc = domed_kernel_attach(run->domed, &run->kernel_run, leaf, &principal, run->execution->rules,
                                run->execution->quota.egress, err);
+  run->attach_us += domed_now_us() - attach_start;
   if (rc < 0) return rc;
   /* the "jail set-up" step of the execution's timeline */
   json_t *event = base_event(run->execution, "exec.jail");
@@ -57,6 +61,10 @@ static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_e
   domed_audit_append(run->domed, event);
   json_decref(event);
   return 0;
+}
+
+static int on_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
+  return domed_egress_namespaces_ready(&((struct run_context *)context)->egress, child_pid, err);
 }
 
 /* Valid UTF-8 of carry + data[0..length) as a new JSON string; invalid bytes become U+FFFD, and an
@@ -449,12 +457,21 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
                                       .capabilities = run.capabilities,
                                       .gateway = execution->identity->gateway};
   rc = domed_kernel_path_rules(domed, &principal, execution->rules, &path_rules, err);
+  if (rc == 0)
+    rc = domed_egress_prepare(domed, &principal, execution->rules, execution->quota.egress, &config,
+                              &run.egress, err);
   if (rc == 0) {
     config.path_rules = domed_path_rules_list(path_rules, &config.path_rule_count);
+    config.on_namespaces_ready = on_namespaces_ready;
     rc = jail_run(&config, &jail_result, err);
   }
+  domed_egress_finish(&run.egress);
   uint64_t jail_us = domed_now_us() - phase_start;
+  uint64_t finish_start = domed_now_us();
   domed_kernel_finish(domed, &run.kernel_run);
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_KERNEL],
+                   run.attach_us + (domed_now_us() - finish_start));
+  jail_us = jail_us > run.attach_us ? jail_us - run.attach_us : 0; /* the jail's own set-up and teardown */
   denials = run.kernel_run.denials ? json_incref(run.kernel_run.denials) : json_array();
   atomic_fetch_add(&domed->metrics.denials_kernel, run.kernel_run.count);
   finish_output(&run, jail_result.duration_ms);
@@ -521,6 +538,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
       jail_enforcement_name(jail_result.enforcement));
   free(out_text);
   free(err_text);
+  domed_egress_report(&run.egress, structured);
   if (jail_us > jail_result.duration_ms * 1000u)
     atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_JAIL_SETUP],
                      jail_us - jail_result.duration_ms * 1000u);
@@ -569,6 +587,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   json_object_set_new(end, "peak_pids", json_integer((json_int_t)jail_result.peak_pids));
   json_object_set_new(end, "output_paths", json_integer((json_int_t)jail_result.output_path_count));
   json_object_set_new(end, "enforcement", json_string(jail_enforcement_name(jail_result.enforcement)));
+  domed_egress_report(&run.egress, end);
   uint64_t seq = domed_audit_append(domed, end);
   json_decref(end);
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_REDACT], domed_now_us() - phase_start);

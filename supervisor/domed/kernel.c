@@ -42,9 +42,20 @@ struct domed_kernel {
   uint64_t tick;
   pthread_mutex_t lock; /* the kernel object is used by one thread at a time */
   struct domed_kernel_run *runs;
+  /* Attachments of ended jails, detached by the poller (destroying a jail's links costs ~0.3 ms of
+   * syscalls that need not delay the call's answer; the jail's cgroup is gone, so nothing runs under
+   * them meanwhile). Under lock. */
+  struct dome_kernel_attachment **reap;
+  size_t reap_count, reap_capacity;
   pthread_t poller;
   atomic_bool stop;
 };
+
+/* Detach every attachment waiting in k->reap. Under k->lock. */
+static void reap_locked(struct domed_kernel *k) {
+  for (size_t i = 0; i < k->reap_count; i++) dome_kernel_detach(k->kernel, k->reap[i]);
+  k->reap_count = 0;
+}
 
 static int install_rulesets(struct dome_kernel *kernel, dome_error *err) {
   struct dome_rule_tables deny_all;
@@ -123,6 +134,7 @@ static void *poller(void *argument) {
     pthread_mutex_lock(&k->lock);
     dome_error err;
     dome_kernel_poll_denials(k->kernel, 0, collect, k, &err);
+    reap_locked(k);
     pthread_mutex_unlock(&k->lock);
     usleep(50000);
   }
@@ -165,6 +177,8 @@ void domed_kernel_cleanup(struct domed *domed) {
   if (k == NULL) return;
   atomic_store(&k->stop, true);
   pthread_join(k->poller, NULL);
+  reap_locked(k);
+  free(k->reap);
   dome_kernel_close(k->kernel);
   pthread_mutex_destroy(&k->lock);
   free(k);
@@ -249,7 +263,18 @@ void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run) {
       *link = run->next;
       break;
     }
-  dome_kernel_detach(k->kernel, run->attachment);
+  if (k->reap_count == k->reap_capacity) {
+    size_t capacity = k->reap_capacity ? 2 * k->reap_capacity : 64;
+    struct dome_kernel_attachment **grown = realloc(k->reap, capacity * sizeof *grown);
+    if (grown) {
+      k->reap = grown;
+      k->reap_capacity = capacity;
+    }
+  }
+  if (k->reap_count < k->reap_capacity)
+    k->reap[k->reap_count++] = run->attachment; /* detached by the poller within 50 ms */
+  else
+    dome_kernel_detach(k->kernel, run->attachment);
   run->attachment = NULL;
   if (run->ruleset > 0 && k->slots[run->ruleset - 1].attached > 0) k->slots[run->ruleset - 1].attached--;
   pthread_mutex_unlock(&k->lock);

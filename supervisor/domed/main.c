@@ -209,6 +209,7 @@ int main(int argc, char **argv) {
   }
   load_active_rules(domed);
   domed_kernel_init(domed);
+  domed_egress_init(domed);
   gateway_registry *gateways = NULL;
   if ((rc = gateway_registry_create(NULL, &gateways, &err)) < 0) {
     fprintf(stderr, "domed: gateway: %s\n", err.message);
@@ -242,6 +243,8 @@ int main(int argc, char **argv) {
       .tls_cert_pem = cert,
       .tls_key_pem = key,
       .max_body_bytes = domed->config.max_body_bytes,
+      .max_batch_messages = domed->config.max_batch,
+      .max_batch_bytes = domed->config.max_batch_bytes,
       .connection_timeout_s = domed->config.http_timeout_s,
       .max_connections = domed->config.max_connections,
       .max_sessions = domed->config.max_sessions,
@@ -295,6 +298,7 @@ int main(int argc, char **argv) {
   mcp_server_stop(domed->mcp);
   gateway_registry_free(domed->gateways);
   domed->gateways = NULL;
+  domed_egress_cleanup(domed);
   domed_kernel_cleanup(domed);
   domed_guard_cache_clear();
   domed_audit_close(domed);

@@ -55,6 +55,7 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   COUNTER("dome_redactions_total", "Redactions applied to results.", atomic_load(&m->redactions));
   COUNTER("dome_overloaded_total", "Calls refused because every jail slot and the queue were full.",
           atomic_load(&m->overloaded));
+  domed_egress_metrics(out);
   GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));
   GAUGE("dome_queued_calls", "Calls waiting for a jail slot.", atomic_load(&m->queued));
   GAUGE("dome_sessions_active", "Live MCP sessions.", stats.sessions_active);
@@ -79,12 +80,12 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
           "# HELP dome_call_overhead_seconds_sum Time of tools/call spent outside the program.\n"
           "# TYPE dome_call_overhead_seconds_sum counter\ndome_call_overhead_seconds_sum %.6f\n",
           atomic_load(&m->overhead_sum_us) / 1e6);
-  static const char *const phases[] = {"authorize", "queue",  "guard",  "jail_setup",
-                                       "program",   "redact", "journal"};
+  static const char *const phases[DOMED_PHASES] = {"authorize", "queue",   "guard", "jail_setup", "program",
+                                                   "redact",    "journal", "http",  "kernel"};
   fprintf(out,
           "# HELP dome_call_phase_seconds_sum Time of tools/call by phase, summed over calls.\n"
           "# TYPE dome_call_phase_seconds_sum counter\n");
-  for (size_t i = 0; i < 7; i++)
+  for (size_t i = 0; i < DOMED_PHASES; i++)
     fprintf(out, "dome_call_phase_seconds_sum{phase=\"%s\"} %.6f\n", phases[i],
             atomic_load(&m->phase_sum_us[i]) / 1e6);
   fclose(out);

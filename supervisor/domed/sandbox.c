@@ -21,15 +21,32 @@ static int authenticate(void *context, const char *token, mcp_identity *identity
   json_t *agent = control_agent_authenticate(domed->store, token, err);
   if (agent == NULL) return -EACCES;
   snprintf(identity->agent, sizeof identity->agent, "%s", json_string_value(json_object_get(agent, "name")));
-  int rc = 0;
-  if (!control_gateway_exists(domed->store, identity->gateway) ||
-      !gateway_agent_granted(agent, identity->gateway))
-    rc = dome_error_set(err, EPERM, "agent `%s` is not granted gateway `%s`", identity->agent,
-                        identity->gateway);
+  /* Delegation (issue #9): a delegate's or --act-as token's calls are on behalf of its parent; any
+   * other X-Dome-Act-As is refused. The gateway must be granted to the agent and, if delegated, to the
+   * parent too. */
+  const char *actas = NULL;
+  json_t *parent = NULL;
+  int rc = gateway_delegation_resolve(agent, identity->actas, &actas, err);
+  if (rc == 0 && actas) {
+    if (actas != identity->actas) snprintf(identity->actas, sizeof identity->actas, "%s", actas);
+    parent = control_agent_get(domed->store, identity->actas);
+    rc = gateway_delegation_check(agent, parent, identity->actas, err);
+  }
+  if (rc == 0 && (!control_gateway_exists(domed->store, identity->gateway) ||
+                  !gateway_delegation_granted(agent, parent, identity->gateway))) {
+    if (parent)
+      rc = dome_error_set(err, EPERM, "agent `%s` acting as `%s` is not granted gateway `%s` (both must be)",
+                          identity->agent, identity->actas, identity->gateway);
+    else
+      rc = dome_error_set(err, EPERM, "agent `%s` is not granted gateway `%s`", identity->agent,
+                          identity->gateway);
+  }
+  json_decref(parent);
   json_decref(agent);
   if (rc < 0) {
     json_t *event = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "gateway.access", "agent", identity->agent,
                               "gateway", identity->gateway, "decision", "deny", "reason", err->message);
+    if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
     domed_audit_append(domed, event);
     json_decref(event);
   }
@@ -56,15 +73,15 @@ static json_t *tool_entity(json_t *tool) {
   return entity;
 }
 
+/* The principal of a call: a delegated call (identity->actas, checked by authenticate) gets only the
+ * grants and capabilities both the agent and its parent hold. */
 static void principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
                          json_t **capabilities) {
-  *capabilities = json_array();
   json_t *record = control_agent_get(domed->store, identity->agent);
-  if (record && json_is_array(json_object_get(record, "capabilities"))) {
-    json_decref(*capabilities);
-    *capabilities = json_incref(json_object_get(record, "capabilities"));
-  }
-  principal->grants = gateway_agent_grants(record);
+  json_t *parent = identity->actas[0] ? control_agent_get(domed->store, identity->actas) : NULL;
+  if (record == NULL) record = json_object();
+  gateway_delegation_effective(record, parent, &principal->grants, capabilities);
+  json_decref(parent);
   json_decref(record);
   principal->agent = identity->agent;
   principal->capabilities = *capabilities;
@@ -194,6 +211,9 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     dome_error_set(err, ENOENT, "unknown tool: %.100s", name);
     return NULL;
   }
+  uint64_t received = mcp_call_received_us(call);
+  if (received && start > received)
+    atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_HTTP], start - received);
   unsigned char random_bytes[8];
   randombytes_buf(random_bytes, sizeof random_bytes);
   char exec_id[24];

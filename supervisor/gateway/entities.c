@@ -30,6 +30,36 @@ bool gateway_agent_granted(json_t *agent, const char *gateway) {
   return granted;
 }
 
+int gateway_delegation_resolve(json_t *agent, const char *requested, const char **actas, dome_error *err) {
+  const char *name = json_string_value(json_object_get(agent, "name"));
+  if (name == NULL) name = "?";
+  const char *bound = json_string_value(json_object_get(agent, "act_as")); /* token minted --act-as */
+  if (bound == NULL) bound = json_string_value(json_object_get(agent, "delegates_to"));
+  if (bound && bound[0] == '\0') bound = NULL;
+  *actas = NULL;
+  if (requested && requested[0] == '\0') requested = NULL;
+  if (requested && bound == NULL)
+    return dome_error_set(err, EPERM,
+                          "agent `%s` may not act as `%.200s` (X-Dome-Act-As needs `dome agents register "
+                          "--delegates-to` or a token from `dome agents token --act-as`)",
+                          name, requested);
+  if (requested && strcmp(requested, bound) != 0)
+    return dome_error_set(err, EPERM, "agent `%s` may not act as `%.200s`: this token acts only as `%s`",
+                          name, requested, bound);
+  *actas = bound;
+  return 0;
+}
+
+bool gateway_delegation_granted(json_t *agent, json_t *parent, const char *gateway) {
+  if (agent == NULL || gateway == NULL) return false;
+  json_t *grants, *capabilities;
+  gateway_delegation_effective(agent, parent, &grants, &capabilities);
+  bool granted = contains(grants, gateway);
+  json_decref(grants);
+  json_decref(capabilities);
+  return granted;
+}
+
 int gateway_delegation_check(json_t *agent, json_t *parent, const char *actas, dome_error *err) {
   if (actas == NULL || actas[0] == '\0') return 0;
   const char *name = json_string_value(json_object_get(agent, "name"));

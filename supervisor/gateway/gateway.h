@@ -215,15 +215,29 @@ json_t *gateway_agent_grants(json_t *agent);
 /* True when the agent record is granted `gateway`. */
 bool gateway_agent_granted(json_t *agent, const char *gateway);
 
+/* The identity a request acts for. A token minted with `dome agents token --act-as P` (the record from
+ * control_agent_authenticate carries `act_as`: P) or an agent registered with `--delegates-to P` is
+ * bound to P: every request is on P's behalf, X-Dome-Act-As may be absent or must say P. Any other
+ * agent may not send X-Dome-Act-As. `requested` is the header's value (NULL or "" when absent).
+ * Returns 0 and *actas (NULL: the agent acts for itself; else a pointer into `agent` or `requested`),
+ * or -EPERM with err naming the agent and the identity. */
+int gateway_delegation_resolve(json_t *agent, const char *requested, const char **actas, dome_error *err);
+
 /* May `agent` act as `actas`? Yes when actas is NULL or "", or when the agent record's `delegates_to`
- * equals actas (a registered delegate) or its `act_as` list (token minted with --act-as) holds it; and
- * the parent record (NULL when unknown) exists and is active. Returns 0 or -EPERM with err naming both. */
+ * equals actas (a registered delegate) or its `act_as` member (a string, or a list of strings; set by
+ * control_agent_authenticate for a token minted with --act-as) names it; and the parent record (NULL
+ * when unknown) exists and is active. Returns 0 or -EPERM with err naming both. Call it after
+ * gateway_delegation_resolve, with the record of the identity that resolved to. */
 int gateway_delegation_check(json_t *agent, json_t *parent, const char *actas, dome_error *err);
 
 /* The effective grants and capabilities of a call: the agent's own, or for a delegated call
  * (parent not NULL) the intersection with the parent's, so a delegate never exceeds its parent.
  * *grants and *capabilities are new references (arrays of strings). */
 void gateway_delegation_effective(json_t *agent, json_t *parent, json_t **grants, json_t **capabilities);
+
+/* True when the call's effective grants (gateway_delegation_effective: for a delegated call those the
+ * agent AND its parent hold) include `gateway`. */
+bool gateway_delegation_granted(json_t *agent, json_t *parent, const char *gateway);
 
 /* The Cedar entities (JSON entity format, Cedar docs "Entities & JSON syntax") of one mcp:* request:
  *   Dome::Agent::"<agent>" {capabilities} with parents = every gateway in `grants`;

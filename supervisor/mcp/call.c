@@ -14,62 +14,85 @@
 
 #define SSE_BUFFER_LIMIT (16u << 20) /* progress is dropped beyond this much unsent output */
 
-static void call_unref(mcp_call *call) {
-  pthread_mutex_lock(&call->lock);
-  int refs = --call->refs;
-  pthread_mutex_unlock(&call->lock);
+static void stream_unref(struct mcp_stream *stream) {
+  pthread_mutex_lock(&stream->lock);
+  int refs = --stream->refs;
+  pthread_mutex_unlock(&stream->lock);
   if (refs > 0) return;
+  free(stream->out);
+  pthread_mutex_destroy(&stream->lock);
+  pthread_cond_destroy(&stream->cond);
+  free(stream);
+}
+
+static void call_free(mcp_call *call) {
   json_decref(call->request_id);
   json_decref(call->progress_token);
   json_decref(call->arguments);
   free(call->request_id_text);
   free(call->tool_name);
-  free(call->out);
   if (call->cancel_fd >= 0) close(call->cancel_fd);
-  pthread_mutex_destroy(&call->lock);
-  pthread_cond_destroy(&call->cond);
   free(call);
 }
 
-/* Append one SSE event carrying `message` (stolen). Under call->lock. */
-static void append_event_locked(mcp_call *call, json_t *message, bool essential) {
+/* Append one SSE event carrying `message` (stolen). Under stream->lock. */
+static void append_event_locked(struct mcp_stream *stream, json_t *message, bool essential) {
   char *text = json_dumps(message, JSON_COMPACT);
   json_decref(message);
-  if (text == NULL || call->stream_gone) {
+  if (text == NULL || stream->stream_gone) {
     free(text);
     return;
   }
   static const char prefix[] = "event: message\ndata: ", suffix[] = "\n\n";
   size_t length = strlen(text);
-  if (!essential && call->out_length - call->out_sent > SSE_BUFFER_LIMIT) {
+  if (!essential && stream->out_length - stream->out_sent > SSE_BUFFER_LIMIT) {
     free(text);
     return;
   }
-  if (call->out_sent > 0) { /* compact what was already sent */
-    memmove(call->out, call->out + call->out_sent, call->out_length - call->out_sent);
-    call->out_length -= call->out_sent;
-    call->out_sent = 0;
+  if (stream->out_sent > 0) { /* compact what was already sent */
+    memmove(stream->out, stream->out + stream->out_sent, stream->out_length - stream->out_sent);
+    stream->out_length -= stream->out_sent;
+    stream->out_sent = 0;
   }
-  size_t needed = call->out_length + sizeof prefix - 1 + length + sizeof suffix; /* with the NUL */
-  if (needed > call->out_capacity) {
-    size_t capacity = call->out_capacity ? call->out_capacity : 4096;
+  size_t needed = stream->out_length + sizeof prefix - 1 + length + sizeof suffix; /* with the NUL */
+  if (needed > stream->out_capacity) {
+    size_t capacity = stream->out_capacity ? stream->out_capacity : 4096;
     while (capacity < needed) capacity *= 2;
-    char *grown = realloc(call->out, capacity);
+    char *grown = realloc(stream->out, capacity);
     if (grown == NULL) {
       free(text);
       return;
     }
-    call->out = grown;
-    call->out_capacity = capacity;
+    stream->out = grown;
+    stream->out_capacity = capacity;
   }
-  memcpy(call->out + call->out_length, prefix, sizeof prefix - 1);
-  call->out_length += sizeof prefix - 1;
-  memcpy(call->out + call->out_length, text, length);
-  call->out_length += length;
-  memcpy(call->out + call->out_length, suffix, sizeof suffix - 1);
-  call->out_length += sizeof suffix - 1;
+  memcpy(stream->out + stream->out_length, prefix, sizeof prefix - 1);
+  stream->out_length += sizeof prefix - 1;
+  memcpy(stream->out + stream->out_length, text, length);
+  stream->out_length += length;
+  memcpy(stream->out + stream->out_length, suffix, sizeof suffix - 1);
+  stream->out_length += sizeof suffix - 1;
   free(text);
-  pthread_cond_broadcast(&call->cond);
+  pthread_cond_broadcast(&stream->cond);
+}
+
+void mcp_stream_send(struct mcp_stream *stream, json_t *message) {
+  pthread_mutex_lock(&stream->lock);
+  append_event_locked(stream, message, true);
+  pthread_mutex_unlock(&stream->lock);
+}
+
+/* One writer is finished (a call answered, or the POST handler sealed the stream). */
+static void stream_writer_done(struct mcp_stream *stream) {
+  pthread_mutex_lock(&stream->lock);
+  stream->writers--;
+  pthread_cond_broadcast(&stream->cond);
+  pthread_mutex_unlock(&stream->lock);
+  stream_unref(stream);
+}
+
+void mcp_stream_seal(struct mcp_stream *stream) {
+  stream_writer_done(stream);
 }
 
 bool mcp_call_wants_progress(const mcp_call *call) {
@@ -78,16 +101,17 @@ bool mcp_call_wants_progress(const mcp_call *call) {
 
 void mcp_call_progress(mcp_call *call, double progress, const char *message) {
   if (call->progress_token == NULL || atomic_load(&call->cancelled)) return;
-  pthread_mutex_lock(&call->lock);
+  struct mcp_stream *stream = call->stream;
+  pthread_mutex_lock(&stream->lock);
   if (progress <= call->last_progress) progress = call->last_progress + 1;
   call->last_progress = progress;
   json_t *params = json_pack("{s:O,s:f}", "progressToken", call->progress_token, "progress", progress);
   if (message) json_object_set_new(params, "message", json_string(message));
   append_event_locked(
-      call,
+      stream,
       json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress", "params", params),
       false);
-  pthread_mutex_unlock(&call->lock);
+  pthread_mutex_unlock(&stream->lock);
 }
 
 int mcp_call_cancel_fd(const mcp_call *call) {
@@ -102,6 +126,9 @@ const char *mcp_call_protocol_version(const mcp_call *call) {
 const char *mcp_call_request_id(const mcp_call *call) {
   return call->request_id_text;
 }
+uint64_t mcp_call_received_us(const mcp_call *call) {
+  return call->received_us;
+}
 const char *mcp_call_session_id(const mcp_call *call) {
   return call->session_id;
 }
@@ -112,9 +139,6 @@ void mcp_call_cancel(mcp_call *call, bool by_client) {
   uint64_t one = 1;
   ssize_t written = write(call->cancel_fd, &one, sizeof one);
   (void)written;
-  pthread_mutex_lock(&call->lock);
-  pthread_cond_broadcast(&call->cond);
-  pthread_mutex_unlock(&call->lock);
 }
 
 static void *call_thread(void *argument) {
@@ -136,14 +160,12 @@ static void *call_thread(void *argument) {
     message = mcp_jsonrpc_error(call->request_id, rpc_error ? rpc_error : MCP_INTERNAL_ERROR,
                                 err.message[0] ? err.message : "internal error");
   }
-  pthread_mutex_lock(&call->lock);
   if (atomic_load(&call->cancelled_by_client))
     json_decref(message); /* a request the client cancelled gets no response (basic/utilities/cancellation) */
   else
-    append_event_locked(call, message, true);
-  call->done = true;
-  pthread_cond_broadcast(&call->cond);
-  pthread_mutex_unlock(&call->lock);
+    mcp_stream_send(call->stream, message);
+  stream_writer_done(call->stream);
+  call->stream = NULL;
 
   pthread_mutex_lock(&server->lock);
   for (mcp_call **link = &call->session->calls; *link; link = &(*link)->next_in_session)
@@ -159,59 +181,83 @@ static void *call_thread(void *argument) {
   pthread_cond_broadcast(&server->idle);
   pthread_mutex_unlock(&server->lock);
   mcp_session_release(server, session);
-  call_unref(call);
+  call_free(call);
   if (idle) malloc_trim(0); /* give freed memory back after a burst of calls */
   return NULL;
 }
 
 static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t max) {
   (void)position;
-  mcp_call *call = cls;
-  pthread_mutex_lock(&call->lock);
-  while (call->out_length == call->out_sent && !call->done) {
+  struct mcp_stream *stream = cls;
+  pthread_mutex_lock(&stream->lock);
+  while (stream->out_length == stream->out_sent && stream->writers > 0) {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
      * otherwise close it while the call waits for a jail slot or runs) */
-    unsigned keepalive_s = call->server->options.connection_timeout_s / 2;
+    unsigned keepalive_s = stream->server->options.connection_timeout_s / 2;
     deadline.tv_sec += keepalive_s ? keepalive_s : 1;
-    if (pthread_cond_timedwait(&call->cond, &call->lock, &deadline) == ETIMEDOUT && !call->done &&
-        call->out_length == call->out_sent) {
-      pthread_mutex_unlock(&call->lock);
+    if (pthread_cond_timedwait(&stream->cond, &stream->lock, &deadline) == ETIMEDOUT && stream->writers > 0 &&
+        stream->out_length == stream->out_sent) {
+      pthread_mutex_unlock(&stream->lock);
       static const char keepalive[] = ": keepalive\n\n";
       size_t length = sizeof keepalive - 1 < max ? sizeof keepalive - 1 : max;
       memcpy(buffer, keepalive, length);
       return (ssize_t)length;
     }
   }
-  size_t available = call->out_length - call->out_sent;
+  size_t available = stream->out_length - stream->out_sent;
   if (available == 0) {
-    pthread_mutex_unlock(&call->lock);
+    pthread_mutex_unlock(&stream->lock);
     return MHD_CONTENT_READER_END_OF_STREAM;
   }
   size_t length = available < max ? available : max;
-  memcpy(buffer, call->out + call->out_sent, length);
-  call->out_sent += length;
-  pthread_mutex_unlock(&call->lock);
+  memcpy(buffer, stream->out + stream->out_sent, length);
+  stream->out_sent += length;
+  pthread_mutex_unlock(&stream->lock);
   return (ssize_t)length;
 }
 
 static void stream_free(void *cls) {
-  mcp_call *call = cls;
-  mcp_server *server = call->server;
-  pthread_mutex_lock(&call->lock);
-  call->stream_gone = true;
-  pthread_mutex_unlock(&call->lock);
-  call_unref(call);
+  struct mcp_stream *stream = cls;
+  mcp_server *server = stream->server;
+  pthread_mutex_lock(&stream->lock);
+  stream->stream_gone = true;
+  pthread_mutex_unlock(&stream->lock);
+  stream_unref(stream);
   pthread_mutex_lock(&server->lock);
   server->streams_open--;
   pthread_cond_broadcast(&server->idle);
   pthread_mutex_unlock(&server->lock);
 }
 
+struct mcp_stream *mcp_stream_create(mcp_server *server, struct MHD_Response **response) {
+  struct mcp_stream *stream = calloc(1, sizeof *stream);
+  if (stream == NULL) return NULL;
+  stream->server = server;
+  pthread_mutex_init(&stream->lock, NULL);
+  pthread_cond_init(&stream->cond, NULL);
+  stream->writers = 1;
+  stream->refs = 2; /* the response and the writer */
+  *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, stream, stream_free);
+  if (*response == NULL) {
+    pthread_mutex_destroy(&stream->lock);
+    pthread_cond_destroy(&stream->cond);
+    free(stream);
+    return NULL;
+  }
+  MHD_add_response_header(*response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+  MHD_add_response_header(*response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+  pthread_mutex_lock(&server->lock);
+  server->streams_open++; /* until stream_free */
+  pthread_mutex_unlock(&server->lock);
+  return stream;
+}
+
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
                    const json_t *request_id, const char *name, json_t *arguments,
-                   const json_t *progress_token, struct MHD_Response **response, dome_error *err) {
+                   const json_t *progress_token, uint64_t received_us, struct mcp_stream *stream,
+                   dome_error *err) {
   mcp_call *call = calloc(1, sizeof *call);
   if (call == NULL) return dome_error_set(err, ENOMEM, "allocate call");
   call->server = server;
@@ -220,33 +266,20 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
     free(call);
     return dome_error_set_errno(err, errno, "eventfd");
   }
-  pthread_mutex_init(&call->lock, NULL);
-  pthread_cond_init(&call->cond, NULL);
   call->request_id = json_deep_copy(request_id);
   call->request_id_text = json_dumps(request_id, JSON_COMPACT | JSON_ENCODE_ANY);
   call->progress_token = progress_token ? json_deep_copy(progress_token) : NULL;
   call->tool_name = strdup(name);
   call->arguments = json_incref(arguments);
   call->identity = *identity;
+  call->received_us = received_us;
   snprintf(call->protocol_version, sizeof call->protocol_version, "%s", session->protocol_version);
   snprintf(call->session_id, sizeof call->session_id, "%s", session->id);
-  call->refs = 2; /* the thread and the response */
 
-  *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, call, stream_free);
-  if (*response == NULL) {
-    call->refs = 1;
-    call_unref(call);
-    return dome_error_set(err, ENOMEM, "create event stream");
-  }
-  pthread_mutex_lock(&server->lock);
-  server->streams_open++; /* until stream_free */
-  pthread_mutex_unlock(&server->lock);
   pthread_mutex_lock(&server->lock);
   if (server->stopping || session->closed) {
     pthread_mutex_unlock(&server->lock);
-    MHD_destroy_response(*response); /* drops the response's reference */
-    *response = NULL;
-    call_unref(call);
+    call_free(call);
     return dome_error_set(err, ESHUTDOWN, "server is shutting down");
   }
   session->refs++;
@@ -256,6 +289,11 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   server->calls_active++;
   server->stats.calls_active = server->calls_active;
   pthread_mutex_unlock(&server->lock);
+  pthread_mutex_lock(&stream->lock);
+  stream->writers++;
+  stream->refs++;
+  pthread_mutex_unlock(&stream->lock);
+  call->stream = stream;
 
   pthread_t thread;
   pthread_attr_t attributes;
@@ -265,12 +303,8 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   int rc = pthread_create(&thread, &attributes, call_thread, call);
   pthread_attr_destroy(&attributes);
   if (rc != 0) {
-    /* undo: finish as if the handler failed */
-    pthread_mutex_lock(&call->lock);
-    append_event_locked(call, mcp_jsonrpc_error(call->request_id, MCP_SERVER_OVERLOADED, "cannot start call"),
-                        true);
-    call->done = true;
-    pthread_mutex_unlock(&call->lock);
+    /* undo: the caller answers with an error */
+    stream_writer_done(stream);
     pthread_mutex_lock(&server->lock);
     for (mcp_call **link = &session->calls; *link; link = &(*link)->next_in_session)
       if (*link == call) {
@@ -282,8 +316,8 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
     pthread_cond_broadcast(&server->idle);
     pthread_mutex_unlock(&server->lock);
     mcp_session_release(server, session);
-    call->session = NULL;
-    call_unref(call);
+    call_free(call);
+    return dome_error_set(err, rc, "cannot start call thread");
   }
   return 0;
 }

@@ -156,6 +156,7 @@ static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection
       .version_header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "MCP-Protocol-Version"),
       .body = request->body ? request->body : "",
       .length = request->length,
+      .received_us = (uint64_t)request->start.tv_sec * 1000000u + (uint64_t)request->start.tv_nsec / 1000u,
   };
   struct MHD_Response *response = mcp_protocol_post(server, &post, &status);
   return queue(server, connection, status, response);
@@ -300,6 +301,10 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   if (!server->options.connection_timeout_s) server->options.connection_timeout_s = 30;
   if (!server->options.max_connections) server->options.max_connections = 1024;
   if (!server->options.max_sessions) server->options.max_sessions = 4096;
+  if (!server->options.max_batch_messages) server->options.max_batch_messages = 32;
+  if (!server->options.max_batch_bytes) server->options.max_batch_bytes = 1u << 20;
+  if (server->options.max_batch_bytes > server->options.max_body_bytes)
+    server->options.max_batch_bytes = server->options.max_body_bytes;
   if (!server->options.session_idle_timeout_s) server->options.session_idle_timeout_s = 3600;
   if (!server->options.server_name) server->options.server_name = "dome";
   if (!server->options.server_version) server->options.server_version = "0";

@@ -4,9 +4,16 @@
  * basic/lifecycle, server/tools, basic/utilities cancellation, progress and ping) and negotiates the
  * revisions 2025-06-18 and 2025-03-26 as well. Transport behaviour:
  *   - one endpoint per gateway: `path` (the `Default` gateway, e.g. /mcp) and /gateways/<name>/mcp;
- *   - POST carries one JSON-RPC message (batches are refused with -32600); notifications and responses
- *     get 202; requests get an application/json body, except tools/call which answers with a
- *     text/event-stream carrying notifications/progress and then the response;
+ *   - POST carries one JSON-RPC message; notifications and responses get 202; requests get an
+ *     application/json body, except tools/call which answers with a text/event-stream carrying
+ *     notifications/progress and then the response;
+ *   - JSON-RPC batches (a POSTed array, JSON-RPC 2.0 section 6) only on sessions that negotiated
+ *     2025-03-26, the one revision that allows them (2025-06-18 removed batching): each element is
+ *     checked and answered on its own (invalid ones get a -32600 error with their index); the
+ *     answers come as one JSON array, or, when the batch holds a tools/call, as SSE events (one per
+ *     response, progress interleaved); a batch of notifications and responses only gets 202; an
+ *     empty batch, one over max_batch_messages elements or max_batch_bytes bytes, one containing
+ *     initialize (outside a session), and any batch on a newer revision get one -32600 error (400);
  *   - GET on an endpoint answers 405 (no server-initiated stream); DELETE ends the session;
  *   - Mcp-Session-Id: 256 random bits (libsodium), hex; missing on a non-initialize request -> 400,
  *     unknown or expired -> 404; MCP-Protocol-Version: unsupported -> 400 (absent: the negotiated
@@ -86,6 +93,8 @@ struct mcp_server_options {
   const char *server_name;            /* serverInfo.name */
   const char *server_version;         /* serverInfo.version */
   const char *instructions;           /* InitializeResult.instructions, or NULL */
+  unsigned max_batch_messages;        /* elements of one JSON-RPC batch (0: 32) */
+  size_t max_batch_bytes; /* body bytes of one JSON-RPC batch (0: 1 MiB, at most max_body_bytes) */
 };
 
 /* Counters for /metrics. */
@@ -141,6 +150,10 @@ const char *mcp_call_protocol_version(const mcp_call *call);
 
 /* The JSON-RPC id of the request, as compact JSON text (for the journal). */
 const char *mcp_call_request_id(const mcp_call *call);
+
+/* When the POST carrying the call arrived (its headers), CLOCK_MONOTONIC microseconds: the call's
+ * time in the HTTP layer and the hand-over to its thread is the handler's start minus this. */
+uint64_t mcp_call_received_us(const mcp_call *call);
 
 /* The session id (hex) of the call. */
 const char *mcp_call_session_id(const mcp_call *call);

@@ -23,9 +23,23 @@ struct mcp_session {
   struct mcp_call *calls; /* in-flight tools/call; under server->lock */
 };
 
+/* The Server-Sent Events body of one POST: the responses of one tools/call, or of every request of
+ * a JSON-RPC batch (MCP 2025-03-26), with the progress notifications of its calls. */
+struct mcp_stream {
+  mcp_server *server;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  char *out; /* SSE bytes not yet sent */
+  size_t out_length, out_capacity, out_sent;
+  unsigned writers; /* calls (and the POST handler until mcp_stream_seal) that may still append */
+  bool stream_gone; /* the HTTP response was destroyed */
+  int refs;         /* the response + one per writer; under lock */
+};
+
 struct mcp_call {
   mcp_server *server;
   struct mcp_session *session;
+  struct mcp_stream *stream; /* where its progress and response go */
   json_t *request_id;
   json_t *progress_token;
   char *request_id_text;
@@ -34,17 +48,11 @@ struct mcp_call {
   mcp_identity identity;
   char protocol_version[16];
   char session_id[MCP_SESSION_ID_BYTES * 2 + 1];
+  uint64_t received_us; /* CLOCK_MONOTONIC when the POST's headers arrived */
   int cancel_fd;
   atomic_bool cancelled;
-  atomic_bool cancelled_by_client; /* notifications/cancelled: no response is sent */
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  char *out; /* SSE bytes not yet sent */
-  size_t out_length, out_capacity, out_sent;
-  bool done;        /* no more bytes will be appended */
-  bool stream_gone; /* the HTTP response was destroyed */
-  double last_progress;
-  int refs;                         /* under lock */
+  atomic_bool cancelled_by_client;  /* notifications/cancelled: no response is sent */
+  double last_progress;             /* under stream->lock */
   struct mcp_call *next_in_session; /* under server->lock */
 };
 
@@ -61,7 +69,7 @@ struct mcp_server {
   struct mcp_session **sessions;
   size_t session_count;
   unsigned calls_active;
-  unsigned streams_open; /* tools/call responses not yet fully sent or dropped */
+  unsigned streams_open; /* event-stream responses not yet fully sent or dropped */
   bool stopping;
   struct mcp_server_stats stats;
 };
@@ -80,9 +88,19 @@ void mcp_session_close_all(mcp_server *server);
 void mcp_session_cancel_request(mcp_server *server, struct mcp_session *session, const json_t *request_id);
 
 /* call.c */
+/* A new stream with one writer (the caller) and its MHD response (*response, owned by the caller
+ * until queued). Returns NULL on allocation failure. */
+struct mcp_stream *mcp_stream_create(mcp_server *server, struct MHD_Response **response);
+/* Append one message (stolen) as an SSE event. Thread-safe. */
+void mcp_stream_send(struct mcp_stream *stream, json_t *message);
+/* The caller will append nothing more; the body ends when every call has answered. */
+void mcp_stream_seal(struct mcp_stream *stream);
+/* Start a tools/call thread that sends its progress and response on `stream`. Returns 0, or -errno
+ * with *err (server shutting down, session closed, no thread). */
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
                    const json_t *request_id, const char *name, json_t *arguments,
-                   const json_t *progress_token, struct MHD_Response **response, dome_error *err);
+                   const json_t *progress_token, uint64_t received_us, struct mcp_stream *stream,
+                   dome_error *err);
 void mcp_call_cancel(mcp_call *call, bool by_client);
 
 /* protocol.c: handle one POSTed message; returns the HTTP response queued by the caller. */
@@ -92,6 +110,7 @@ struct mcp_post {
   const char *version_header;
   const char *body;
   size_t length;
+  uint64_t received_us; /* CLOCK_MONOTONIC, microseconds: when the request's headers arrived */
 };
 struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post *post, unsigned *status);
 struct MHD_Response *mcp_protocol_delete(mcp_server *server, const mcp_identity *identity,

@@ -79,30 +79,185 @@ static struct mcp_session *lookup_session(mcp_server *server, const mcp_identity
   return session;
 }
 
-static struct MHD_Response *handle_tools_call(mcp_server *server, struct mcp_session *session,
-                                              const struct mcp_post *post, json_t *id, json_t *params,
-                                              unsigned *status) {
+/* The one revision whose transport allows JSON-RPC batches (2025-06-18 removed them). */
+#define MCP_BATCH_REVISION "2025-03-26"
+
+/* tools/call: validate, then start the call on *stream (created on first use, its MHD response in
+ * *stream_response). Returns NULL when the call started, else the error message to answer with
+ * (*http: its status when it is the only message of the POST). */
+static json_t *start_tools_call(mcp_server *server, struct mcp_session *session, const struct mcp_post *post,
+                                json_t *id, json_t *params, struct mcp_stream **stream,
+                                struct MHD_Response **stream_response, unsigned *http) {
   json_t *name = json_object_get(params, "name");
   json_t *arguments = json_object_get(params, "arguments");
   if (!json_is_string(name))
-    return error_response(id, MCP_INVALID_PARAMS, "tools/call: params.name must be a string", 200, status);
+    return mcp_jsonrpc_error(id, MCP_INVALID_PARAMS, "tools/call: params.name must be a string");
   if (arguments != NULL && !json_is_object(arguments))
-    return error_response(id, MCP_INVALID_PARAMS, "tools/call: params.arguments must be an object", 200,
-                          status);
+    return mcp_jsonrpc_error(id, MCP_INVALID_PARAMS, "tools/call: params.arguments must be an object");
+  if (*stream == NULL) {
+    *stream = mcp_stream_create(server, stream_response);
+    if (*stream == NULL) {
+      *http = 503;
+      return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR, "cannot allocate the event stream");
+    }
+  }
   json_t *empty = arguments ? NULL : json_object();
   json_t *meta = json_object_get(params, "_meta");
   json_t *token = json_object_get(meta, "progressToken");
   if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
-  struct MHD_Response *response = NULL;
   dome_error err = {0};
   int rc = mcp_call_start(server, session, &post->identity, id, json_string_value(name),
-                          arguments ? arguments : empty, token, &response, &err);
+                          arguments ? arguments : empty, token, post->received_us, *stream, &err);
   json_decref(empty);
-  if (rc < 0) return error_response(id, MCP_INTERNAL_ERROR, err.message, 503, status);
-  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+  if (rc < 0) {
+    *http = 503;
+    return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR, err.message);
+  }
+  return NULL;
+}
+
+/* A request other than initialize, in a session. Returns the answer, or NULL when it is a tools/call
+ * that started on *stream. *http is the status to use when it is the only message of the POST. */
+static json_t *handle_request(mcp_server *server, struct mcp_session *session, const struct mcp_post *post,
+                              json_t *id, const char *method, json_t *params, struct mcp_stream **stream,
+                              struct MHD_Response **stream_response, unsigned *http) {
+  *http = 200;
+  if (strcmp(method, "ping") == 0) return mcp_jsonrpc_result(id, json_object());
+  if (strcmp(method, "tools/list") == 0) {
+    json_t *tools = server->handlers.list_tools(server->handlers.context, &post->identity);
+    return mcp_jsonrpc_result(id, json_pack("{s:o}", "tools", tools ? tools : json_array()));
+  }
+  if (strcmp(method, "tools/call") == 0)
+    return start_tools_call(server, session, post, id, params, stream, stream_response, http);
+  char text[200];
+  snprintf(text, sizeof text, "method not found: %.120s", method);
+  return mcp_jsonrpc_error(id, MCP_METHOD_NOT_FOUND, text);
+}
+
+/* Notifications and client responses: acted on where they mean something, never answered. */
+static void handle_notification(mcp_server *server, struct mcp_session *session, enum mcp_message_kind kind,
+                                const char *method, json_t *params) {
+  if (kind == MCP_MESSAGE_NOTIFICATION && strcmp(method, "notifications/initialized") == 0) {
+    pthread_mutex_lock(&server->lock);
+    session->initialized = true;
+    pthread_mutex_unlock(&server->lock);
+  } else if (kind == MCP_MESSAGE_NOTIFICATION && strcmp(method, "notifications/cancelled") == 0) {
+    json_t *request_id = json_object_get(params, "requestId");
+    if (request_id) mcp_session_cancel_request(server, session, request_id);
+  }
+  /* other notifications and client responses are accepted and ignored */
+}
+
+/* Drop a stream no call was started on. */
+static void stream_discard(struct mcp_stream *stream, struct MHD_Response *stream_response) {
+  if (stream == NULL) return;
+  mcp_stream_seal(stream);
+  MHD_destroy_response(stream_response);
+}
+
+static bool batch_has_initialize(const json_t *batch) {
+  size_t index;
+  json_t *element;
+  json_array_foreach(batch, index, element) {
+    json_t *method = json_object_get(element, "method");
+    if (json_is_string(method) && strcmp(json_string_value(method), "initialize") == 0) return true;
+  }
+  return false;
+}
+
+/* A JSON-RPC batch (JSON-RPC 2.0 section 6; MCP 2025-03-26 basic/transports "Sending Messages to the
+ * Server": the body may be an array of requests, notifications and responses). */
+static struct MHD_Response *handle_batch(mcp_server *server, const struct mcp_post *post, json_t *batch,
+                                         unsigned *status) {
+  size_t count = json_array_size(batch);
+  if (count == 0)
+    return error_response(NULL, MCP_INVALID_REQUEST,
+                          "empty JSON-RPC batch: an array needs at least one message", 400, status);
+  if (post->session_header == NULL && batch_has_initialize(batch))
+    return error_response(NULL, MCP_INVALID_REQUEST,
+                          "initialize must not be part of a JSON-RPC batch: send it alone", 400, status);
+  struct MHD_Response *response = NULL;
+  struct mcp_session *session =
+      lookup_session(server, &post->identity, post->session_header, &response, status);
+  if (session == NULL) return response;
+  char text[300];
+  if (post->version_header && !mcp_version_supported(post->version_header)) {
+    response = error_response(NULL, MCP_INVALID_REQUEST, "unsupported MCP-Protocol-Version", 400, status);
+  } else if (strcmp(session->protocol_version, MCP_BATCH_REVISION) != 0) {
+    snprintf(text, sizeof text,
+             "JSON-RPC batches are not supported in MCP revision %s (negotiated for this session); "
+             "only " MCP_BATCH_REVISION " allows them: send one message per POST",
+             session->protocol_version);
+    response = error_response(NULL, MCP_INVALID_REQUEST, text, 400, status);
+  } else if (count > server->options.max_batch_messages) {
+    snprintf(text, sizeof text, "JSON-RPC batch of %zu messages exceeds the limit of %u", count,
+             server->options.max_batch_messages);
+    response = error_response(NULL, MCP_INVALID_REQUEST, text, 400, status);
+  } else if (post->length > server->options.max_batch_bytes) {
+    snprintf(text, sizeof text, "JSON-RPC batch of %zu bytes exceeds the limit of %zu bytes", post->length,
+             server->options.max_batch_bytes);
+    response = error_response(NULL, MCP_INVALID_REQUEST, text, 400, status);
+  }
+  if (response) {
+    mcp_session_release(server, session);
+    return response;
+  }
+
+  json_t *answers = json_array();
+  struct mcp_stream *stream = NULL;
+  struct MHD_Response *stream_response = NULL;
+  size_t calls = 0, index;
+  json_t *element;
+  json_array_foreach(batch, index, element) {
+    const char *why = NULL;
+    enum mcp_message_kind kind =
+        json_is_array(element) ? MCP_MESSAGE_INVALID : mcp_message_classify(element, &why);
+    if (json_is_array(element)) why = "a batch element must be a JSON object, not an array";
+    json_t *id = json_object_get(element, "id");
+    if (!json_is_string(id) && !json_is_integer(id)) id = NULL;
+    if (kind == MCP_MESSAGE_INVALID) {
+      snprintf(text, sizeof text, "batch element %zu: %s", index, why);
+      json_array_append_new(answers, mcp_jsonrpc_error(id, MCP_INVALID_REQUEST, text));
+      continue;
+    }
+    const char *method = json_string_value(json_object_get(element, "method"));
+    json_t *params = json_object_get(element, "params");
+    json_t *empty_params = params ? NULL : json_object();
+    if (kind != MCP_MESSAGE_REQUEST) {
+      handle_notification(server, session, kind, method, params ? params : empty_params);
+    } else if (strcmp(method, "initialize") == 0) {
+      snprintf(text, sizeof text, "batch element %zu: initialize must not be part of a JSON-RPC batch",
+               index);
+      json_array_append_new(answers, mcp_jsonrpc_error(id, MCP_INVALID_REQUEST, text));
+    } else {
+      unsigned http;
+      json_t *answer = handle_request(server, session, post, id, method, params ? params : empty_params,
+                                      &stream, &stream_response, &http);
+      if (answer)
+        json_array_append_new(answers, answer);
+      else
+        calls++;
+    }
+    json_decref(empty_params);
+  }
+  mcp_session_release(server, session);
+
+  if (calls == 0) {
+    stream_discard(stream, stream_response);
+    if (json_array_size(answers) == 0) { /* only notifications and responses */
+      json_decref(answers);
+      *status = 202;
+      return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    }
+    *status = 200;
+    return mcp_http_json_response(answers);
+  }
+  /* the calls answer as they finish; the other answers go first, one SSE event per message */
+  json_array_foreach(answers, index, element) mcp_stream_send(stream, json_incref(element));
+  json_decref(answers);
+  mcp_stream_seal(stream);
   *status = 200;
-  return response;
+  return stream_response;
 }
 
 struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post *post, unsigned *status) {
@@ -114,6 +269,11 @@ struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post
     snprintf(text, sizeof text, "parse error at line %d column %d: %s", parse_error.line, parse_error.column,
              parse_error.text);
     return error_response(NULL, MCP_PARSE_ERROR, text, 400, status);
+  }
+  if (json_is_array(message)) {
+    struct MHD_Response *response = handle_batch(server, post, message, status);
+    json_decref(message);
+    return response;
   }
   const char *why = NULL;
   enum mcp_message_kind kind = mcp_message_classify(message, &why);
@@ -145,31 +305,24 @@ struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post
   if (post->version_header && !mcp_version_supported(post->version_header)) {
     response = error_response(NULL, MCP_INVALID_REQUEST, "unsupported MCP-Protocol-Version", 400, status);
   } else if (kind != MCP_MESSAGE_REQUEST) {
-    if (kind == MCP_MESSAGE_NOTIFICATION && strcmp(method, "notifications/initialized") == 0) {
-      pthread_mutex_lock(&server->lock);
-      session->initialized = true;
-      pthread_mutex_unlock(&server->lock);
-    } else if (kind == MCP_MESSAGE_NOTIFICATION && strcmp(method, "notifications/cancelled") == 0) {
-      json_t *request_id = json_object_get(params, "requestId");
-      if (request_id) mcp_session_cancel_request(server, session, request_id);
-    }
-    /* other notifications and client responses are accepted and ignored */
+    handle_notification(server, session, kind, method, params);
     response = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     *status = 202;
-  } else if (strcmp(method, "ping") == 0) {
-    response = mcp_http_json_response(mcp_jsonrpc_result(id, json_object()));
-    *status = 200;
-  } else if (strcmp(method, "tools/list") == 0) {
-    json_t *tools = server->handlers.list_tools(server->handlers.context, &post->identity);
-    response = mcp_http_json_response(
-        mcp_jsonrpc_result(id, json_pack("{s:o}", "tools", tools ? tools : json_array())));
-    *status = 200;
-  } else if (strcmp(method, "tools/call") == 0) {
-    response = handle_tools_call(server, session, post, id, params, status);
   } else {
-    char text[200];
-    snprintf(text, sizeof text, "method not found: %.120s", method);
-    response = error_response(id, MCP_METHOD_NOT_FOUND, text, 200, status);
+    struct mcp_stream *stream = NULL;
+    struct MHD_Response *stream_response = NULL;
+    unsigned http = 200;
+    json_t *answer =
+        handle_request(server, session, post, id, method, params, &stream, &stream_response, &http);
+    if (answer) {
+      stream_discard(stream, stream_response);
+      response = mcp_http_json_response(answer);
+      *status = http;
+    } else {
+      mcp_stream_seal(stream);
+      response = stream_response;
+      *status = 200;
+    }
   }
   mcp_session_release(server, session);
 out:

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,10 +36,14 @@ static int read_small_file(const char *path, char *out, size_t size) {
   return (int)n;
 }
 
-static int ip_forward_enabled(void) {
+static int read_flag(const char *path) {
   char text[8];
-  if (read_small_file("/proc/sys/net/ipv4/ip_forward", text, sizeof text) < 0) return 0;
+  if (read_small_file(path, text, sizeof text) < 0) return 0;
   return text[0] == '1';
+}
+
+static int ip_forward_enabled(void) {
+  return read_flag("/proc/sys/net/ipv4/ip_forward");
 }
 
 /* ---- reclaim ---- */
@@ -59,10 +65,62 @@ static int reclaim_pasta(const char *state_dir) {
     if (n > 0 && strstr(cmdline, log_path) != NULL && kill((pid_t)pid, SIGKILL) == 0) removed = 1;
   }
   unlink(path);
+  unlink(log_path);
+  snprintf(log_path, sizeof log_path, "%s/pasta.stderr", state_dir);
+  unlink(log_path);
   return removed;
 }
 
+/* The state directory belongs to one live supervisor at a time: an exclusive flock(2) on `lock` held from
+ * open to close (the kernel drops it when the process dies, so a crashed owner never blocks the next).
+ * Returns the lock's fd (>= 0), -EBUSY when another live process holds it, or -errno. The file is removed
+ * at close; a path that no longer names the locked file (removed meanwhile) is retried. */
+static int state_lock(const char *state_dir, dome_error *err) {
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/lock", state_dir);
+  for (int attempt = 0; attempt < 8; attempt++) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return dome_error_set_errno(err, errno, "open `%s`", path);
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      int e = errno;
+      close(fd);
+      if (e == EWOULDBLOCK)
+        return dome_error_set(
+            err, EBUSY, "state directory `%s` is in use by another live supervisor (domed or `dome run`)",
+            state_dir);
+      return dome_error_set_errno(err, e, "lock `%s`", path);
+    }
+    struct stat locked, named;
+    if (fstat(fd, &locked) == 0 && stat(path, &named) == 0 && locked.st_ino == named.st_ino &&
+        locked.st_dev == named.st_dev)
+      return fd;
+    close(fd); /* removed by its previous owner between our open and flock: take the new one */
+  }
+  return dome_error_set(err, EBUSY, "lock `%s`: keeps being replaced", path);
+}
+
+static void state_unlock(const char *state_dir, int fd) {
+  if (fd < 0) return;
+  char path[PATH_MAX + 16];
+  snprintf(path, sizeof path, "%s/lock", state_dir);
+  unlink(path); /* while still holding it: a waiter then sees a different inode and retries */
+  close(fd);
+}
+
+static int reclaim_locked(const struct dome_net_config *config, dome_error *err);
+
 int dome_net_reclaim(const struct dome_net_config *config, dome_error *err) {
+  const char *state_dir = config->state_dir ? config->state_dir : DOME_NET_DEFAULT_STATE_DIR;
+  if (access(state_dir, F_OK) < 0)
+    return errno == ENOENT ? 0 : dome_error_set_errno(err, errno, "`%s`", state_dir);
+  int lock = state_lock(state_dir, err);
+  if (lock < 0) return lock;
+  int r = reclaim_locked(config, err);
+  state_unlock(state_dir, lock);
+  return r;
+}
+
+static int reclaim_locked(const struct dome_net_config *config, dome_error *err) {
   const char *state_dir = config->state_dir ? config->state_dir : DOME_NET_DEFAULT_STATE_DIR;
   DIR *dir = opendir(state_dir);
   if (dir == NULL)
@@ -120,7 +178,7 @@ static int setup_egress_namespace(void *arg, dome_error *err) {
   _cleanup_close_ int fd = open("/proc/sys/net/ipv4/ip_forward", O_WRONLY | O_CLOEXEC);
   if (fd < 0 || write(fd, "1\n", 2) != 2)
     return dome_error_set_errno(err, errno, "enable forwarding in the egress namespace");
-  return net_nft_table_install(net->egress_nft, net->pool, err);
+  return net_nft_table_install(net->egress_nft, net->pool, &net->pool6, err);
 }
 
 struct tap_wait {
@@ -168,7 +226,6 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
                   "--config-net",
                   "-I",
                   TAP_NAME,
-                  "-4",
                   "-a",
                   address,
                   "-n",
@@ -177,7 +234,6 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
                   gateway,
                   "--no-map-gw",
                   "--no-dhcp",
-                  "--no-ndp",
                   "--no-dhcpv6",
                   "--no-ra",
                   "-t",
@@ -262,6 +318,100 @@ static int choose_pool(struct dome_net *net, const struct dome_net_config *confi
   return 0;
 }
 
+/* The IPv6 pool: the configured /48 (inside fc00::/7), or a random RFC 4193 ULA /48 (section 3.2.2: a
+ * pseudo-random 40-bit global ID) free of the host's IPv6 routes. *host_default: the host has an IPv6
+ * default route (pasta then gives the egress namespace IPv6). */
+static int choose_pool6(struct dome_net *net, const struct dome_net_config *config, bool *host_default,
+                        dome_error *err) {
+  struct nl_sock *sock = NULL;
+  int r = net_nl_open(&sock, err);
+  if (r < 0) return r;
+  enum { HOST_PREFIX_MAX = 1024 };
+  _cleanup_free_ struct dome_net_prefix6 *host = calloc(HOST_PREFIX_MAX, sizeof *host);
+  size_t host_count = 0;
+  r = host ? net_host_prefixes6(sock, host, HOST_PREFIX_MAX, &host_count, host_default, err)
+           : dome_error_set(err, ENOMEM, "host routes: out of memory");
+  net_nl_close(sock);
+  if (r < 0) return r;
+  if (config->pool6.length != 0) {
+    if (config->pool6.length != 48 || (config->pool6.address[0] & 0xfe) != 0xfc)
+      return dome_error_set(err, EINVAL, "IPv6 pool: must be a /48 inside fc00::/7 (RFC 4193)");
+    net->pool6 = config->pool6;
+  }
+  for (int attempt = 0; attempt < 16; attempt++) {
+    if (config->pool6.length == 0) {
+      memset(&net->pool6, 0, sizeof net->pool6);
+      net->pool6.address[0] = 0xfd;
+      if (getrandom(net->pool6.address + 1, 5, 0) != 5)
+        return dome_error_set_errno(err, errno, "IPv6 pool: getrandom");
+      net->pool6.length = 48;
+    }
+    bool overlaps = false;
+    for (size_t i = 0; i < host_count && !overlaps; i++) {
+      uint8_t shorter = host[i].length < 48 ? host[i].length : 48;
+      overlaps = memcmp(host[i].address, net->pool6.address, shorter / 8) == 0 &&
+                 (shorter % 8 == 0 || ((host[i].address[shorter / 8] ^ net->pool6.address[shorter / 8]) &
+                                       (0xff << (8 - shorter % 8)) & 0xff) == 0);
+    }
+    if (!overlaps) return 0;
+    if (config->pool6.length != 0) return dome_error_set(err, EADDRINUSE, "IPv6 pool overlaps a host route");
+  }
+  return dome_error_set(err, EADDRNOTAVAIL, "IPv6 pool: no free ULA /48 found");
+}
+
+struct ipv6_wait {
+  bool default_route;
+};
+
+static int check_ipv6(void *arg, dome_error *err) {
+  struct ipv6_wait *wait = arg;
+  struct nl_sock *sock = NULL;
+  int r = net_nl_open(&sock, err);
+  if (r < 0) return r;
+  struct dome_net_prefix6 ignored[64];
+  size_t count = 0;
+  r = net_host_prefixes6(sock, ignored, 64, &count, &wait->default_route, err);
+  net_nl_close(sock);
+  return r;
+}
+
+static int enable_ipv6_forwarding(void *arg, dome_error *err) {
+  (void)arg;
+  _cleanup_close_ int fd = open("/proc/sys/net/ipv6/conf/all/forwarding", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, "1\n", 2) != 2)
+    return dome_error_set_errno(err, errno, "enable IPv6 forwarding in the egress namespace");
+  return 0;
+}
+
+/* User mode: IPv6 when pasta gave the egress namespace an IPv6 default route (it copies the host's). */
+static void user_ipv6(struct dome_net *net, bool host_default) {
+  if (!host_default) {
+    snprintf(net->ipv6_reason, sizeof net->ipv6_reason,
+             "the host has no IPv6 default route for pasta to use");
+    return;
+  }
+  for (int waited = 0; waited <= 1000; waited += 10) {
+    struct ipv6_wait wait = {false};
+    if (net_in_netns(net->egress_netns_fd, check_ipv6, &wait, NULL) < 0) break;
+    if (wait.default_route) {
+      dome_error err = {0};
+      if (net_in_netns(net->egress_netns_fd, enable_ipv6_forwarding, NULL, &err) < 0) {
+        snprintf(net->ipv6_reason, sizeof net->ipv6_reason, "%.200s", err.message);
+        return;
+      }
+      net->ipv6 = true;
+      return;
+    }
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  snprintf(net->ipv6_reason, sizeof net->ipv6_reason, "pasta gave the egress namespace no IPv6 route");
+}
+
+bool dome_net_ipv6_available(const struct dome_net *net, const char **reason) {
+  if (reason) *reason = net->ipv6 ? "" : net->ipv6_reason;
+  return net->ipv6;
+}
+
 int dome_net_open(const struct dome_net_config *config, struct dome_net **net_out, dome_error *err) {
   struct dome_net_config defaults = {0};
   if (config == NULL) config = &defaults;
@@ -278,7 +428,9 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
   if (net->mode == DOME_NET_MODE_AUTO)
     net->mode = ip_forward_enabled() ? DOME_NET_MODE_ROUTED : DOME_NET_MODE_USER;
   net->egress_netns_fd = -1;
+  net->lock_fd = -1;
   net->block_length = block;
+  net->jail_quota_bytes = config->jail_quota_bytes;
   net->mtu = config->mtu ? config->mtu : (net->mode == DOME_NET_MODE_USER ? 65520 : 1500);
   snprintf(net->state_dir, sizeof net->state_dir, "%s",
            config->state_dir ? config->state_dir : DOME_NET_DEFAULT_STATE_DIR);
@@ -300,8 +452,12 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
     r = dome_error_set_errno(err, errno, "create state directory `%s`", net->state_dir);
     goto fail;
   }
-  if ((r = dome_net_reclaim(config, err)) < 0) goto fail;
+  if ((r = state_lock(net->state_dir, err)) < 0) goto fail;
+  net->lock_fd = r;
+  if ((r = reclaim_locked(config, err)) < 0) goto fail;
   if ((r = choose_pool(net, config, err)) < 0) goto fail;
+  bool host_ipv6_default = false;
+  if ((r = choose_pool6(net, config, &host_ipv6_default, err)) < 0) goto fail;
   if (net->pool.length > block) {
     r = dome_error_set(err, 0, "address pool /%u is shorter than one /%u block", net->pool.length, block);
     goto fail;
@@ -326,7 +482,12 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
     snprintf(marker, sizeof marker, "%s/routed", net->state_dir);
     _cleanup_close_ int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if ((r = open_egress_handles(net, err)) < 0) goto fail;
-    if ((r = net_nft_table_install(net->egress_nft, net->pool, err)) < 0) goto fail;
+    if ((r = net_nft_table_install(net->egress_nft, net->pool, &net->pool6, err)) < 0) goto fail;
+    if (read_flag("/proc/sys/net/ipv6/conf/all/forwarding"))
+      net->ipv6 = true;
+    else
+      snprintf(net->ipv6_reason, sizeof net->ipv6_reason,
+               "routed IPv6 egress needs net.ipv6.conf.all.forwarding=1, which dome never sets");
   } else {
     if (access(net->pasta_path, X_OK) < 0) {
       r = dome_error_set_errno(err, errno, "user-mode egress needs pasta (Debian package passt): `%s`",
@@ -337,6 +498,8 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
     net->egress_netns_fd = r;
     if ((r = net_in_netns(net->egress_netns_fd, setup_egress_namespace, net, err)) < 0) goto fail;
     if ((r = start_pasta(net, err)) < 0) goto fail;
+    user_ipv6(net, host_ipv6_default);
+    if (config->tcp_relay && (r = net_relay_start(net, err)) < 0) goto fail;
   }
   *net_out = net;
   return 0;
@@ -349,6 +512,8 @@ fail:
 void dome_net_close(struct dome_net *net) {
   if (net == NULL) return;
   while (net->jails) dome_net_jail_teardown(net, net->jails, NULL);
+  net_relay_stop(net->relay);
+  net->relay = NULL;
   if (net->pasta_pid > 0) {
     kill(net->pasta_pid, SIGTERM);
     waitpid(net->pasta_pid, NULL, 0);
@@ -371,6 +536,8 @@ void dome_net_close(struct dome_net *net) {
   net_nl_close(net->egress_sock);
   if (net->egress_netns_fd >= 0) close(net->egress_netns_fd); /* the namespace and its links go with it */
   free(net->slot_used);
+  state_unlock(net->state_dir, net->lock_fd);
+  rmdir(net->state_dir); /* only when empty: nothing of ours is left */
   pthread_mutex_destroy(&net->lock);
   free(net);
 }
@@ -400,6 +567,11 @@ void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *re
     REASON(
         "routed egress: net.ipv4.ip_forward is 0 (dome never changes it; once the operator sets it, the "
         "default mode `auto` picks routed egress)\n");
+  report->ipv6_forward = read_flag("/proc/sys/net/ipv6/conf/all/forwarding");
+  if (!report->ipv6_forward)
+    REASON(
+        "routed IPv6 egress: net.ipv6.conf.all.forwarding is 0 (dome never changes it; routed jails get "
+        "IPv4 only)\n");
   if (!report->nftables)
     REASON("nftables: libnftables cannot list the ruleset (package nftables, CAP_NET_ADMIN)\n");
   if (!report->pasta) REASON("user-mode egress: `%s` not executable (Debian package passt)\n", pasta_path);

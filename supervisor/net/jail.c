@@ -41,6 +41,8 @@ static int slot_take(struct dome_net *net, struct dome_net_jail *jail, dome_erro
     }
     net->slot_used[slot] = 1;
     jail->slot = slot;
+    if (jail->has_ipv6 && dome_net_slot_addresses6(net->pool6, slot, jail->gateway6, jail->address6, err) < 0)
+      return -ERANGE;
     return dome_net_slot_addresses(net->pool, net->block_length, slot, &jail->gateway, &jail->address, err);
   }
   return dome_error_set(err, ENOSPC, "address pool exhausted (%u jails)", net->slot_count - 1);
@@ -98,6 +100,8 @@ static int build_egress_side(struct egress_side *side, dome_error *err) {
   int ifindex = net_link_ifindex(sock, side->jail->link_name, err);
   if (ifindex < 0) return ifindex;
   if ((r = net_address_add(sock, ifindex, side->jail->gateway, side->net->block_length, err)) < 0) return r;
+  if (side->jail->has_ipv6 && (r = net_address_add6(sock, ifindex, side->jail->gateway6, 64, err)) < 0)
+    return r;
   if ((r = net_link_set_up(sock, side->jail->link_name, err)) < 0) return r;
   _cleanup_free_ struct net_local_address *own = calloc(NET_LOCAL_ADDRESS_MAX, sizeof *own);
   size_t own_count = 0;
@@ -136,6 +140,11 @@ static int build_jail_side(void *arg, dome_error *err) {
   /* One route per permitted prefix, nothing wider: addresses no rule names have no route at all. */
   for (size_t i = 0; i < jail->plan.route_count; i++)
     if ((r = net_route_add(sock, jail->plan.routes[i], jail->gateway, ifindex, err)) < 0) goto out;
+  if (jail->has_ipv6) {
+    if ((r = net_address_add6(sock, ifindex, jail->address6, 64, err)) < 0) goto out;
+    for (size_t i = 0; i < jail->plan.route6_count; i++)
+      if ((r = net_route_add6(sock, &jail->plan.routes6[i], jail->gateway6, ifindex, err)) < 0) goto out;
+  }
   r = 0;
 out:
   net_nl_close(sock);
@@ -143,17 +152,22 @@ out:
 }
 
 static int jail_setup_locked(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
-                             size_t count, struct dome_net_jail **jail_out, dome_error *err) {
+                             size_t count, const struct dome_net_jail_options *options,
+                             struct dome_net_jail **jail_out, dome_error *err) {
   if (net == NULL || jail_out == NULL) return dome_error_set(err, 0, "jail network set-up: missing argument");
   struct dome_net_jail *jail = calloc(1, sizeof *jail);
   if (jail == NULL) return dome_error_set(err, ENOMEM, "jail network: out of memory");
+  jail->quota_bytes = options && options->quota_bytes ? options->quota_bytes : net->jail_quota_bytes;
   int r = dome_net_plan_from_entries(entries, count, &jail->plan, err);
   if (r >= 0) r = dome_net_resolv_conf(&jail->plan, jail->resolv_conf, sizeof jail->resolv_conf, err);
   if (r < 0) {
     free(jail);
     return dome_error_wrap(err, "jail network");
   }
-  if (jail->plan.needs_egress) {
+  /* IPv6 entries are plumbed only when the egress side has IPv6; otherwise the jail has no IPv6 route */
+  jail->has_ipv6 = net->ipv6 && jail->plan.route6_count > 0;
+  if (!net->ipv6) jail->plan.ipv6_allow_ignored = jail->plan.filter6_count;
+  if (jail->plan.route_count > 0 || jail->has_ipv6) {
     char ns_path[64];
     snprintf(ns_path, sizeof ns_path, "/proc/%d/ns/net", (int)child_pid);
     _cleanup_close_ int jail_netns = open(ns_path, O_RDONLY | O_CLOEXEC);
@@ -191,6 +205,7 @@ static int jail_teardown_locked(struct dome_net *net, struct dome_net_jail *jail
     }
   int r = 0;
   if (jail->has_link) {
+    net_relay_drop_source(net->relay, jail->address, jail->has_ipv6 ? jail->address6 : NULL);
     struct egress_side side = {net, jail, 0, true, true};
     r = undo_egress_side(&side, err);
     slot_release(net, jail->slot);
@@ -199,11 +214,27 @@ static int jail_teardown_locked(struct dome_net *net, struct dome_net_jail *jail
   return r < 0 ? dome_error_wrap(err, "jail network teardown") : 0;
 }
 
-int dome_net_jail_setup(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
-                        size_t count, struct dome_net_jail **jail_out, dome_error *err) {
+int dome_net_jail_setup_options(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
+                                size_t count, const struct dome_net_jail_options *options,
+                                struct dome_net_jail **jail_out, dome_error *err) {
   if (net == NULL || jail_out == NULL) return dome_error_set(err, 0, "jail network set-up: missing argument");
   pthread_mutex_lock(&net->lock);
-  int r = jail_setup_locked(net, child_pid, entries, count, jail_out, err);
+  int r = jail_setup_locked(net, child_pid, entries, count, options, jail_out, err);
+  pthread_mutex_unlock(&net->lock);
+  return r;
+}
+
+int dome_net_jail_setup(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
+                        size_t count, struct dome_net_jail **jail_out, dome_error *err) {
+  return dome_net_jail_setup_options(net, child_pid, entries, count, NULL, jail_out, err);
+}
+
+int dome_net_jail_usage(struct dome_net *net, const struct dome_net_jail *jail,
+                        struct dome_net_jail_usage *usage, dome_error *err) {
+  memset(usage, 0, sizeof *usage);
+  if (net == NULL || jail == NULL || !jail->has_link) return 0;
+  pthread_mutex_lock(&net->lock);
+  int r = net_nft_jail_usage(net->egress_nft, jail, usage, err);
   pthread_mutex_unlock(&net->lock);
   return r;
 }
@@ -232,7 +263,9 @@ const struct dome_net_plan *dome_net_jail_plan(const struct dome_net_jail *jail)
 int dome_net_on_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
   struct dome_net_hook *hook = context;
   if (hook == NULL || hook->net == NULL) return dome_error_set(err, 0, "network hook: no context");
-  return dome_net_jail_setup(hook->net, child_pid, hook->entries, hook->count, &hook->jail, err);
+  struct dome_net_jail_options options = {.quota_bytes = hook->quota_bytes};
+  return dome_net_jail_setup_options(hook->net, child_pid, hook->entries, hook->count, &options, &hook->jail,
+                                     err);
 }
 
 static int count_owned_locked(struct dome_net *net, size_t *links_out, size_t *chains_out, dome_error *err) {
@@ -249,4 +282,10 @@ int dome_net_count_owned(struct dome_net *net, size_t *links_out, size_t *chains
   int r = count_owned_locked(net, links_out, chains_out, err);
   pthread_mutex_unlock(&net->lock);
   return r;
+}
+
+bool dome_net_jail_address6(const struct dome_net_jail *jail, uint8_t out[16]) {
+  if (jail == NULL || !jail->has_link || !jail->has_ipv6) return false;
+  memcpy(out, jail->address6, 16);
+  return true;
 }

@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <linux/if_addr.h>
 #include <netlink/netlink.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/link/veth.h>
 #include <netlink/route/route.h>
+#include <netlink/route/rule.h>
+#include <linux/fib_rules.h>
 
 #include "supervisor/net/net_internal.h"
 
@@ -311,4 +314,142 @@ int net_links_with_prefix(struct nl_sock *sock, const char *prefix, char (*names
   nl_cache_free(cache);
   *count_out = collect.count;
   return 0;
+}
+
+/* ---- IPv6 ---- */
+
+static struct nl_addr *ipv6_addr(const uint8_t address[16], uint8_t length) {
+  struct nl_addr *addr = nl_addr_build(AF_INET6, address, 16);
+  if (addr) nl_addr_set_prefixlen(addr, length);
+  return addr;
+}
+
+int net_address_add6(struct nl_sock *sock, int ifindex, const uint8_t address[16], uint8_t length,
+                     dome_error *err) {
+  char text[INET6_ADDRSTRLEN], what[96];
+  inet_ntop(AF_INET6, address, text, sizeof text);
+  snprintf(what, sizeof what, "add address %s/%u to link %d", text, length, ifindex);
+  struct rtnl_addr *rtaddr = rtnl_addr_alloc();
+  struct nl_addr *local = ipv6_addr(address, length);
+  int r = -NLE_NOMEM;
+  if (rtaddr && local) {
+    rtnl_addr_set_ifindex(rtaddr, ifindex);
+    rtnl_addr_set_family(rtaddr, AF_INET6);
+    /* no duplicate address detection: the /64 is the jail's alone, and a tentative address would make the
+     * jail's first connects fail (EADDRNOTAVAIL) for about a second */
+    rtnl_addr_set_flags(rtaddr, IFA_F_NODAD);
+    r = rtnl_addr_set_local(rtaddr, local);
+    if (r >= 0) r = rtnl_addr_add(sock, rtaddr, 0);
+  }
+  if (local) nl_addr_put(local);
+  if (rtaddr) rtnl_addr_put(rtaddr);
+  return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+int net_route_add6(struct nl_sock *sock, const struct dome_net_prefix6 *dst, const uint8_t gateway[16],
+                   int ifindex, dome_error *err) {
+  char dst_text[INET6_ADDRSTRLEN], gw_text[INET6_ADDRSTRLEN], what[160];
+  inet_ntop(AF_INET6, dst->address, dst_text, sizeof dst_text);
+  inet_ntop(AF_INET6, gateway, gw_text, sizeof gw_text);
+  snprintf(what, sizeof what, "add route %s/%u via %s", dst_text, dst->length, gw_text);
+  struct rtnl_route *route = rtnl_route_alloc();
+  struct rtnl_nexthop *hop = rtnl_route_nh_alloc();
+  struct nl_addr *dst_addr = ipv6_addr(dst->address, dst->length);
+  struct nl_addr *gw_addr = ipv6_addr(gateway, 128);
+  int r = -NLE_NOMEM;
+  if (route && hop && dst_addr && gw_addr) {
+    rtnl_route_set_family(route, AF_INET6);
+    rtnl_route_set_table(route, RT_TABLE_MAIN);
+    rtnl_route_set_scope(route, RT_SCOPE_UNIVERSE);
+    rtnl_route_set_protocol(route, RTPROT_STATIC);
+    r = rtnl_route_set_dst(route, dst_addr);
+    rtnl_route_nh_set_ifindex(hop, ifindex);
+    rtnl_route_nh_set_gateway(hop, gw_addr);
+    if (r >= 0) {
+      rtnl_route_add_nexthop(route, hop);
+      hop = NULL;
+      r = rtnl_route_add(sock, route, NLM_F_CREATE | NLM_F_EXCL);
+    }
+  }
+  if (hop) rtnl_route_nh_free(hop);
+  if (dst_addr) nl_addr_put(dst_addr);
+  if (gw_addr) nl_addr_put(gw_addr);
+  if (route) rtnl_route_put(route);
+  return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+struct prefix6_collect {
+  struct dome_net_prefix6 *out;
+  size_t max, count;
+  bool default_route;
+};
+
+static void collect_route6(struct nl_object *object, void *opaque) {
+  struct prefix6_collect *collect = opaque;
+  struct rtnl_route *route = (struct rtnl_route *)object;
+  uint32_t table = rtnl_route_get_table(route);
+  if (table != RT_TABLE_MAIN && table != RT_TABLE_LOCAL) return;
+  struct nl_addr *dst = rtnl_route_get_dst(route);
+  if (dst == NULL || nl_addr_get_family(dst) != AF_INET6) return;
+  unsigned length = nl_addr_get_prefixlen(dst);
+  if (length == 0 && rtnl_route_get_type(route) == RTN_UNICAST) collect->default_route = true;
+  if (length == 0 || length > 128 || collect->count == collect->max) return;
+  struct dome_net_prefix6 *p = &collect->out[collect->count++];
+  memset(p, 0, sizeof *p);
+  if (nl_addr_get_len(dst) == 16) memcpy(p->address, nl_addr_get_binary_addr(dst), 16);
+  p->length = (uint8_t)length;
+}
+
+int net_host_prefixes6(struct nl_sock *sock, struct dome_net_prefix6 *out, size_t max, size_t *count_out,
+                       bool *default_route_out, dome_error *err) {
+  struct prefix6_collect collect = {out, max, 0, false};
+  struct nl_cache *cache = NULL;
+  int r = rtnl_route_alloc_cache(sock, AF_INET6, 0, &cache);
+  if (r < 0) return net_nl_error(err, r, "read host IPv6 routes");
+  nl_cache_foreach(cache, collect_route6, &collect);
+  nl_cache_free(cache);
+  *count_out = collect.count;
+  if (default_route_out) *default_route_out = collect.default_route;
+  return 0;
+}
+
+/* ---- policy routing for the TCP relay (tproxy): packets marked `mark` are delivered locally ---- */
+
+int net_tproxy_routing(struct nl_sock *sock, int family, uint32_t mark, uint32_t table, dome_error *err) {
+  struct rtnl_rule *rule = rtnl_rule_alloc();
+  if (rule == NULL) return dome_error_set(err, ENOMEM, "relay rule: out of memory");
+  rtnl_rule_set_family(rule, family);
+  rtnl_rule_set_mark(rule, mark);
+  rtnl_rule_set_mask(rule, 0xffffffff);
+  rtnl_rule_set_table(rule, table);
+  rtnl_rule_set_action(rule, FR_ACT_TO_TBL);
+  rtnl_rule_set_prio(rule, 100);
+  int r = rtnl_rule_add(sock, rule, NLM_F_CREATE);
+  rtnl_rule_put(rule);
+  if (r < 0) return net_nl_error(err, r, "add rule fwmark -> relay table");
+  int lo = net_link_ifindex(sock, "lo", err);
+  if (lo < 0) return lo;
+  struct rtnl_route *route = rtnl_route_alloc();
+  struct rtnl_nexthop *hop = rtnl_route_nh_alloc();
+  static const uint8_t zero6[16];
+  struct nl_addr *any = family == AF_INET6 ? ipv6_addr(zero6, 0) : ipv4_addr(0, 0);
+  r = -NLE_NOMEM;
+  if (route && hop && any) {
+    rtnl_route_set_family(route, (uint8_t)family);
+    rtnl_route_set_table(route, table);
+    rtnl_route_set_type(route, RTN_LOCAL);
+    rtnl_route_set_scope(route, RT_SCOPE_HOST);
+    rtnl_route_set_protocol(route, RTPROT_STATIC);
+    r = rtnl_route_set_dst(route, any);
+    rtnl_route_nh_set_ifindex(hop, lo);
+    if (r >= 0) {
+      rtnl_route_add_nexthop(route, hop);
+      hop = NULL;
+      r = rtnl_route_add(sock, route, NLM_F_CREATE | NLM_F_EXCL);
+    }
+  }
+  if (hop) rtnl_route_nh_free(hop);
+  if (any) nl_addr_put(any);
+  if (route) rtnl_route_put(route);
+  return r < 0 ? net_nl_error(err, r, "add local default route of the relay table") : 0;
 }

@@ -1,5 +1,7 @@
 /* dome jail networking: the egress path of jails whose compiled network rules permit destinations beyond
- * loopback.
+ * loopback (IPv4; IPv6 with a ULA /64 per jail when the egress side has IPv6, see dome_net_config.pool6;
+ * per-jail counters and byte quota, dome_net_jail_usage; an optional splice(2) TCP relay in user mode,
+ * dome_net_config.tcp_relay).
  *
  * A jail starts with loopback only. When its decision tables (supervisor/kernel/kernel.h) hold an ALLOW
  * entry for net:connect or net:send to a non-loopback IPv4 prefix, dome_net_jail_setup() builds a path:
@@ -65,23 +67,43 @@ struct dome_net_prefix {
   uint8_t length;   /* 0..32 */
 };
 
+struct dome_net_prefix6 {
+  uint8_t address[16]; /* IPv6, network byte order, host bits zero */
+  uint8_t length;      /* 0..128 */
+};
+
 /* One accept rule of the egress filter: destination prefix, protocol (DOME_PROTOCOL_TCP/UDP), ports. */
 struct dome_net_filter {
   struct dome_net_prefix prefix;
   uint8_t protocol;
   uint16_t port_first, port_last; /* inclusive, host byte order */
 };
+struct dome_net_filter6 {
+  struct dome_net_prefix6 prefix;
+  uint8_t protocol;
+  uint16_t port_first, port_last;
+};
 
 /* What a jail needs, derived from its decision tables. */
 struct dome_net_plan {
-  bool needs_egress; /* some ALLOW connect/send entry names a non-loopback IPv4 prefix */
+  bool needs_egress; /* some ALLOW connect/send entry names a non-loopback IPv4 or IPv6 prefix */
   struct dome_net_prefix routes[DOME_NET_MAX_ROUTES];
   size_t route_count;
   struct dome_net_filter filters[DOME_NET_MAX_FILTERS];
   size_t filter_count;
   uint32_t resolvers[DOME_NET_MAX_RESOLVERS]; /* IPv4, host order: permitted UDP port 53 on a /32 */
   size_t resolver_count;
-  size_t ipv6_allow_ignored; /* IPv6 ALLOW entries not plumbed (IPv6 egress is not built: fails closed) */
+  /* IPv6 (ULA addressing, see dome_net_open): the same, for non-loopback IPv6 prefixes (not ::1, not
+   * ::ffff:0:0/96, which the kernel decides as IPv4) */
+  struct dome_net_prefix6 routes6[DOME_NET_MAX_ROUTES];
+  size_t route6_count;
+  struct dome_net_filter6 filters6[DOME_NET_MAX_FILTERS];
+  size_t filter6_count;
+  uint8_t resolvers6[DOME_NET_MAX_RESOLVERS][16]; /* permitted UDP port 53 on a /128 */
+  size_t resolver6_count;
+  /* IPv6 ALLOW entries not plumbed because the egress side has no IPv6 (dome_net_ipv6_available): set by
+   * dome_net_jail_setup; the jail then has no IPv6 route (fails closed) */
+  size_t ipv6_allow_ignored;
 };
 
 /* Derive the plan from flattened network entries (struct dome_net_entry, kernel.h): only ALLOW entries
@@ -124,6 +146,11 @@ int dome_net_choose_pool(const struct dome_net_prefix *host, size_t host_count, 
 /* True when two prefixes overlap. */
 bool dome_net_prefix_overlaps(struct dome_net_prefix a, struct dome_net_prefix b);
 
+/* Addresses of slot `slot` in the IPv6 pool (a /48): the slot's /64 is pool:<slot>::/64, gateway ::1,
+ * jail ::2. Returns 0 or -ERANGE (slot > 65535) / -EINVAL (pool not a /48). */
+int dome_net_slot_addresses6(struct dome_net_prefix6 pool, uint32_t slot, uint8_t gateway[16],
+                             uint8_t jail[16], dome_error *err);
+
 /* Parse "a.b.c.d/len" (len optional = 32). Returns 0 or -EINVAL naming the text. */
 int dome_net_prefix_parse(const char *text, struct dome_net_prefix *prefix, dome_error *err);
 
@@ -149,29 +176,50 @@ struct dome_net_config {
   struct dome_net_prefix pool;
   uint8_t block_length; /* 30 (default when 0) or 31 */
   uint32_t mtu;         /* veth MTU in bytes; 0 = 65520 in user mode (pasta's tap), 1500 routed */
+  /* Per-jail byte quota of the egress path (bytes forwarded in either direction between the jail and the
+   * outside), for jails whose options give none; 0 = unlimited. Once used up, the jail's TCP packets are
+   * answered with a reset, its other packets rejected, and packets towards it dropped. */
+  uint64_t jail_quota_bytes;
+  /* IPv6 pool: pool6.length 0 = a random RFC 4193 ULA /48 (fdXX:XXXX:XXXX::/48, a fresh global ID per
+   * open) free of the host's IPv6 routes; explicit: must be a /48 inside fc00::/7. Each jail gets a /64.
+   * IPv6 is plumbed when the egress side has it: user mode when pasta found an IPv6 route on the host,
+   * routed mode when net.ipv6.conf.all.forwarding=1 (set by the operator, never by dome). */
+  struct dome_net_prefix6 pool6;
+  /* User mode: jails' TCP flows (IPv4, and IPv6 when plumbed) go through a splice(2) relay in this process
+   * (nftables tproxy in the egress namespace) instead of pasta's tap: about twice the throughput
+   * (docs/networking.md). The jail's handshake then completes before the relay's outgoing connect: a
+   * permitted peer that refuses shows as a reset after connect. UDP stays on pasta. Ignored in routed mode.
+   */
+  bool tcp_relay;
 };
 
 struct dome_net;      /* the egress side of one supervisor */
 struct dome_net_jail; /* the plumbing of one jail */
 
-/* Reclaim leftovers recorded in the state directory (see dome_net_reclaim), then prepare the egress
- * side: user mode creates the egress namespace, enables forwarding in it, installs table inet dome and
- * starts pasta (waits up to 5 s for its interface); routed mode checks /proc/sys/net/ipv4/ip_forward
+/* Lock the state directory for this process (flock of <state_dir>/lock until dome_net_close; -EBUSY when
+ * another live supervisor holds it), reclaim leftovers recorded there (see dome_net_reclaim), then prepare
+ * the egress side: user mode creates the egress namespace, enables forwarding in it, installs table inet dome
+ * and starts pasta (waits up to 5 s for its interface); routed mode checks /proc/sys/net/ipv4/ip_forward
  * (-ENOTSUP with the reason when 0) and installs the table in the host namespace.
  * Needs CAP_NET_ADMIN and CAP_SYS_ADMIN. Returns 0 or -errno (-ENOTSUP, -ENOENT pasta missing,
  * -EADDRINUSE / -EADDRNOTAVAIL pool, -EIO netlink/nftables, ...). */
 int dome_net_open(const struct dome_net_config *config, struct dome_net **net_out, dome_error *err);
 
-/* Tear down every jail still set up, the table, pasta and the egress namespace; remove the state files.
+/* Tear down every jail still set up, the table, pasta and the egress namespace; remove the state files,
+ * the lock and the (then empty) state directory.
  * NULL is accepted. */
 void dome_net_close(struct dome_net *net);
 
 /* The mode in effect (USER or ROUTED; AUTO resolved by dome_net_open). */
 enum dome_net_mode dome_net_mode_in_effect(const struct dome_net *net);
+/* Whether jails get IPv6 paths; *reason (may be NULL) says why not. */
+bool dome_net_ipv6_available(const struct dome_net *net, const char **reason);
+
 /* "auto", "user", "routed". */
 const char *dome_net_mode_name(enum dome_net_mode mode);
 
-/* Remove what a dead process with this state directory left: the links named by slot-<i> files (and
+/* Remove what a dead process with this state directory left (-EBUSY, nothing touched, while a live
+ * process holds the directory's lock): the links named by slot-<i> files (and
  * only those), table inet dome of the host namespace in routed mode, the pasta recorded in pasta.pid
  * (only if /proc/<pid>/cmdline still names this state directory). Returns the number of objects removed
  * (>= 0) or -errno. */
@@ -185,6 +233,32 @@ int dome_net_reclaim(const struct dome_net_config *config, dome_error *err);
 int dome_net_jail_setup(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
                         size_t count, struct dome_net_jail **jail_out, dome_error *err);
 
+/* Per-jail options of dome_net_jail_setup_options(). */
+struct dome_net_jail_options {
+  uint64_t quota_bytes; /* egress path byte quota (see dome_net_config); 0 = the config's jail_quota_bytes */
+};
+
+/* dome_net_jail_setup() with options (NULL = defaults). Same results. */
+int dome_net_jail_setup_options(struct dome_net *net, pid_t child_pid, const struct dome_net_entry *entries,
+                                size_t count, const struct dome_net_jail_options *options,
+                                struct dome_net_jail **jail_out, dome_error *err);
+
+/* What one jail did through its egress path so far (nftables named counters of table inet dome). */
+struct dome_net_jail_usage {
+  uint64_t egress_bytes;  /* bytes (IP packets) the jail sent through the path, accepted or not */
+  uint64_t ingress_bytes; /* bytes (IP packets) sent to the jail through the path */
+  uint64_t connections;   /* new flows (TCP connections, UDP flows) the egress filter accepted */
+  uint64_t refused;       /* new flows the egress filter rejected (the BPF programs refuse most first) */
+  uint64_t quota_bytes;   /* the jail's byte quota, 0 = unlimited */
+  uint64_t quota_used;    /* bytes counted against it (both directions) */
+  bool quota_exceeded;    /* the quota ran out: packets were cut */
+};
+
+/* Read the jail's counters; call before dome_net_jail_teardown. A jail without egress reads all zero.
+ * Returns 0 or -EIO (nftables) with *usage zeroed. */
+int dome_net_jail_usage(struct dome_net *net, const struct dome_net_jail *jail,
+                        struct dome_net_jail_usage *usage, dome_error *err);
+
 /* Remove the jail's veth (both ends), its nftables chain and map element, and its slot. Safe after the
  * jail's namespace died (the kernel destroyed the pair with it). NULL is accepted. Returns 0 or -errno
  * (the objects are released in any case). */
@@ -193,6 +267,8 @@ int dome_net_jail_teardown(struct dome_net *net, struct dome_net_jail *jail, dom
 /* The resolv.conf text for this jail (valid until teardown). The jail must write it as /etc/resolv.conf
  * of its root (e.g. a read-only bind mount of a file over /etc/resolv.conf) before exec. */
 const char *dome_net_jail_resolv_conf(const struct dome_net_jail *jail);
+/* The jail's IPv6 address (16 bytes, network order) when it has an IPv6 path: returns true. */
+bool dome_net_jail_address6(const struct dome_net_jail *jail, uint8_t out[16]);
 /* The jail's address and gateway (host byte order); 0 when the jail has no egress. */
 uint32_t dome_net_jail_address(const struct dome_net_jail *jail);
 uint32_t dome_net_jail_gateway(const struct dome_net_jail *jail);
@@ -205,6 +281,7 @@ struct dome_net_hook {
   const struct dome_net_entry *entries;
   size_t count;
   struct dome_net_jail *jail; /* out */
+  uint64_t quota_bytes;       /* egress path byte quota; 0 = the config's jail_quota_bytes */
 };
 int dome_net_on_namespaces_ready(void *context, pid_t child_pid, dome_error *err);
 
@@ -221,6 +298,7 @@ struct dome_net_host_report {
   bool routed_available;
   bool user_available;
   enum dome_net_mode auto_mode; /* what DOME_NET_MODE_AUTO would choose on this host */
+  bool ipv6_forward;            /* /proc/sys/net/ipv6/conf/all/forwarding == 1 (routed IPv6 egress) */
   char reasons[1024];           /* '\n'-separated lines saying what is missing and why */
 };
 

@@ -16,6 +16,9 @@ struct dome_net_jail {
   uint32_t slot;
   char link_name[16];        /* domeh<slot> on the egress side */
   uint32_t gateway, address; /* host byte order */
+  bool has_ipv6;
+  uint8_t gateway6[16], address6[16]; /* the slot's /64: ::1 egress side, ::2 jail */
+  uint64_t quota_bytes;               /* 0: unlimited */
   struct dome_net_plan plan;
   char resolv_conf[1024];
 };
@@ -27,7 +30,13 @@ struct dome_net {
   struct dome_net_prefix pool;
   uint8_t block_length;
   uint32_t mtu;
-  int egress_netns_fd; /* user mode: the dome-owned egress namespace; routed: -1 (the caller's) */
+  uint64_t jail_quota_bytes;
+  struct dome_net_prefix6 pool6;
+  bool ipv6;               /* jails get IPv6 paths */
+  char ipv6_reason[256];   /* why not */
+  int lock_fd;             /* flock of <state_dir>/lock, held from open to close */
+  struct net_relay *relay; /* user mode with tcp_relay: the splice relay of jails' TCP (relay.c) */
+  int egress_netns_fd;     /* user mode: the dome-owned egress namespace; routed: -1 (the caller's) */
   /* Bound to the egress side's namespace when created (sockets keep their namespace), so per-jail work
    * there needs no namespace switch. */
   struct nl_sock *egress_sock;
@@ -58,6 +67,16 @@ int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t
 int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
                   dome_error *err);
 int net_link_delete(struct nl_sock *sock, const char *name, dome_error *err); /* -ENODEV when absent */
+/* IPv6: address (no DAD) and route via a gateway; the host's IPv6 route prefixes (not the default routes,
+ * which are reported in *default_route_out). */
+int net_address_add6(struct nl_sock *sock, int ifindex, const uint8_t address[16], uint8_t length,
+                     dome_error *err);
+int net_route_add6(struct nl_sock *sock, const struct dome_net_prefix6 *dst, const uint8_t gateway[16],
+                   int ifindex, dome_error *err);
+/* Policy routing of the TCP relay: rule fwmark `mark` -> table `table`, whose default route is local. */
+int net_tproxy_routing(struct nl_sock *sock, int family, uint32_t mark, uint32_t table, dome_error *err);
+int net_host_prefixes6(struct nl_sock *sock, struct dome_net_prefix6 *out, size_t max, size_t *count_out,
+                       bool *default_route_out, dome_error *err);
 /* Destination prefixes of the main routing table and the local addresses (as /len), bounded by max. */
 int net_host_prefixes(struct nl_sock *sock, struct dome_net_prefix *out, size_t max, size_t *count_out,
                       dome_error *err);
@@ -80,7 +99,8 @@ int net_links_with_prefix(struct nl_sock *sock, const char *prefix, char (*names
 struct nft_ctx *net_nft_context(void);
 void net_nft_context_free(struct nft_ctx *ctx);
 int net_nft_run(struct nft_ctx *ctx, const char *commands, dome_error *err);
-int net_nft_table_install(struct nft_ctx *ctx, struct dome_net_prefix pool, dome_error *err);
+int net_nft_table_install(struct nft_ctx *ctx, struct dome_net_prefix pool,
+                          const struct dome_net_prefix6 *pool6, dome_error *err);
 int net_nft_table_remove(struct nft_ctx *ctx, dome_error *err);
 /* The jail's chain. own: the host's (and egress side's) addresses, rejected unless a permitted filter
  * names one exactly as a /32 (then only that filter's protocol and ports reach it). */
@@ -88,7 +108,20 @@ int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail,
                      const struct net_local_address *own, size_t own_count, dome_error *err);
 int net_nft_count_jail_chains(struct nft_ctx *ctx, size_t *count_out, dome_error *err);
 int net_nft_jail_remove(struct nft_ctx *ctx, const struct dome_net_jail *jail, dome_error *err);
+/* The jail's named counters and quota (see dome_net_jail_usage). */
+int net_nft_jail_usage(struct nft_ctx *ctx, const struct dome_net_jail *jail,
+                       struct dome_net_jail_usage *usage, dome_error *err);
 
 void net_format_ipv4(uint32_t address, char out[16]);
+
+/* The TCP relay (relay.c): start it in the egress namespace (listeners, policy routing, tproxy rules); drop
+ * the connections of one jail (its IPv4 address, host byte order, and IPv6 address); stop it (waits for
+ * every connection). */
+#define NET_RELAY_MARK 0x1d0e
+#define NET_RELAY_TABLE 2580
+struct net_relay;
+int net_relay_start(struct dome_net *net, dome_error *err);
+void net_relay_drop_source(struct net_relay *relay, uint32_t source, const uint8_t *source6 /* or NULL */);
+void net_relay_stop(struct net_relay *relay);
 
 #endif

@@ -80,6 +80,66 @@ static void add_resolver(struct dome_net_plan *plan, uint32_t address) {
   if (plan->resolver_count < DOME_NET_MAX_RESOLVERS) plan->resolvers[plan->resolver_count++] = address;
 }
 
+static void mask6(uint8_t address[16], uint8_t length) {
+  for (int i = 0; i < 16; i++) {
+    int keep = length >= (i + 1) * 8 ? 8 : length > i * 8 ? length - i * 8 : 0;
+    address[i] &= (uint8_t)(keep == 0 ? 0 : 0xff << (8 - keep));
+  }
+}
+
+static bool prefix6_contains(const uint8_t *outer, uint8_t outer_length, const uint8_t *inner,
+                             uint8_t inner_length) {
+  if (outer_length > inner_length) return false;
+  uint8_t a[16], b[16];
+  memcpy(a, outer, 16);
+  memcpy(b, inner, 16);
+  mask6(a, outer_length);
+  mask6(b, outer_length);
+  return memcmp(a, b, 16) == 0;
+}
+
+/* An IPv6 ALLOW entry: ::1 is the jail's own loopback; ::ffff:0:0/96 is decided as IPv4 by the kernel
+ * (kernel.h), so the compiler emits none and a hand-made one is not plumbed either. */
+static int add_entry6(struct dome_net_plan *plan, const struct dome_net_entry *entry, dome_error *err) {
+  static const uint8_t loopback6[16] = {[15] = 1};
+  static const uint8_t mapped[16] = {[10] = 0xff, [11] = 0xff};
+  struct dome_net_prefix6 prefix = {.length = entry->prefix_len};
+  memcpy(prefix.address, entry->address, 16);
+  mask6(prefix.address, prefix.length);
+  if (prefix6_contains(loopback6, 128, prefix.address, prefix.length) ||
+      prefix6_contains(mapped, 96, prefix.address, prefix.length))
+    return 0;
+  bool known = false;
+  for (size_t i = 0; i < plan->route6_count && !known; i++)
+    known =
+        plan->routes6[i].length == prefix.length && memcmp(plan->routes6[i].address, prefix.address, 16) == 0;
+  if (!known) {
+    if (plan->route6_count == DOME_NET_MAX_ROUTES)
+      return dome_error_set(err, E2BIG, "more than %d permitted IPv6 prefixes", DOME_NET_MAX_ROUTES);
+    plan->routes6[plan->route6_count++] = prefix;
+  }
+  struct dome_net_filter6 filter = {prefix, entry->protocol, entry->port_first, entry->port_last};
+  known = false;
+  for (size_t i = 0; i < plan->filter6_count && !known; i++)
+    known = memcmp(&plan->filters6[i], &filter, sizeof filter) == 0;
+  if (!known) {
+    if (plan->filter6_count == DOME_NET_MAX_FILTERS)
+      return dome_error_set(err, E2BIG, "more than %d permitted IPv6 (prefix, protocol, ports) triples",
+                            DOME_NET_MAX_FILTERS);
+    plan->filters6[plan->filter6_count++] = filter;
+  }
+  plan->needs_egress = true;
+  if (entry->protocol == DOME_PROTOCOL_UDP && prefix.length == 128 && entry->port_first <= 53 &&
+      entry->port_last >= 53) {
+    known = false;
+    for (size_t i = 0; i < plan->resolver6_count && !known; i++)
+      known = memcmp(plan->resolvers6[i], prefix.address, 16) == 0;
+    if (!known && plan->resolver6_count < DOME_NET_MAX_RESOLVERS)
+      memcpy(plan->resolvers6[plan->resolver6_count++], prefix.address, 16);
+  }
+  return 0;
+}
+
 int dome_net_plan_from_entries(const struct dome_net_entry *entries, size_t count, struct dome_net_plan *plan,
                                dome_error *err) {
   memset(plan, 0, sizeof *plan);
@@ -105,10 +165,11 @@ int dome_net_plan_from_entries(const struct dome_net_entry *entries, size_t coun
     if (entry->decision != DOME_DECISION_ALLOW) continue; /* the BPF programs enforce the exceptions */
     if (entry->action != DOME_NET_CONNECT && entry->action != DOME_NET_SEND) continue;
     if (entry->family == AF_INET6) {
-      /* ::1 is the jail's own loopback; anything else would need IPv6 plumbing, which is not built. */
-      static const uint8_t v6_loopback[16] = {[15] = 1};
-      if (!(entry->prefix_len == 128 && memcmp(entry->address, v6_loopback, 16) == 0))
-        plan->ipv6_allow_ignored++;
+      if ((r = add_entry6(plan, entry, err)) < 0) {
+        dome_error_wrap(err, "network entry %zu", i);
+        memset(plan, 0, sizeof *plan);
+        return r;
+      }
       continue;
     }
     struct dome_net_prefix prefix = {.address = (uint32_t)entry->address[0] << 24 |
@@ -142,7 +203,7 @@ int dome_net_resolv_conf(const struct dome_net_plan *plan, char *out, size_t siz
     used += (size_t)n;                                                                \
   } while (0)
   APPEND("# written by dome: only resolvers the jail's rules permit (UDP port 53)\n");
-  if (plan->resolver_count == 0)
+  if (plan->resolver_count == 0 && plan->resolver6_count == 0)
     APPEND(
         "# no resolver is permitted: name lookups fail at once; permit net:send udp to a resolver's\n"
         "# address on port 53 to enable them\n");
@@ -150,6 +211,12 @@ int dome_net_resolv_conf(const struct dome_net_plan *plan, char *out, size_t siz
     struct in_addr in = {htonl(plan->resolvers[i])};
     char text[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &in, text, sizeof text);
+    APPEND("nameserver %s\n", text);
+  }
+  /* resolv.conf(5) reads at most MAXNS (3) nameserver lines in all: IPv4 ones first */
+  for (size_t i = 0; i < plan->resolver6_count && plan->resolver_count + i < DOME_NET_MAX_RESOLVERS; i++) {
+    char text[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, plan->resolvers6[i], text, sizeof text);
     APPEND("nameserver %s\n", text);
   }
   APPEND("options timeout:1 attempts:1\n");
@@ -203,7 +270,21 @@ int dome_net_resolv_conf_for_entries(const struct dome_net_entry *entries, size_
   if (plan == NULL) return dome_error_set(err, ENOMEM, "resolv.conf: out of memory");
   int r = dome_net_plan_from_entries(entries, count, plan, err);
   if (r >= 0) r = dome_net_resolv_conf(plan, out, size, err);
-  if (r >= 0 && has_resolver_out) *has_resolver_out = plan->resolver_count > 0;
+  if (r >= 0 && has_resolver_out) *has_resolver_out = plan->resolver_count + plan->resolver6_count > 0;
   free(plan);
   return r;
+}
+
+int dome_net_slot_addresses6(struct dome_net_prefix6 pool, uint32_t slot, uint8_t gateway[16],
+                             uint8_t jail[16], dome_error *err) {
+  if (pool.length != 48) return dome_error_set(err, EINVAL, "IPv6 pool /%u: must be a /48", pool.length);
+  if (slot > 65535) return dome_error_set(err, ERANGE, "IPv6 pool slot %u beyond the 65536 /64s", slot);
+  memcpy(gateway, pool.address, 6);
+  memset(gateway + 6, 0, 10);
+  gateway[6] = (uint8_t)(slot >> 8);
+  gateway[7] = (uint8_t)slot;
+  memcpy(jail, gateway, 16);
+  gateway[15] = 1;
+  jail[15] = 2;
+  return 0;
 }

@@ -76,8 +76,15 @@ static int authenticate(void *context, const char *token, mcp_identity *identity
   json_t *agent = token ? json_object_get(front->agents, token) : NULL;
   if (agent == NULL) return dome_error_set(err, EACCES, "invalid bearer token");
   snprintf(identity->agent, sizeof identity->agent, "%s", json_string_value(json_object_get(agent, "name")));
-  json_t *parent = identity->actas[0] ? agent_by_name(front, identity->actas) : NULL;
-  int rc = gateway_delegation_check(agent, parent, identity->actas, err);
+  /* As domed: a delegate is bound to its parent (header absent or naming it); others may not send one. */
+  const char *actas = NULL;
+  json_t *parent = NULL;
+  int rc = gateway_delegation_resolve(agent, identity->actas, &actas, err);
+  if (rc == 0 && actas) {
+    if (actas != identity->actas) snprintf(identity->actas, sizeof identity->actas, "%s", actas);
+    parent = agent_by_name(front, identity->actas);
+    rc = gateway_delegation_check(agent, parent, identity->actas, err);
+  }
   json_t *grants = NULL, *capabilities = NULL;
   if (rc == 0) {
     gateway_delegation_effective(agent, parent, &grants, &capabilities);

@@ -6,7 +6,10 @@
  *          [--second-command SHELL-COMMAND] (run in the second jail, killed at the end)
  *          [--real-jail] (run COMMAND through supervisor/jail's jail_run with the network hook)
  *          [--allow tcp|udp:PREFIX:PORT[-PORT]]... [--deny ...]... [--cycles N] [--second]
- *          [--check-clean] [--bench-setup N] [-- COMMAND ARGS...]
+ *          (PREFIX: A.B.C.D/LEN or [IPV6]/LEN)
+ *          [--check-clean] [--bench-setup N] [--quota BYTES] [--usage] [--tcp-relay] [-- COMMAND ARGS...]
+ * --usage prints the jail's counters (dome_net_jail_usage) as `usage egress_bytes=N ingress_bytes=N
+ * connections=N refused=N quota_bytes=N quota_used=N quota_exceeded=0|1` on stderr after each cycle.
  * The command runs inside the jail's namespaces with DOME_NET_ADDRESS, DOME_NET_GATEWAY and (with
  * --second, a second jail with the same rules held open meanwhile) DOME_NET_OTHER_JAIL set.
  * Exit status: the command's (first failing cycle), 0 without a command, 125 on harness failure. */
@@ -33,15 +36,23 @@
 static struct dome_net_entry entries[MAX_ENTRIES];
 static size_t entry_count;
 
+/* tcp|udp:A.B.C.D/LEN:PORT[-PORT] or tcp|udp:[IPV6]/LEN:PORT[-PORT] */
 static int parse_entry(const char *text, uint8_t decision) {
-  char protocol[8], prefix_text[64];
-  unsigned first, last;
+  char protocol[8], prefix_text[64], address6[64];
+  unsigned first, last, length6 = 128;
+  bool v6 = false;
   int n = sscanf(text, "%7[a-z]:%63[0-9./]:%u-%u", protocol, prefix_text, &first, &last);
+  if (n < 3) {
+    n = sscanf(text, "%7[a-z]:[%63[0-9a-fA-F:]]/%u:%u-%u", protocol, address6, &length6, &first, &last) - 1;
+    v6 = true;
+  }
   if (n == 3) last = first;
   if ((n != 3 && n != 4) || entry_count + 2 > MAX_ENTRIES || last > 65535 || first > last) return -1;
-  struct dome_net_prefix prefix;
+  struct dome_net_prefix prefix = {0};
+  uint8_t bytes6[16];
   dome_error err = {0};
-  if (dome_net_prefix_parse(prefix_text, &prefix, &err) < 0) {
+  if (v6 && (length6 > 128 || inet_pton(AF_INET6, address6, bytes6) != 1)) return -1;
+  if (!v6 && dome_net_prefix_parse(prefix_text, &prefix, &err) < 0) {
     fprintf(stderr, "dome-net-harness: %s\n", err.message);
     return -1;
   }
@@ -55,10 +66,13 @@ static int parse_entry(const char *text, uint8_t decision) {
     memset(e, 0, sizeof *e);
     e->action = (uint8_t)action;
     e->protocol = proto;
-    e->family = AF_INET;
-    e->prefix_len = prefix.length;
+    e->family = v6 ? AF_INET6 : AF_INET;
+    e->prefix_len = v6 ? (uint8_t)length6 : prefix.length;
     uint32_t network = htonl(prefix.address);
-    memcpy(e->address, &network, 4);
+    if (v6)
+      memcpy(e->address, bytes6, 16);
+    else
+      memcpy(e->address, &network, 4);
     e->port_first = (uint16_t)first;
     e->port_last = (uint16_t)last;
     e->decision = decision;
@@ -234,7 +248,7 @@ static int check_clean(struct dome_net *net, const char *state_dir) {
 int main(int argc, char **argv) {
   struct dome_net_config config = {.mode = DOME_NET_MODE_AUTO, .state_dir = "/run/dome-net-test"};
   int cycles = 1, bench = 0;
-  bool second = false, clean = false, real_jail = false;
+  bool second = false, clean = false, real_jail = false, usage = false;
   char *second_command[] = {"/bin/sh", "-c", NULL, NULL};
   char **command = NULL;
   for (int i = 1; i < argc; i++) {
@@ -257,6 +271,12 @@ int main(int argc, char **argv) {
     } else if (strcmp(a, "--check-clean") == 0) {
       clean = true;
       continue;
+    } else if (strcmp(a, "--usage") == 0) {
+      usage = true;
+      continue;
+    } else if (strcmp(a, "--tcp-relay") == 0) {
+      config.tcp_relay = true;
+      continue;
     }
     if (v == NULL) goto usage;
     i++;
@@ -274,6 +294,8 @@ int main(int argc, char **argv) {
       }
     } else if (strcmp(a, "--block") == 0)
       config.block_length = (uint8_t)atoi(v);
+    else if (strcmp(a, "--quota") == 0)
+      config.jail_quota_bytes = strtoull(v, NULL, 10);
     else if (strcmp(a, "--mtu") == 0)
       config.mtu = (uint32_t)atoi(v);
     else if (strcmp(a, "--allow") == 0 || strcmp(a, "--deny") == 0) {
@@ -295,6 +317,10 @@ int main(int argc, char **argv) {
     return 125;
   }
   fprintf(stderr, "dome-net-harness: egress mode %s\n", dome_net_mode_name(dome_net_mode_in_effect(net)));
+  const char *ipv6_reason = NULL;
+  bool ipv6 = dome_net_ipv6_available(net, &ipv6_reason);
+  fprintf(stderr, "dome-net-harness: ipv6 %s%s%s\n", ipv6 ? "yes" : "no", ipv6 ? "" : ": ",
+          ipv6 ? "" : ipv6_reason);
   int status = 0;
   if (bench > 0) {
     status = bench_setup(net, bench);
@@ -345,6 +371,19 @@ int main(int argc, char **argv) {
       }
     }
     status = child_finish(&child, true, jail);
+    struct dome_net_jail_usage counted;
+    if (usage && dome_net_jail_usage(net, jail, &counted, &err) < 0) {
+      fprintf(stderr, "dome-net-harness: usage: %s\n", err.message);
+      status = 125;
+    } else if (usage) {
+      fprintf(stderr,
+              "usage egress_bytes=%llu ingress_bytes=%llu connections=%llu refused=%llu quota_bytes=%llu "
+              "quota_used=%llu quota_exceeded=%d\n",
+              (unsigned long long)counted.egress_bytes, (unsigned long long)counted.ingress_bytes,
+              (unsigned long long)counted.connections, (unsigned long long)counted.refused,
+              (unsigned long long)counted.quota_bytes, (unsigned long long)counted.quota_used,
+              counted.quota_exceeded);
+    }
     if (dome_net_jail_teardown(net, jail, &err) < 0) {
       fprintf(stderr, "dome-net-harness: cycle %d teardown: %s\n", cycle, err.message);
       status = 125;

@@ -3,7 +3,7 @@
    http ADDR PORT TEXT      — HTTP server answering TEXT (and /big: N MiB of zeros given by ?mib=N)
    tcp ADDR PORT BANNER     — an SSH-like TCP port: sends BANNER and closes
    dns ADDR ANSWER          — UDP resolver on ADDR:53 answering every A query with ANSWER
-Prints "ready" on stdout once listening."""
+ADDR may be IPv6 (http, tcp). Prints "ready" on stdout once listening."""
 import http.server, socket, socketserver, struct, sys, threading
 
 def http_main(addr, port, text):
@@ -28,12 +28,13 @@ def http_main(addr, port, text):
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
         allow_reuse_address = True
+        address_family = socket.AF_INET6 if ":" in addr else socket.AF_INET
     server = Server((addr, int(port)), Handler)
     print("ready", flush=True)
     server.serve_forever()
 
 def tcp_main(addr, port, banner):
-    s = socket.socket()
+    s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((addr, int(port)))
     s.listen(16)

@@ -4,11 +4,19 @@
      http:URL:TEXT          GET URL answers TEXT
      refused:HOST:PORT      a TCP connect fails within 3 s (no route, rejected, or timed out)
      banner:HOST:PORT:TEXT  a TCP connect succeeds and the first line read is TEXT
+                            (HOST may be [IPV6]; http URLs take [IPV6] as usual)
      resolve:NAME:ADDRESS   getaddrinfo(NAME) gives ADDRESS (through /etc/resolv.conf)
      noresolve:NAME:SECONDS getaddrinfo(NAME) fails within SECONDS
      dnsfail:SERVER         a direct UDP query to SERVER:53 gets no answer within 2 s
      resolvconf:TEXT        /etc/resolv.conf's nameserver lines are exactly TEXT (comma-separated)"""
 import socket, struct, sys, time, urllib.request
+
+def hostport(args):
+    """HOST:REST or [IPV6]:REST -> (host, rest)"""
+    if args.startswith("["):
+        host, rest = args[1:].split("]:", 1)
+        return host, rest
+    return args.split(":", 1)
 
 def check(kind, args):
     if kind == "http":
@@ -16,8 +24,8 @@ def check(kind, args):
         body = urllib.request.urlopen(url, timeout=3).read().decode()
         return body == text, "got %r" % body[:80]
     if kind == "refused":
-        host, port = args.split(":")
-        s = socket.socket()
+        host, port = hostport(args)
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         s.settimeout(3)
         try:
             s.connect((host, int(port)))
@@ -27,7 +35,8 @@ def check(kind, args):
         finally:
             s.close()
     if kind == "banner":
-        host, port, text = args.split(":", 2)
+        host, rest = hostport(args)
+        port, text = rest.split(":", 1)
         with socket.create_connection((host, int(port)), timeout=3) as s:
             line = s.makefile("rb").readline().decode().strip()
         return line == text, "got %r" % line[:80]

@@ -116,8 +116,22 @@ export function journalEvents(domed) {
   return events;
 }
 
-// The cgroups beneath domed's own cgroup (v1 memory controller and the cgroup2 hierarchy).
-export function cgroupLeaves(pid) {
+// The jail cgroups of process `owner` (jail_run names them jail-<pid>-<seq>) beneath the cgroups of
+// process `pid` (v1 memory and pids controllers and the cgroup2 hierarchy). Only `owner`'s: other jails
+// on a shared host (other domeds, `dome run`) live beside them.
+/* The jail leaves of `owner` once at most `most` remain, or those left after `ms` (a jail's leaf is removed
+ * by the call that ran it, which may still be finishing when an event or a cancellation is observed). */
+export async function settledLeaves(pid, owner = pid, most = 0, ms = 5000) {
+  const deadline = Date.now() + ms;
+  let leaves = cgroupLeaves(pid, owner);
+  while (leaves.length > most && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    leaves = cgroupLeaves(pid, owner);
+  }
+  return leaves;
+}
+
+export function cgroupLeaves(pid, owner = pid) {
   const leaves = [];
   let lines = [];
   try { lines = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8').trim().split('\n'); } catch { return leaves; }
@@ -128,7 +142,11 @@ export function cgroupLeaves(pid) {
     if (!mount) continue;
     const base = path.join(mount, relative);
     try {
-      for (const entry of fs.readdirSync(base, { withFileTypes: true })) if (entry.isDirectory() && entry.name.startsWith('jail')) leaves.push(path.join(base, entry.name));
+      for (const dir of [base, path.join(base, "dome")]) {
+        let entries = [];
+        try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { continue; }
+        for (const entry of entries) if (entry.isDirectory() && entry.name.startsWith(`jail-${owner}-`)) leaves.push(path.join(dir, entry.name));
+      }
     } catch { /* not mounted */ }
   }
   return leaves;

@@ -197,12 +197,71 @@ static void test_rules_versions(void **state) {
   control_store_close(store);
 }
 
+static void test_delegation(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  dome_error err = {0};
+  char parent_token[CONTROL_TOKEN_SIZE], token[CONTROL_TOKEN_SIZE], act_token[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_agent_register(store, "alice", "code-execution", parent_token, &err), 0);
+  assert_int_equal(control_agent_register_delegate(store, "helper", "code-execution", "alice", token, &err),
+                   0);
+  json_t *record = control_agent_authenticate(store, token, &err);
+  assert_non_null(record);
+  assert_string_equal(json_string_value(json_object_get(record, "delegates_to")), "alice");
+  assert_null(json_object_get(record, "act_as"));
+  json_decref(record);
+  /* refused: unknown parent, itself, a delegate as parent (no chains); nothing is stored */
+  assert_int_equal(control_agent_register_delegate(store, "x", "", "nobody", token, &err), -ENOENT);
+  assert_non_null(strstr(err.message, "--delegates-to"));
+  assert_int_equal(control_agent_register_delegate(store, "y", "", "y", token, &err), -EINVAL);
+  assert_int_equal(control_agent_register_delegate(store, "z", "", "helper", token, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "itself a delegate"));
+  assert_null(control_agent_get(store, "x"));
+  assert_null(control_agent_get(store, "z"));
+  assert_int_equal(control_agent_set_member(store, "helper", "delegates_to", NULL, &err), -EINVAL);
+
+  /* --act-as tokens: an extra token bound to the parent; the agent's own token keeps working */
+  char own[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_agent_register(store, "bob", "", own, &err), 0);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "alice", act_token, &err), 0);
+  record = control_agent_authenticate(store, act_token, &err);
+  assert_non_null(record);
+  assert_string_equal(json_string_value(json_object_get(record, "name")), "bob");
+  assert_string_equal(json_string_value(json_object_get(record, "act_as")), "alice");
+  json_t *listed = json_object_get(record, "delegated_tokens");
+  assert_int_equal(json_array_size(listed), 1);
+  assert_null(json_object_get(json_array_get(listed, 0), "token_hash"));
+  json_decref(record);
+  record = control_agent_authenticate(store, own, &err);
+  assert_non_null(record);
+  assert_null(json_object_get(record, "act_as"));
+  json_decref(record);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "bob", token, &err), -EINVAL);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "nobody", token, &err), -ENOENT);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "helper", token, &err), -EINVAL);
+  assert_int_equal(control_agent_delegated_token(store, "helper", "bob", token, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "acts only as `alice`"));
+  assert_int_equal(control_agent_delegated_token(store, "nobody", "alice", token, &err), -ENOENT);
+  /* a second token for the same identity replaces the first */
+  char second[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_agent_delegated_token(store, "bob", "alice", second, &err), 0);
+  assert_null(control_agent_authenticate(store, act_token, &err));
+  record = control_agent_authenticate(store, second, &err);
+  assert_non_null(record);
+  json_decref(record);
+  /* rotating the agent's token retires its delegated tokens */
+  assert_int_equal(control_agent_rotate_token(store, "bob", own, &err), 0);
+  assert_null(control_agent_authenticate(store, second, &err));
+  control_store_close(store);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_agent_tokens, setup, teardown),
       cmocka_unit_test_setup_teardown(test_quotas, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tools_and_parsers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rules_versions, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_delegation, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,6 +193,30 @@ static void test_grants_and_delegation(void **state) {
   assert_int_equal(json_array_size(grants), 3);
   json_decref(grants);
   json_decref(capabilities);
+  /* effective grants: a delegated call needs the gateway on both records */
+  assert_true(gateway_delegation_granted(delegate, parent, "Ops"));
+  assert_false(gateway_delegation_granted(delegate, parent, "Admin")); /* only the delegate holds it */
+  assert_true(gateway_delegation_granted(delegate, NULL, "Admin"));
+  assert_false(gateway_delegation_granted(NULL, parent, "Ops"));
+
+  /* resolve: a delegate is bound to its parent; others may not send X-Dome-Act-As */
+  const char *actas = "unset";
+  assert_int_equal(gateway_delegation_resolve(delegate, NULL, &actas, &err), 0);
+  assert_string_equal(actas, "p"); /* no header: still on behalf of p */
+  assert_int_equal(gateway_delegation_resolve(delegate, "p", &actas, &err), 0);
+  assert_string_equal(actas, "p");
+  assert_int_equal(gateway_delegation_resolve(delegate, "a", &actas, &err), -EPERM);
+  assert_non_null(strstr(err.message, "acts only as `p`"));
+  assert_int_equal(gateway_delegation_resolve(legacy, "", &actas, &err), 0);
+  assert_null(actas);
+  assert_int_equal(gateway_delegation_resolve(legacy, "p", &actas, &err), -EPERM);
+  assert_non_null(strstr(err.message, "agent `a` may not act as `p`"));
+  /* a token minted with --act-as: control_agent_authenticate adds act_as to the record */
+  json_object_set_new(legacy, "act_as", json_string("p"));
+  assert_int_equal(gateway_delegation_resolve(legacy, NULL, &actas, &err), 0);
+  assert_string_equal(actas, "p");
+  assert_int_equal(gateway_delegation_check(legacy, parent, "p", &err), 0);
+  assert_int_equal(gateway_delegation_resolve(legacy, "q", &actas, &err), -EPERM);
   json_decref(legacy);
   json_decref(scoped);
   json_decref(parent);

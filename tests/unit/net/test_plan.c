@@ -171,7 +171,7 @@ static void too_many_prefixes_is_e2big(void **state) {
   assert_int_equal(plan.route_count, 0);
 }
 
-static void ipv6_allow_is_counted_not_routed(void **state) {
+static void ipv6_allow_is_routed(void **state) {
   (void)state;
   struct dome_net_entry e = {.action = DOME_NET_CONNECT,
                              .protocol = DOME_PROTOCOL_TCP,
@@ -184,12 +184,51 @@ static void ipv6_allow_is_counted_not_routed(void **state) {
   struct dome_net_entry loop6 = e;
   memset(loop6.address, 0, 16);
   loop6.address[15] = 1;
-  struct dome_net_entry entries[] = {e, loop6};
+  struct dome_net_entry mapped = e; /* ::ffff:10.0.0.1: decided as IPv4 by the kernel, never plumbed */
+  memset(mapped.address, 0, 16);
+  mapped.address[10] = mapped.address[11] = 0xff;
+  mapped.address[12] = 10;
+  mapped.address[15] = 1;
+  struct dome_net_entry resolver = e; /* udp fd00::53 port 53 */
+  resolver.protocol = DOME_PROTOCOL_UDP;
+  resolver.action = DOME_NET_SEND;
+  resolver.port_first = resolver.port_last = 53;
+  resolver.address[15] = 0x53;
   static struct dome_net_plan plan;
   dome_error err = {0};
-  assert_int_equal(dome_net_plan_from_entries(entries, 2, &plan, &err), 0);
+  struct dome_net_entry only_loopback[] = {loop6, mapped};
+  assert_int_equal(dome_net_plan_from_entries(only_loopback, 2, &plan, &err), 0);
   assert_false(plan.needs_egress);
-  assert_int_equal(plan.ipv6_allow_ignored, 1);
+  assert_int_equal(plan.route6_count, 0);
+  struct dome_net_entry entries[] = {e, loop6, mapped, resolver, e};
+  assert_int_equal(dome_net_plan_from_entries(entries, 5, &plan, &err), 0);
+  assert_true(plan.needs_egress);
+  assert_int_equal(plan.route_count, 0);
+  assert_int_equal(plan.route6_count, 2); /* fd00::/128 and fd00::53/128, the duplicate merged */
+  assert_int_equal(plan.filter6_count, 2);
+  assert_int_equal(plan.routes6[0].length, 128);
+  assert_int_equal(plan.routes6[0].address[0], 0xfd);
+  assert_int_equal(plan.resolver6_count, 1);
+  assert_int_equal(plan.ipv6_allow_ignored, 0);
+  char text[512];
+  assert_true(dome_net_resolv_conf(&plan, text, sizeof text, &err) > 0);
+  assert_non_null(strstr(text, "nameserver fd00::53\n"));
+}
+
+static void pool6_slots_carve_64(void **state) {
+  (void)state;
+  struct dome_net_prefix6 pool = {.address = {0xfd, 0x12, 0x34, 0x56, 0x78, 0x9a}, .length = 48};
+  uint8_t gateway[16], jail[16];
+  dome_error err = {0};
+  assert_int_equal(dome_net_slot_addresses6(pool, 0x0102, gateway, jail, &err), 0);
+  char g[64], j[64];
+  inet_ntop(AF_INET6, gateway, g, sizeof g);
+  inet_ntop(AF_INET6, jail, j, sizeof j);
+  assert_string_equal(g, "fd12:3456:789a:102::1");
+  assert_string_equal(j, "fd12:3456:789a:102::2");
+  assert_int_equal(dome_net_slot_addresses6(pool, 65536, gateway, jail, &err), -ERANGE);
+  pool.length = 56;
+  assert_int_equal(dome_net_slot_addresses6(pool, 1, gateway, jail, &err), -EINVAL);
 }
 
 static void pool_slots_carve_30_and_31(void **state) {
@@ -257,7 +296,8 @@ int main(void) {
       cmocka_unit_test(resolv_conf_straight_from_entries),
       cmocka_unit_test(bad_entries_rejected_with_index),
       cmocka_unit_test(too_many_prefixes_is_e2big),
-      cmocka_unit_test(ipv6_allow_is_counted_not_routed),
+      cmocka_unit_test(ipv6_allow_is_routed),
+      cmocka_unit_test(pool6_slots_carve_64),
       cmocka_unit_test(pool_slots_carve_30_and_31),
       cmocka_unit_test(pool_avoids_host_routes),
       cmocka_unit_test(prefix_parse_and_overlap),
