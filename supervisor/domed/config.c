@@ -35,6 +35,8 @@ void domed_config_defaults(struct domed_config *config) {
   config->session_idle_s = 3600;
   config->shutdown_grace_s = 10;
   config->journal_commit_window_ms = 2;
+  snprintf(config->net_mode, sizeof config->net_mode, "auto");
+  config->gateway_timeout_ms = 30000;
 }
 
 static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
@@ -95,6 +97,29 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     c->max_body_bytes = (size_t)bytes;
     return 0;
   }
+  if (strcmp(key, "net_mode") == 0) {
+    if (strcmp(value, "auto") != 0 && strcmp(value, "user") != 0 && strcmp(value, "routed") != 0)
+      return dome_error_set(err, EINVAL, "net_mode: expected auto, user or routed, got `%s`", value);
+    return set_string(c->net_mode, sizeof c->net_mode, key, value, err);
+  }
+  if (strcmp(key, "net_tcp_relay") == 0) {
+    if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0)
+      c->net_tcp_relay = true;
+    else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+      c->net_tcp_relay = false;
+    else
+      return dome_error_set(err, EINVAL, "net_tcp_relay: expected true or false, got `%s`", value);
+    return 0;
+  }
+  if (strcmp(key, "egress_quota") == 0) {
+    uint64_t bytes;
+    int rc = dome_parse_size(value, &bytes, err);
+    if (rc < 0) return dome_error_wrap(err, "egress_quota");
+    c->egress_quota_bytes = bytes;
+    return 0;
+  }
+  if (strcmp(key, "gateway_timeout_ms") == 0)
+    return set_unsigned(&c->gateway_timeout_ms, key, value, 100, 3600000, err);
   if (strcmp(key, "max_batch") == 0) return set_unsigned(&c->max_batch, key, value, 1, 1024, err);
   if (strcmp(key, "max_batch_bytes") == 0) {
     uint64_t bytes;

@@ -13,10 +13,9 @@
  * default), so that two domeds (and tests) never share one and `dome run --rules` (/run/dome/net) can run
  * beside domed; domed_egress_init reclaims what a crashed domed left there.
  *
- * Environment (until domed's configuration file has keys for them):
- *   DOMED_NET_MODE      auto (default), user or routed (struct dome_net_config.mode)
- *   DOMED_EGRESS_QUOTA  bytes a jail may move through its egress path (both directions); 0/unset: none
- *   DOMED_NET_TCP_RELAY 1: user mode carries TCP through the splice relay (dome_net_config.tcp_relay) */
+ * Configuration keys (docs/domed.md): net_mode (auto, user, routed: struct dome_net_config.mode),
+ * egress_quota (bytes a jail may move through its egress path, both directions; 0: none), net_tcp_relay
+ * (user mode carries TCP through the splice relay: dome_net_config.tcp_relay). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -69,14 +68,12 @@ void domed_egress_init(struct domed *domed) {
     *slash = '\0';
   snprintf(egress.state_dir, sizeof egress.state_dir, "%s%sdomed-net", directory,
            directory[strlen(directory) - 1] == '/' ? "" : "/");
-  const char *mode = getenv("DOMED_NET_MODE");
-  egress.mode = mode && strcmp(mode, "user") == 0     ? DOME_NET_MODE_USER
-                : mode && strcmp(mode, "routed") == 0 ? DOME_NET_MODE_ROUTED
-                                                      : DOME_NET_MODE_AUTO;
-  const char *relay = getenv("DOMED_NET_TCP_RELAY");
-  egress.tcp_relay = relay && strcmp(relay, "1") == 0;
-  const char *quota = getenv("DOMED_EGRESS_QUOTA");
-  egress.quota_bytes = quota ? strtoull(quota, NULL, 10) : 0;
+  const char *mode = domed->config.net_mode;
+  egress.mode = strcmp(mode, "user") == 0     ? DOME_NET_MODE_USER
+                : strcmp(mode, "routed") == 0 ? DOME_NET_MODE_ROUTED
+                                              : DOME_NET_MODE_AUTO;
+  egress.tcp_relay = domed->config.net_tcp_relay;
+  egress.quota_bytes = domed->config.egress_quota_bytes;
   struct dome_net_config config = {.mode = egress.mode, .state_dir = egress.state_dir};
   dome_error err = {0};
   int removed = dome_net_reclaim(&config, &err);

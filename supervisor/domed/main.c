@@ -211,7 +211,8 @@ int main(int argc, char **argv) {
   domed_kernel_init(domed);
   domed_egress_init(domed);
   gateway_registry *gateways = NULL;
-  if ((rc = gateway_registry_create(NULL, &gateways, &err)) < 0) {
+  struct gateway_registry_options gateway_options = {.timeout_ms = domed->config.gateway_timeout_ms};
+  if ((rc = gateway_registry_create(&gateway_options, &gateways, &err)) < 0) {
     fprintf(stderr, "domed: gateway: %s\n", err.message);
     return 125;
   }

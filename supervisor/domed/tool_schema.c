@@ -25,15 +25,22 @@ json_t *domed_execute_code_tool(void) {
       "environment variables for the program (non-secret)", "timeout_s", "type", "number", "exclusiveMinimum",
       0, "description", "wall-clock limit in seconds (clamped by the quota)", "required", "language", "code",
       "additionalProperties", 0);
+  /* structuredContent.network (domed/egress.c domed_egress_report): the jail's egress path, if any */
+  json_t *network = json_pack(
+      "{s:s,s:{s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s}},s:[s]}",
+      "type", "object", "properties", "egress", "type", "boolean", "mode", "type", "string", "address",
+      "type", "string", "egress_bytes", "type", "integer", "ingress_bytes", "type", "integer", "connections",
+      "type", "integer", "refused", "type", "integer", "quota_bytes", "type", "integer", "quota_exceeded",
+      "type", "boolean", "error", "type", "string", "required", "egress");
   json_t *output = json_pack(
-      "{s:s,s:{s:O,s:O,s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:O},s:O,s:{s:s},s:{s:s},s:{s:s}},s:["
-      "sssssssssss]}",
+      "{s:s,s:{s:O,s:O,s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:O},s:O,s:{s:s},s:{s:s},s:{s:s},s:o}"
+      ",s:[sssssssssss]}",
       "type", "object", "properties", "stdout", string, "stderr", string, "exit_code", "type", "integer",
       "signal", "type", "integer", "timed_out", "type", "boolean", "oom_killed", "type", "boolean",
       "duration_ms", "type", "integer", "output_paths", "type", "array", "items", string, "env_vars",
       string_map, "truncated", "type", "boolean", "denials", "type", "array", "redactions", "type", "array",
-      "required", "stdout", "stderr", "exit_code", "signal", "timed_out", "oom_killed", "duration_ms",
-      "output_paths", "env_vars", "truncated", "redactions");
+      "network", network, "required", "stdout", "stderr", "exit_code", "signal", "timed_out", "oom_killed",
+      "duration_ms", "output_paths", "env_vars", "truncated", "redactions");
   json_decref(string);
   json_decref(string_map);
   return json_pack(

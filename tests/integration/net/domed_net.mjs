@@ -7,8 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Domed, RULES, check, finish, journalEvents } from '../../mcp/lib/harness.mjs';
 
+// The suite's choices arrive as environment variables and reach domed as its configuration flags.
 const quota = Number(process.env.DOMED_EGRESS_QUOTA || 0);
-const domed = await new Domed().start();
+const netArgs = ['--egress-quota', String(quota), '--net-tcp-relay', process.env.DOMED_NET_TCP_RELAY === '1' ? 'true' : 'false'];
+const domed = await new Domed(netArgs).start();
 const stateDir = path.join(domed.dir, 'domed-net');
 const netFiles = () => { try { return fs.readdirSync(stateDir); } catch { return []; } };
 try {
@@ -163,7 +165,7 @@ print("resolv.conf:", ",".join(l.split()[1] for l in open("/etc/resolv.conf") if
 
 // 6. a crashed domed: the next one (same control socket, so the same state directory) reclaims its pasta
 // and the slot of the jail that was running, and only those
-const crashed = await new Domed().start();
+const crashed = await new Domed(netArgs).start();
 const crashedNet = path.join(crashed.dir, 'domed-net');
 let successor = null;
 try {
@@ -188,7 +190,7 @@ when { context.dst_ip == ip("10.1.2.3") && context.dst_port == 443 && context.pr
   await crashed.exited;
   const alive = (pid) => { try { return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; } };
   check(alive(pasta), 'crash: pasta outlived the killed domed (precondition)');
-  successor = await new Domed(['--control-socket', crashed.socket, '--state-dir', path.join(crashed.dir, 'state'),
+  successor = await new Domed([...netArgs, '--control-socket', crashed.socket, '--state-dir', path.join(crashed.dir, 'state'),
     '--journal-dir', path.join(crashed.dir, 'journal')]).start();
   let gone = false;
   for (let i = 0; i < 30 && !gone; i++) { gone = !alive(pasta); if (!gone) await new Promise((resolve) => setTimeout(resolve, 100)); }
