@@ -34,7 +34,11 @@ static void usage(FILE *out) {
           "  --pids N               process limit (default 64)\n"
           "  --timeout SEC          wall-clock limit (default 10)\n"
           "  --workspace DIR        host directory copied in as /workspace (default: empty)\n"
-          "  --copy-out             copy files created or modified in /workspace back to DIR\n"
+          "  --copy-out             copy files created or modified in /workspace back to DIR (through\n"
+          "                         the directory opened before the run, never following symlinks):\n"
+          "                         files 0644, directories 0755 (never executable), at most the\n"
+          "                         workspace size and 4096 entries; never .git/.hg/.svn paths, git\n"
+          "                         repository layouts or names that are not UTF-8 (see copy_out_errors)\n"
           "  --workspace-size SIZE  size of /workspace and /tmp (default 64M)\n"
           "  --output-limit SIZE    bytes kept per stream (default 1M)\n"
           "  --env KEY=VALUE        environment of the program (repeatable; nothing else is passed)\n"
@@ -62,6 +66,20 @@ static json_t *text_value(const char *data, size_t length) {
   return value;
 }
 
+/* One copy-out error on stderr: names come from the jail, so invalid UTF-8 is replaced and control
+ * characters (a terminal escape sequence in a file name) are shown as \xNN. */
+static void print_copy_out_error(const char *text) {
+  char *clean = dome_utf8_sanitize(text, strlen(text), true, NULL);
+  fputs("dome run: --copy-out: not copied: ", stderr);
+  for (const unsigned char *c = (const unsigned char *)(clean ? clean : "?"); *c; c++)
+    if (*c < 0x20 || *c == 0x7f)
+      fprintf(stderr, "\\x%02x", *c);
+    else
+      fputc(*c, stderr);
+  fputc('\n', stderr);
+  free(clean);
+}
+
 static void pass_through(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
   (void)context;
   (void)offset_ms;
@@ -77,7 +95,7 @@ static void pass_through(void *context, int stream, const char *data, size_t len
 static int print_json(const struct jail_result *r, const struct run_rules *rules) {
   json_t *paths = json_array();
   for (size_t i = 0; i < r->output_path_count; i++)
-    json_array_append_new(paths, json_string(r->output_paths[i]));
+    json_array_append_new(paths, text_value(r->output_paths[i], strlen(r->output_paths[i])));
   json_t *o = json_object();
   json_object_set_new(o, "exit_code", json_integer(r->exit_code));
   json_object_set_new(o, "signal", json_integer(r->signal));
@@ -93,7 +111,7 @@ static int print_json(const struct jail_result *r, const struct run_rules *rules
   if (r->copy_out_error_count > 0) {
     json_t *errors = json_array();
     for (size_t i = 0; i < r->copy_out_error_count; i++)
-      json_array_append_new(errors, json_string(r->copy_out_errors[i]));
+      json_array_append_new(errors, text_value(r->copy_out_errors[i], strlen(r->copy_out_errors[i])));
     json_object_set_new(o, "copy_out_errors", errors);
   }
   json_object_set_new(o, "peak_pids", json_integer((json_int_t)r->peak_pids));
@@ -311,8 +329,7 @@ static int run_main(int argc, char **argv) {
           json_string_value(json_object_get(d, "policy")) ? json_string_value(json_object_get(d, "policy"))
                                                           : "none (default deny)");
     }
-    for (size_t i = 0; i < result.copy_out_error_count; i++)
-      fprintf(stderr, "dome run: --copy-out: not copied: %s\n", result.copy_out_errors[i]);
+    for (size_t i = 0; i < result.copy_out_error_count; i++) print_copy_out_error(result.copy_out_errors[i]);
     if (result.timed_out) fprintf(stderr, "dome run: timed out (--timeout)\n");
     status = result.timed_out ? 124 : result.signal ? 128 + result.signal : result.exit_code;
     if (result.cancelled && cancel_signal) status = 128 + cancel_signal;

@@ -119,8 +119,11 @@ struct jail_config {
   const struct jail_input_file *input_files;
   size_t input_file_count;
   /* Optional host directory copied in as /workspace (regular files and directories only; symlinks and
-   * special files skipped; bounded by workspace_bytes). With copy_out, files created or modified in
-   * /workspace are copied back (never following symlinks, never creating special files). */
+   * special files skipped; bounded by workspace_bytes). It is opened once before the run (it must not
+   * itself be a symlink) and read and written through that fd only. With copy_out, files created or
+   * modified in /workspace are copied back through it (never following or replacing symlinks, never
+   * creating special files; files 0644, directories 0755; never .git/.hg/.svn paths, git repository
+   * layouts or names that are not valid UTF-8; at most workspace_bytes and 4096 entries in all). */
   const char *workspace_dir;
   bool copy_out;
 
@@ -224,6 +227,7 @@ struct jail_result {
  *   -EINVAL   bad config (the message names the field: "memory", "image", "input file `../x`", ...)
  *   -ENOENT   unknown image, missing program in the image, missing workspace dir, missing rule path
  *   -ENOTDIR  workspace_dir is not a directory
+ *   -ELOOP    workspace_dir is a symlink
  *   -EFBIG    host workspace larger than workspace_bytes
  *   -EPERM/-EACCES/-ENOSYS/... a kernel facility refused during setup
  *   any negative value returned by a hook (the run is aborted).

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +15,13 @@
 #include <unistd.h>
 
 #include "supervisor/common/cleanup.h"
+#include "supervisor/common/utf8.h"
 #include "supervisor/jail/internal.h"
 
 #define MAX_RELATIVE_PATH 1024
+/* The texts below name JAIL_MAX_OUTPUT_PATHS. */
+_Static_assert(JAIL_MAX_OUTPUT_PATHS == 4096u, "update the copy-out messages");
+#define TOO_MANY_ENTRIES "more than 4096 files and directories created by one copy-out"
 
 static int open_beneath(int dirfd, const char *path, int flags, unsigned mode) {
   struct open_how how = {
@@ -89,7 +94,8 @@ static int collect_dir(struct jail_workspace_input *in, int dirfd, const char *p
   if (depth > JAIL_MAX_PATH_DEPTH)
     return dome_error_set(err, EINVAL, "workspace `%s`: deeper than %u directories at `%s`", root,
                           JAIL_MAX_PATH_DEPTH, prefix);
-  int listfd = dup(dirfd);
+  /* a new open file description, not dup(): the host fd is kept for copy-out, its offset untouched */
+  int listfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
   if (!d) {
     if (listfd >= 0) close(listfd);
@@ -158,18 +164,36 @@ static int collect_dir(struct jail_workspace_input *in, int dirfd, const char *p
   return r;
 }
 
+/* Open the host workspace once, before the run: the same directory is read now and written by copy-out
+ * after the run, whatever happens to its path meanwhile. The directory itself must not be a symlink
+ * (trailing slashes are dropped first: "link/" would follow it). */
+static int open_host_workspace(const char *dir, dome_error *err) {
+  char path[PATH_MAX];
+  size_t length = strlen(dir);
+  if (length == 0 || length >= sizeof path)
+    return dome_error_set(err, EINVAL, "workspace `%s`: empty or longer than %d bytes", dir, PATH_MAX - 1);
+  memcpy(path, dir, length + 1);
+  while (length > 1 && path[length - 1] == '/') path[--length] = '\0';
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) return fd;
+  int saved = errno;
+  struct stat st;
+  if (saved == ENOTDIR && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    return dome_error_set(err, ELOOP, "workspace `%s`: is a symbolic link (give the directory itself)", dir);
+  if (saved == ENOTDIR) return dome_error_set(err, ENOTDIR, "workspace `%s`: not a directory", dir);
+  return dome_error_set_errno(err, saved, "workspace `%s`", dir);
+}
+
 int jail_workspace_collect(struct jail_workspace_input *in, const struct jail_config *config, uint64_t limit,
                            dome_error *err) {
   memset(in, 0, sizeof *in);
+  in->host_fd = -1;
   int r = 0;
   if (config->workspace_dir) {
-    struct stat st;
-    if (stat(config->workspace_dir, &st) < 0)
-      return dome_error_set_errno(err, errno, "workspace `%s`", config->workspace_dir);
-    if (!S_ISDIR(st.st_mode))
-      return dome_error_set(err, ENOTDIR, "workspace `%s`: not a directory", config->workspace_dir);
-    _cleanup_close_ int fd = open(config->workspace_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return dome_error_set_errno(err, errno, "open workspace `%s`", config->workspace_dir);
+    int fd = open_host_workspace(config->workspace_dir, err);
+    if (fd < 0) return fd;
+    in->host_fd = fd;
+    in->host_open = true;
     r = collect_dir(in, fd, "", 1, limit, config->workspace_dir, err);
     if (r < 0) {
       jail_workspace_input_release(in);
@@ -209,7 +233,9 @@ void jail_workspace_input_release(struct jail_workspace_input *in) {
   free(in->lengths);
   free(in->modes);
   free(in->owned);
+  if (in->host_open) close(in->host_fd);
   memset(in, 0, sizeof *in);
+  in->host_fd = -1;
 }
 
 /* ---- after the run ---- */
@@ -217,10 +243,14 @@ void jail_workspace_input_release(struct jail_workspace_input *in) {
 struct path_list {
   char **items;
   size_t count;
+  size_t unlisted; /* files beyond JAIL_MAX_OUTPUT_PATHS */
 };
 
 static int list_add(struct path_list *list, const char *path, dome_error *err) {
-  if (list->count >= JAIL_MAX_OUTPUT_PATHS) return 0; /* bounded: the rest is not listed */
+  if (list->count >= JAIL_MAX_OUTPUT_PATHS) { /* bounded: the rest is only counted */
+    list->unlisted++;
+    return 0;
+  }
   char **items = realloc(list->items, (list->count + 1) * sizeof *items);
   char *copy = strdup(path);
   if (!items || !copy) {
@@ -291,7 +321,7 @@ static int compare_strings(const void *a, const void *b) {
 }
 
 int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *in, char ***paths,
-                           size_t *count, dome_error *err) {
+                           size_t *count, size_t *unlisted, dome_error *err) {
   struct path_list list = {0};
   int root = open_beneath(workspace_fd, ".", O_RDONLY | O_DIRECTORY, 0);
   if (root < 0) return dome_error_set_errno(err, -root, "open /workspace after the run");
@@ -305,13 +335,15 @@ int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *
   if (list.count) qsort(list.items, list.count, sizeof *list.items, compare_strings);
   *paths = list.items;
   *count = list.count;
+  if (unlisted) *unlisted = list.unlisted;
   return 0;
 }
 
-/* Append "path: reason" to the copy-out error list (bounded by JAIL_MAX_OUTPUT_PATHS entries). */
+/* Append "path: reason" to the copy-out error list (bounded by JAIL_MAX_OUTPUT_PATHS + 1 entries: one
+ * per listed path and the note about unlisted ones). */
 static int note_error(char ***errors, size_t *count, const char *path, const char *what, int errno_value) {
-  if (*count >= JAIL_MAX_OUTPUT_PATHS) return 0;
-  char text[MAX_RELATIVE_PATH + 160];
+  if (*count > JAIL_MAX_OUTPUT_PATHS) return 0;
+  char text[MAX_RELATIVE_PATH + 200];
   snprintf(text, sizeof text, "%s: %s (%s)", path, what, strerror(errno_value));
   char **grown = realloc(*errors, (*count + 1) * sizeof *grown);
   if (!grown) return -ENOMEM;
@@ -321,12 +353,23 @@ static int note_error(char ***errors, size_t *count, const char *path, const cha
   return 0;
 }
 
+/* What one copy-out may still create on the host: bytes (apparent file sizes, so a sparse file counts
+ * its full length, which is what the copy writes) and entries (files and directories created). */
+struct copy_budget {
+  uint64_t bytes;
+  size_t entries;
+};
+
+/* Names temporaries: unique across the threads of this process (jail_run may run concurrently). */
+static _Atomic unsigned temporary_serial;
+
 /* Open (creating as needed) the directory holding `relative` beneath host_fd, one component at a time:
  * each step is a single name resolved in the fd of the previous one, opened O_NOFOLLOW|O_DIRECTORY, so a
- * component swapped for a symlink (or a file) is refused, never followed. Returns the directory fd and the
- * last component in *leaf, or -errno with *failed naming the step. */
+ * component swapped for a symlink (or a file) is refused, never followed. Directories are created 0755
+ * (less the umask), each taking one entry of the budget. Returns the directory fd and the last component
+ * in *leaf, or -errno with *failed naming the step. */
 static int open_parent(int host_fd, const char *relative, char *buffer, size_t size, const char **leaf,
-                       const char **failed) {
+                       struct copy_budget *budget, const char **failed) {
   snprintf(buffer, size, "%s", relative);
   int dir = fcntl(host_fd, F_DUPFD_CLOEXEC, 0);
   if (dir < 0) return *failed = "duplicate host directory fd", -errno;
@@ -337,15 +380,29 @@ static int open_parent(int host_fd, const char *relative, char *buffer, size_t s
       close(dir);
       return *failed = "invalid path component", -EINVAL;
     }
-    if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST) {
-      int saved = errno;
-      close(dir);
-      return *failed = "create directory", -saved;
+    struct stat st;
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+      if (errno != ENOENT) {
+        int saved = errno;
+        close(dir);
+        return *failed = "inspect a parent on the host", -saved;
+      }
+      if (budget->entries == 0) {
+        close(dir);
+        return *failed = TOO_MANY_ENTRIES, -EDQUOT;
+      }
+      if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST) {
+        int saved = errno;
+        close(dir);
+        return *failed = "create directory", -saved;
+      }
+      budget->entries--;
     }
     int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int saved = errno;
     close(dir);
-    if (next < 0) return *failed = "a parent on the host is not a directory", -saved;
+    if (next < 0)
+      return *failed = "a parent on the host is not a directory (symlinks are not followed)", -saved;
     dir = next;
     name = slash + 1;
   }
@@ -353,49 +410,206 @@ static int open_parent(int host_fd, const char *relative, char *buffer, size_t s
   return dir;
 }
 
-/* Copy one file: a temporary created O_EXCL|O_NOFOLLOW in the parent, renamed over the leaf (a link or
- * file already there is replaced, never written through). Returns 0 or -errno with *failed set. */
-static int copy_one(int root, int host, const char *relative, const char **failed) {
+/* Copy one file: a temporary created O_EXCL|O_NOFOLLOW with mode 0644 (never the jail's mode: nothing the
+ * jail writes becomes executable, setuid or setgid on the host) in the parent, renamed over the leaf. An
+ * existing host regular file is replaced (never written through); a symlink, directory or special file
+ * there is left alone and reported. Returns 0 or -errno with *failed set. */
+static int copy_one(int root, int host, const char *relative, struct copy_budget *budget,
+                    const char **failed) {
   _cleanup_close_ int source = open_beneath(root, relative, O_RDONLY, 0);
   if (source < 0) return 0; /* vanished or became a symlink: nothing to copy */
   struct stat st;
   if (fstat(source, &st) < 0 || !S_ISREG(st.st_mode)) return 0;
+  if ((uint64_t)st.st_size > budget->bytes)
+    return *failed = "larger than what remains of the copy-out budget (the workspace size)", -EFBIG;
+  if (budget->entries == 0) return *failed = TOO_MANY_ENTRIES, -EDQUOT;
   char buffer[MAX_RELATIVE_PATH + 1];
   const char *leaf = NULL;
-  _cleanup_close_ int dir = open_parent(host, relative, buffer, sizeof buffer, &leaf, failed);
+  _cleanup_close_ int dir = open_parent(host, relative, buffer, sizeof buffer, &leaf, budget, failed);
   if (dir < 0) return dir;
-  char temporary[MAX_RELATIVE_PATH + 32];
-  snprintf(temporary, sizeof temporary, ".%s.dome-copy-%d", leaf, (int)getpid());
+  if (budget->entries == 0) return *failed = TOO_MANY_ENTRIES, -EDQUOT; /* its directories took the last */
+  struct stat existing;
+  bool replace = false;
+  if (fstatat(dir, leaf, &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISREG(existing.st_mode))
+      return *failed = "the host path is a symlink, directory or special file (left alone)", -EEXIST;
+    replace = true;
+  } else if (errno != ENOENT) {
+    return *failed = "inspect the host file", -errno;
+  }
+  char temporary[64];
+  snprintf(temporary, sizeof temporary, ".dome-copy-%d-%u", (int)getpid(), temporary_serial++);
   _cleanup_close_ int target =
-      openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
+      openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (target < 0) return *failed = "create temporary file", -errno;
   char data[65536];
-  ssize_t n;
-  while ((n = read(source, data, sizeof data)) > 0)
-    if (write(target, data, (size_t)n) != n) {
-      int saved = n < 0 ? errno : ENOSPC;
+  uint64_t left = (uint64_t)st.st_size; /* the budget was checked for this many bytes */
+  while (left > 0) {
+    ssize_t n = read(source, data, left < sizeof data ? (size_t)left : sizeof data);
+    if (n == 0) break;
+    ssize_t written = n > 0 ? write(target, data, (size_t)n) : -1;
+    if (n < 0 || written != n) {
+      int saved = n < 0 || written < 0 ? errno : ENOSPC;
       unlinkat(dir, temporary, 0);
-      return *failed = "write", -saved;
+      return *failed = n < 0 ? "read" : "write", -saved;
     }
-  if (n < 0 || renameat(dir, temporary, dir, leaf) < 0) {
+    left -= (uint64_t)n;
+  }
+  /* A new leaf with RENAME_NOREPLACE: whatever appeared there meanwhile stays. Replacing a regular file
+   * renames over it: if it was swapped for a symlink meanwhile, the link itself is replaced (rename
+   * never follows it). */
+  int renamed = replace ? renameat(dir, temporary, dir, leaf)
+                        : (int)syscall(SYS_renameat2, dir, temporary, dir, leaf, RENAME_NOREPLACE);
+  if (renamed < 0) {
     int saved = errno;
     unlinkat(dir, temporary, 0);
-    return *failed = n < 0 ? "read" : "replace the host file", -saved;
+    return *failed = "replace the host file", -saved;
   }
+  budget->bytes -= (uint64_t)st.st_size;
+  budget->entries--;
   return 0;
 }
 
-int jail_workspace_copy_out(int workspace_fd, const char *host_dir, char *const *paths, size_t count,
-                            char ***errors, size_t *error_count, dome_error *err) {
-  _cleanup_close_ int host = open(host_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (host < 0) return note_error(errors, error_count, host_dir, "open the host workspace", errno);
+/* Whether `relative` has a component that version-control tools read configuration or hooks from (.git,
+ * .hg, .svn; compared case-insensitively since the host file system may fold case). */
+static bool has_control_component(const char *relative) {
+  static const char *const names[] = {".git", ".hg", ".svn"};
+  for (const char *p = relative; *p;) {
+    const char *end = strchr(p, '/');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+      if (n == strlen(names[i]) && strncasecmp(p, names[i], n) == 0) return true;
+    if (!end) break;
+    p = end + 1;
+  }
+  return false;
+}
+
+static bool valid_utf8(const char *text) {
+  size_t length = strlen(text), clean_length = 0;
+  char *clean = dome_utf8_sanitize(text, length, true, &clean_length);
+  bool valid = clean && clean_length == length && memcmp(clean, text, length) == 0;
+  free(clean);
+  return valid;
+}
+
+/* Entries git looks for when it decides whether a directory is a repository directory (is_git_directory
+ * in git's setup.c: HEAD, plus objects/ and refs/ here or in the directory `commondir` names). */
+enum { MARK_HEAD = 1, MARK_OBJECTS = 2, MARK_REFS = 4 };
+
+static unsigned marks_of(int dirfd, bool list_entries) {
+  static const struct {
+    const char *name;
+    unsigned mark;
+  } names[] = {{"HEAD", MARK_HEAD}, {"objects", MARK_OBJECTS}, {"refs", MARK_REFS}};
+  unsigned marks = 0;
+  if (!list_entries) { /* the host: its own name lookup (case-folding or not) is what git will see */
+    struct stat st;
+    for (size_t i = 0; i < 3; i++)
+      if (fstatat(dirfd, names[i].name, &st, AT_SYMLINK_NOFOLLOW) == 0) marks |= names[i].mark;
+    return marks;
+  }
+  /* the jail's tmpfs: any case, since the copy may land on a case-folding host file system */
+  int listfd = open_beneath(dirfd, ".", O_RDONLY | O_DIRECTORY, 0);
+  DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
+  if (!d) {
+    if (listfd >= 0) close(listfd);
+    return 0;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    for (size_t i = 0; i < 3; i++)
+      if (strcasecmp(e->d_name, names[i].name) == 0) marks |= names[i].mark;
+  closedir(d);
+  return marks;
+}
+
+static bool marks_repository(unsigned marks) {
+  return (marks & MARK_HEAD) || (marks & (MARK_OBJECTS | MARK_REFS)) == (MARK_OBJECTS | MARK_REFS);
+}
+
+/* Verdicts for the ancestors of the previous path (paths come sorted, so neighbours share them). */
+struct repository_cache {
+  char previous[MAX_RELATIVE_PATH + 1];
+  size_t known; /* ancestors of `previous` with a verdict (depth 0 is the workspace root) */
+  bool flagged[JAIL_MAX_PATH_DEPTH + 2];
+};
+
+/* Whether a directory on the way to `relative` would, once copied (jail side and host side together),
+ * be taken by git as a repository directory: a config with core.fsmonitor there runs on the next `git
+ * status`, as in a `.git`. Paths deeper than the cache holds are refused. */
+static bool inside_repository(int root, int host, const char *relative, struct repository_cache *cache) {
+  bool flagged = false, reuse = true;
+  size_t depth = 0;
+  for (const char *p = relative; p; depth++) {
+    if (depth >= sizeof cache->flagged / sizeof *cache->flagged) return true;
+    size_t end = (size_t)(p - relative); /* the ancestor holding this component: relative[0..end) */
+    if (reuse && depth < cache->known && strncmp(cache->previous, relative, end) == 0) {
+      flagged = flagged || cache->flagged[depth];
+    } else {
+      reuse = false;
+      char ancestor[MAX_RELATIVE_PATH + 2];
+      snprintf(ancestor, sizeof ancestor, "%.*s", end ? (int)end - 1 : 1, end ? relative : ".");
+      unsigned marks = 0;
+      int jail_dir = open_beneath(root, ancestor, O_RDONLY | O_DIRECTORY, 0);
+      if (jail_dir >= 0) {
+        marks |= marks_of(jail_dir, true);
+        close(jail_dir);
+      }
+      struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+                             .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+      int host_dir = (int)syscall(SYS_openat2, host, ancestor, &how, sizeof how);
+      if (host_dir >= 0) {
+        marks |= marks_of(host_dir, false);
+        close(host_dir);
+      }
+      cache->flagged[depth] = marks_repository(marks);
+      flagged = flagged || cache->flagged[depth];
+    }
+    const char *slash = strchr(p, '/');
+    p = slash ? slash + 1 : NULL;
+  }
+  snprintf(cache->previous, sizeof cache->previous, "%s", relative);
+  cache->known = depth;
+  return flagged;
+}
+
+int jail_workspace_copy_out(int workspace_fd, const struct jail_workspace_input *input, uint64_t budget_bytes,
+                            size_t unlisted, char *const *paths, size_t count, char ***errors,
+                            size_t *error_count, dome_error *err) {
+  if (!input->host_open) return dome_error_set(err, EBADF, "copy out: the host workspace was not opened");
   _cleanup_close_ int root = open_beneath(workspace_fd, ".", O_RDONLY | O_DIRECTORY, 0);
   if (root < 0) return dome_error_set_errno(err, -root, "open /workspace for copy-out");
-  for (size_t i = 0; i < count; i++) {
-    const char *failed = "copy";
-    int r = copy_one(root, host, paths[i], &failed);
-    if (r < 0 && note_error(errors, error_count, paths[i], failed, -r) < 0)
+  if (unlisted > 0) {
+    char what[32];
+    snprintf(what, sizeof what, "(%zu more files)", unlisted);
+    if (note_error(errors, error_count, what, "neither listed nor copied: more than 4096 files", E2BIG) < 0)
       return dome_error_set_errno(err, ENOMEM, "copy out: record errors");
   }
-  return 0;
+  struct copy_budget budget = {.bytes = budget_bytes, .entries = JAIL_MAX_OUTPUT_PATHS};
+  struct repository_cache *cache = calloc(1, sizeof *cache);
+  if (!cache) return dome_error_set_errno(err, ENOMEM, "copy out: out of memory");
+  int r = 0;
+  for (size_t i = 0; i < count && r == 0; i++) {
+    const char *failed = "copy";
+    int copied = 0;
+    if (!valid_utf8(paths[i])) {
+      failed = "the name is not valid UTF-8 (never copied out)";
+      copied = -EILSEQ;
+    } else if (has_control_component(paths[i])) {
+      failed = "version-control metadata (.git, .hg, .svn) is never copied out";
+      copied = -EPERM;
+    } else if (inside_repository(root, input->host_fd, paths[i], cache)) {
+      failed =
+          "inside a directory git would take as a repository (HEAD, or objects/ and refs/): never copied "
+          "out";
+      copied = -EPERM;
+    } else {
+      copied = copy_one(root, input->host_fd, paths[i], &budget, &failed);
+    }
+    if (copied < 0 && note_error(errors, error_count, paths[i], failed, -copied) < 0)
+      r = dome_error_set_errno(err, ENOMEM, "copy out: record errors");
+  }
+  free(cache);
+  return r;
 }
