@@ -114,6 +114,12 @@ static int print_json(const struct jail_result *r, const struct run_rules *rules
       json_array_append_new(errors, text_value(r->copy_out_errors[i], strlen(r->copy_out_errors[i])));
     json_object_set_new(o, "copy_out_errors", errors);
   }
+  json_object_set_new(
+      o, "limits",
+      json_pack("{s:I,s:i,s:f,s:I,s:I,s:I}", "memory_bytes", (json_int_t)r->limits.memory_bytes, "pids",
+                (int)r->limits.pids, "cpus", r->limits.cpus, "timeout_ms", (json_int_t)r->limits.timeout_ms,
+                "workspace_bytes", (json_int_t)r->limits.workspace_bytes, "output_limit_bytes",
+                (json_int_t)r->limits.output_limit_bytes));
   json_object_set_new(o, "peak_pids", json_integer((json_int_t)r->peak_pids));
   json_object_set_new(o, "pids_limited", json_boolean(r->pids_limited));
   json_object_set_new(o, "jail_id", json_string(r->jail_id));

@@ -213,6 +213,15 @@ struct jail_result {
   bool stderr_truncated;
   bool truncated; /* either stream */
 
+  /* The limits the jail ran under, defaults filled in; the cgroup ones as the kernel holds them (a run
+   * whose limits do not read back fails with -EIO instead). */
+  struct {
+    uint64_t memory_bytes; /* memory.max (v2) or memory.limit_in_bytes (v1): rounded down to pages */
+    uint32_t pids;         /* pids.max */
+    double cpus;           /* cpu.max / cpu.cfs_quota_us over the 100 ms period */
+    uint64_t timeout_ms, workspace_bytes, output_limit_bytes;
+  } limits;
+
   /* Regular files created or modified under /workspace, relative paths, sorted. */
   char **output_paths;
   size_t output_path_count;

@@ -505,6 +505,13 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   uint64_t timeout_ms = c->timeout_ms ? c->timeout_ms : JAIL_DEFAULT_TIMEOUT_MS;
   uint64_t workspace_bytes = c->workspace_bytes ? c->workspace_bytes : JAIL_DEFAULT_WORKSPACE_BYTES;
   uint64_t output_limit = c->output_limit ? c->output_limit : JAIL_DEFAULT_OUTPUT_LIMIT_BYTES;
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  result->limits.memory_bytes = memory / page * page;
+  result->limits.pids = pids;
+  result->limits.cpus = cpus;
+  result->limits.timeout_ms = timeout_ms;
+  result->limits.workspace_bytes = workspace_bytes;
+  result->limits.output_limit_bytes = output_limit;
 
   struct run_state s = {.pidfd = -1,
                         .workspace_fd = -1,
