@@ -243,6 +243,13 @@ int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const
                         const struct domed_principal *principal, struct domed_rules *rules, bool egress,
                         dome_error *err);
 /* Check that `rules` compile into kernel tables for `agent` (rules apply refuses rules that cannot). */
+struct dome_rule_tables;
+/* Compile the kernel decision tables (policy/compile) of `agent` under `rules`, with its capabilities
+ * (a JSON array, borrowed) and gateway as its entity data. Returns 0 with *tables filled (free with
+ * dome_rule_tables_free), or -errno from the compiler naming the policy and sub-expression it refused. */
+int domed_compile_tables(struct domed *domed, struct domed_rules *rules, const char *agent,
+                         json_t *capabilities, const char *gateway, struct dome_rule_tables *tables,
+                         dome_error *err);
 int domed_kernel_check(struct domed *domed, struct domed_rules *rules, const char *agent, dome_error *err);
 /* After the jail ended: collect its last denials and detach. */
 void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run);

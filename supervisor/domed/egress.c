@@ -114,23 +114,9 @@ static int agent_entries(struct domed *domed, const struct domed_principal *prin
     }
     if (c->used < slot->used) slot = c;
   }
-  json_t *entities = json_pack("[{s:{s:s,s:s},s:{s:O},s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid", "type",
-                               "Dome::Agent", "id", principal->agent, "attrs", "capabilities",
-                               principal->capabilities, "parents", "type", "Dome::Gateway", "id", gateway,
-                               "uid", "type", "Dome::Gateway", "id", gateway, "attrs", "parents");
-  char *text = json_dumps(entities, JSON_COMPACT);
-  json_decref(entities);
-  if (text == NULL) return dome_error_set(err, ENOMEM, "network rules: entities");
-  cedar_entities *parsed = NULL;
-  int rc = dome_compile_load_entities(text, strlen(text), "agent entities", domed->engine, &parsed, err);
-  free(text);
-  if (rc < 0) return rc;
-  char version[32];
-  snprintf(version, sizeof version, "%d", rules->version);
-  struct dome_compile_options options = {.agent = principal->agent, .policy_version = version};
   struct dome_rule_tables tables;
-  rc = dome_compile_tables(rules->kernel_policies, parsed, &options, &tables, err);
-  cedar_entities_free(parsed);
+  int rc =
+      domed_compile_tables(domed, rules, principal->agent, principal->capabilities, gateway, &tables, err);
   if (rc < 0) return rc;
   struct dome_net_entry *copy = calloc(tables.net_count + 1, sizeof *copy);
   if (copy == NULL) {

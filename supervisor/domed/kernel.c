@@ -65,10 +65,9 @@ static int install_rulesets(struct dome_kernel *kernel, dome_error *err) {
   return rc;
 }
 
-/* Compile the kernel tables of `agent` (with its capabilities and gateway as entity data). */
-static int compile_tables(struct domed *domed, struct domed_rules *rules, const char *agent,
-                          json_t *capabilities, const char *gateway, struct dome_rule_tables *tables,
-                          dome_error *err) {
+int domed_compile_tables(struct domed *domed, struct domed_rules *rules, const char *agent,
+                         json_t *capabilities, const char *gateway, struct dome_rule_tables *tables,
+                         dome_error *err) {
   json_t *entities =
       json_pack("[{s:{s:s,s:s},s:{s:O},s:[{s:s,s:s}]},{s:{s:s,s:s},s:{},s:[]}]", "uid", "type", "Dome::Agent",
                 "id", agent, "attrs", "capabilities", capabilities, "parents", "type", "Dome::Gateway", "id",
@@ -98,7 +97,7 @@ int domed_kernel_check(struct domed *domed, struct domed_rules *rules, const cha
   }
   json_decref(record);
   struct dome_rule_tables tables;
-  int rc = compile_tables(domed, rules, agent, capabilities, MCP_GATEWAY_DEFAULT, &tables, err);
+  int rc = domed_compile_tables(domed, rules, agent, capabilities, MCP_GATEWAY_DEFAULT, &tables, err);
   dome_rule_tables_free(&tables);
   json_decref(capabilities);
   if (rc < 0) return dome_error_wrap(err, "kernel rules for agent `%s`", agent);
@@ -203,8 +202,8 @@ static int ruleset_for(struct domed *domed, struct domed_kernel *k, const struct
   }
   if (free_slot == NULL) return dome_error_set(err, EBUSY, "every kernel ruleset is in use");
   struct dome_rule_tables tables;
-  int rc = compile_tables(domed, rules, principal->agent, principal->capabilities, principal->gateway,
-                          &tables, err);
+  int rc = domed_compile_tables(domed, rules, principal->agent, principal->capabilities, principal->gateway,
+                                &tables, err);
   uint32_t index = (uint32_t)(free_slot - k->slots) + 1;
   if (rc == 0) rc = dome_kernel_install_tables(k->kernel, index, &tables, err);
   dome_rule_tables_free(&tables);
@@ -362,8 +361,8 @@ int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *p
   pthread_mutex_unlock(&path_cache_lock);
 
   struct dome_rule_tables tables;
-  int rc = compile_tables(domed, rules, principal->agent, principal->capabilities,
-                          principal->gateway ? principal->gateway : MCP_GATEWAY_DEFAULT, &tables, err);
+  int rc = domed_compile_tables(domed, rules, principal->agent, principal->capabilities,
+                                principal->gateway ? principal->gateway : MCP_GATEWAY_DEFAULT, &tables, err);
   struct domed_kernel *k = domed->kernel;
   enum dome_enforcement_level level = DOME_LEVEL_NONE;
   if (k) {
