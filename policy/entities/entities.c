@@ -405,22 +405,33 @@ static int add_schema_actions(cedar_entities *es, const cedar_schema *schema, si
 static int entities_from_tree(json_t *root, size_t size_hint, const char *file, const cedar_schema *schema,
                               cedar_entities **out, cedar_diagnostic *diag);
 
-int cedar_entities_parse_json(const char *text, size_t length, const char *file,
-                              const struct cedar_schema *schema, cedar_entities **out,
-                              cedar_diagnostic *diag) {
+/* Load `what` JSON text (entities or context) into a scratch tree: the root, or NULL with *diag set and
+ * *rc = -E2BIG (over CEDAR_MAX_TEXT_BYTES) or -EINVAL (not JSON, with line:column). */
+static json_t *load_text(cedar_json_scratch *scratch, const char *what, const char *text, size_t length,
+                         const char *file, cedar_diagnostic *diag, int *rc) {
   if (length > CEDAR_MAX_TEXT_BYTES) {
-    cedar_diag_set(diag, file, 0, 0, NULL, "entities input of %zu bytes is over the limit", length);
-    return -E2BIG;
+    cedar_diag_set(diag, file, 0, 0, NULL, "%s input of %zu bytes is over the limit", what, length);
+    *rc = -E2BIG;
+    return NULL;
   }
   json_error_t jerr;
-  cedar_json_scratch scratch;
-  json_t *root = cedar_json_scratch_load(&scratch, text, length, &jerr);
+  json_t *root = cedar_json_scratch_load(scratch, text, length, &jerr);
   if (!root) {
     cedar_diag_set(diag, file, (unsigned)(jerr.line > 0 ? jerr.line : 0),
                    (unsigned)(jerr.column > 0 ? jerr.column : 0), NULL, "invalid JSON: %s", jerr.text);
-    return -EINVAL;
+    *rc = -EINVAL;
   }
-  int r = entities_from_tree(root, length, file, schema, out, diag);
+  return root;
+}
+
+int cedar_entities_parse_json(const char *text, size_t length, const char *file,
+                              const struct cedar_schema *schema, cedar_entities **out,
+                              cedar_diagnostic *diag) {
+  int r = 0;
+  cedar_json_scratch scratch;
+  json_t *root = load_text(&scratch, "entities", text, length, file, diag, &r);
+  if (!root) return r;
+  r = entities_from_tree(root, length, file, schema, out, diag);
   cedar_json_scratch_release(&scratch, root);
   return r;
 }
@@ -533,19 +544,11 @@ static int context_from_tree(json_t *root, const char *file, const cedar_schema 
 int cedar_context_parse_json(const char *text, size_t length, const char *file,
                              const struct cedar_schema *schema, const cedar_uid_ref *action,
                              cedar_context **out, cedar_diagnostic *diag) {
-  if (length > CEDAR_MAX_TEXT_BYTES) {
-    cedar_diag_set(diag, file, 0, 0, NULL, "context input of %zu bytes is over the limit", length);
-    return -E2BIG;
-  }
-  json_error_t jerr;
+  int r = 0;
   cedar_json_scratch scratch;
-  json_t *root = cedar_json_scratch_load(&scratch, text, length, &jerr);
-  if (!root) {
-    cedar_diag_set(diag, file, (unsigned)(jerr.line > 0 ? jerr.line : 0),
-                   (unsigned)(jerr.column > 0 ? jerr.column : 0), NULL, "invalid JSON: %s", jerr.text);
-    return -EINVAL;
-  }
-  int r = context_from_tree(root, file, schema, action, out, diag);
+  json_t *root = load_text(&scratch, "context", text, length, file, diag, &r);
+  if (!root) return r;
+  r = context_from_tree(root, file, schema, action, out, diag);
   cedar_json_scratch_release(&scratch, root);
   return r;
 }
