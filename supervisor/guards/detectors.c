@@ -357,7 +357,7 @@ const struct guard_detector guard_detectors[] = {
       "Absolute path under a host top-level directory (/etc, /var, /opt, /srv, /proc, /sys, /mnt, /run, ...) "
       "outside the jail's own view",
       "dome: guard_options.jail_paths"},
-     NULL, /* built per guard: the directories the validator accepts, as literals (guard.c) */
+     NULL, /* prefilter.c, with the literals the validator can accept built per guard (guard.c) */
      0,
      0,
      "(?<![A-Za-z0-9_.~/-])/[A-Za-z0-9._@+-]{1,255}(?:/[A-Za-z0-9._@+-]{1,255}){0,63}/?",
@@ -433,15 +433,16 @@ const struct guard_detector guard_detectors[] = {
     /* ---- PII ---- */
     {{"email-address", GUARD_CLASS_PII, "E-mail address (local@domain.tld)",
       "RFC 5322 section 3.4.1 (dot-atom subset)"},
-     "[A-Za-z0-9._%+-]@[A-Za-z0-9]",
+     NULL, /* prefilter.c: [A-Za-z0-9._%+-]@[A-Za-z0-9] */
      0,
-     68,
+     GUARD_PREFILTER_EMAIL_BACK,
      "(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.){1,8}["
      "A-Za-z]{2,24}"
      "(?![A-Za-z0-9-])",
      0,
      VALIDATE_EMAIL,
-     false},
+     false,
+     GUARD_TRIGGER_EMAIL},
     {{"phone-number", GUARD_CLASS_PII,
       "Telephone number: E.164 (+CC ...) or NANP ((NXX) NXX-XXXX, NXX-NXX-XXXX, NXX.NXX.XXXX)",
       "ITU-T E.164; North American Numbering Plan"},

@@ -56,6 +56,8 @@ void guard_free(struct guard *guard) {
   free(guard->hmac_key);
   free_strings(guard->jail_paths, guard->jail_path_count);
   free_strings(guard->supervisor_paths, guard->supervisor_path_count);
+  free(guard->paths.text);
+  free(guard->paths.length);
   guard_classification_free(&guard->classification);
   free(guard);
 }
@@ -273,34 +275,38 @@ static int add_internal_hostnames(struct guard *guard, struct pattern_list *patt
 
 /* host-path's trigger: the literal directories its validator can accept (supervisor paths, home roots, and
  * the host top-level directories no jail path covers), so the many paths inside the jail's own view
- * (/usr/lib/python3, /workspace/...) and URL paths wake nothing. A match starts at the literal's '/'. */
-static int add_host_paths(struct guard *guard, struct pattern_list *patterns, int detector, dome_error *err) {
+ * (/usr/lib/python3, /workspace/...) and URL paths wake nothing. The prefilter finds path starts (a '/' after
+ * no path character, as the confirmer's lookbehind requires), tests the two bytes after the '/' in `pairs`
+ * and then compares the literals: a match starts at a literal's '/'. */
+static int build_path_literals(struct guard *guard, dome_error *err) {
+  struct guard_path_literals *paths = &guard->paths;
   size_t count = guard->supervisor_path_count + guard_home_root_count + guard_host_root_count;
-  _cleanup_free_ const char **literals = calloc(count, sizeof *literals);
-  if (literals == NULL) return dome_error_set(err, ENOMEM, "host paths: out of memory");
-  size_t n = 0, size = 8;
-  for (size_t i = 0; i < guard->supervisor_path_count; i++) literals[n++] = guard->supervisor_paths[i];
-  for (size_t i = 0; i < guard_home_root_count; i++) literals[n++] = guard_home_roots[i];
+  paths->text = calloc(count, sizeof *paths->text);
+  paths->length = calloc(count, sizeof *paths->length);
+  if (paths->text == NULL || paths->length == NULL)
+    return dome_error_set(err, ENOMEM, "host paths: out of memory");
+  size_t n = 0;
+  for (size_t i = 0; i < guard->supervisor_path_count; i++) paths->text[n++] = guard->supervisor_paths[i];
+  for (size_t i = 0; i < guard_home_root_count; i++) paths->text[n++] = guard_home_roots[i];
   for (size_t i = 0; i < guard_host_root_count; i++) {
     const char *root = guard_host_roots[i];
     bool covered = false;
     for (size_t j = 0; j < guard->jail_path_count && !covered; j++)
       covered = guard_path_under(root, strlen(root), guard->jail_paths[j]);
-    if (!covered) literals[n++] = root;
+    if (!covered) paths->text[n++] = root;
   }
-  for (size_t i = 0; i < n; i++) size += strlen(literals[i]) * 4 + 1;
-  char *text = malloc(size);
-  if (text == NULL) return dome_error_set(err, ENOMEM, "host paths: out of memory");
-  size_t at = (size_t)sprintf(text, "(?:");
+  paths->count = n;
+  memset(paths->pairs, 0, sizeof paths->pairs);
   for (size_t i = 0; i < n; i++) {
-    size_t length = strlen(literals[i]);
-    while (length > 1 && literals[i][length - 1] == '/') length--;
-    if (i) text[at++] = '|';
-    for (size_t k = 0; k < length; k++)
-      at += (size_t)sprintf(text + at, "\\x%02x", (unsigned char)literals[i][k]);
+    size_t length = strlen(paths->text[i]);
+    while (length > 1 && paths->text[i][length - 1] == '/') length--;
+    paths->length[i] = length;
+    const unsigned char *literal = (const unsigned char *)paths->text[i];
+    unsigned first = length < 2 ? 0 : (unsigned)literal[1] << 8, last = length < 2 ? 65535 : first | 0xff;
+    for (unsigned pair = first; pair <= last; pair++)
+      if (length < 3 || (pair & 0xff) == literal[2]) paths->pairs[pair / 64] |= (uint64_t)1 << (pair % 64);
   }
-  sprintf(text + at, ")");
-  return add_rule(guard, patterns, detector, text, 0, false, err);
+  return 0;
 }
 
 /* Width of each rule's hs pattern; sets rule->back to at least that width. */
@@ -339,8 +345,8 @@ static int compile_databases(struct guard *guard, const struct pattern_list *pat
       if (patterns->text[i] == NULL) { /* found by the prefilter (a shape is decided this many bytes on) */
         guard->prefilter_kinds[c] |= 1u << guard->rules[i].trigger;
         guard->prefilter_rule[c][guard->rules[i].trigger] = (int)i;
-        if (hold_back < GUARD_PREFILTER_LOOKAHEAD + GUARD_PREFILTER_BACK + 1)
-          hold_back = GUARD_PREFILTER_LOOKAHEAD + GUARD_PREFILTER_BACK + 1;
+        if (hold_back < GUARD_PREFILTER_LOOKAHEAD + guard->rules[i].back + 1)
+          hold_back = GUARD_PREFILTER_LOOKAHEAD + guard->rules[i].back + 1;
         continue;
       }
       texts[n] = patterns->text[i];
@@ -400,25 +406,24 @@ int guard_create(const struct guard_options *options, struct guard **out, dome_e
     goto fail;
   for (int c = 0; c < GUARD_CLASS_COUNT; c++)
     for (int t = 0; t < GUARD_TRIGGER_COUNT; t++) guard->prefilter_rule[c][t] = -1;
+  if ((r = build_path_literals(guard, err)) < 0) goto fail;
   for (size_t d = 0; d < guard_detectors_count; d++) {
     const struct guard_detector *detector = &guard_detectors[d];
     if (detector->dynamic) continue;
-    /* A detector has a vectorscan rule (its hs pattern, or host-path's literals), a prefilter rule, or both
+    /* A detector has a vectorscan rule (its hs pattern), a prefilter rule, or both
      * (env-assignment: `export NAME=` by vectorscan, `NAME=` lines by the prefilter). */
     for (int pass = 0; pass < 2; pass++) {
       enum guard_trigger trigger = detector->trigger;
-      if (pass == 0 && trigger == GUARD_TRIGGER_PATHS)
-        r = add_host_paths(guard, &patterns, (int)d, err);
-      else if (pass == 0 && detector->hs != NULL)
+      if (pass == 0 && detector->hs != NULL)
         r = add_rule(guard, &patterns, (int)d, strdup(detector->hs), detector->hs_flags, false, err);
-      else if (pass == 1 && trigger > GUARD_TRIGGER_PATHS)
+      else if (pass == 1 && trigger != GUARD_TRIGGER_HS)
         r = add_rule(guard, &patterns, (int)d, NULL, 0, true, err);
       else
         continue;
       if (r < 0) goto fail;
       struct guard_rule *rule = &guard->rules[guard->rule_count - 1];
-      rule->back = pass == 0 ? detector->back : GUARD_PREFILTER_BACK;
-      rule->trigger = pass == 0 ? (trigger == GUARD_TRIGGER_PATHS ? trigger : GUARD_TRIGGER_HS) : trigger;
+      rule->back = pass == 0 || detector->back ? detector->back : GUARD_PREFILTER_BACK;
+      rule->trigger = pass == 0 ? GUARD_TRIGGER_HS : trigger;
       if ((r = compile_confirmer(rule, detector->pcre, detector->pcre_flags, err)) < 0) goto fail;
     }
   }

@@ -23,11 +23,11 @@ enum guard_validator {
   VALIDATE_ANY_IP,       /* any well-formed IPv4/IPv6 address */
 };
 
-/* What finds a detector's candidates: its vectorscan pattern, a vectorscan pattern built per guard, or a
- * shape of the bit-parallel prefilter (prefilter.c). */
+/* What finds a detector's candidates: its vectorscan pattern, or a shape of the bit-parallel prefilter
+ * (prefilter.c; host-path's with literals built per guard). */
 enum guard_trigger {
   GUARD_TRIGGER_HS = 0, /* the detector's `hs` pattern */
-  GUARD_TRIGGER_PATHS,  /* host-path: the host top-level directories and supervisor paths, as literals */
+  GUARD_TRIGGER_PATHS,  /* host-path: a path start beginning with one of the guard's path literals */
   GUARD_TRIGGER_CARD,
   GUARD_TRIGGER_SSN,
   GUARD_TRIGGER_PHONE,
@@ -35,24 +35,40 @@ enum guard_trigger {
   GUARD_TRIGGER_IP,
   GUARD_TRIGGER_HOME,
   GUARD_TRIGGER_ENV,
+  GUARD_TRIGGER_EMAIL,
   GUARD_TRIGGER_COUNT,
 };
 
 enum {
   GUARD_PREFILTER_LOOKAHEAD = 64, /* bytes after a position its shape may test (+1) */
   GUARD_PREFILTER_BACK = 40,      /* bytes before a shape a match may start (an IPv6 address before ::) */
+  /* e-mail: bytes from the end of [A-Za-z0-9._%+-]@[A-Za-z0-9] back to where the match may start */
+  GUARD_PREFILTER_EMAIL_BACK = 68,
+};
+
+/* host-path's trigger, built per guard (guard.c): the directories its validator can accept (supervisor paths,
+ * home roots, the host top-level directories no jail path covers). `pairs` has bit (b1 << 8 | b2) set when
+ * some literal continues its '/' with the bytes b1 b2 (any b2 for a literal "/x", every pair for "/"). */
+struct guard_path_literals {
+  uint64_t pairs[65536 / 64];
+  const char **text; /* each starts with '/'; borrowed from the guard or static */
+  size_t *length;
+  size_t count;
 };
 
 /* A prefilter candidate of `kind`: a match may start in [start, end] (offsets in the scanned data). */
 typedef void (*guard_prefilter_hit_fn)(void *context, enum guard_trigger kind, size_t start, size_t end);
 
 /* Report the candidates at positions [from, limit) of data[0, length), in increasing order, for the kinds in
- * the bit set `kinds` (1 << GUARD_TRIGGER_...). Positions must have GUARD_PREFILTER_LOOKAHEAD bytes after
- * them unless the data ends at `length` (bytes beyond are then absent); data[from - 1] is read if from > 0.
+ * the bit set `kinds` (1 << GUARD_TRIGGER_...; GUARD_TRIGGER_PATHS only with `paths`, else it finds nothing).
+ * Positions must have GUARD_PREFILTER_LOOKAHEAD bytes after them unless the data ends at `length` (bytes
+ * beyond are then absent); data[from - 1] is read if from > 0.
  */
 void guard_prefilter_scan(const char *data, size_t length, size_t from, size_t limit, unsigned kinds,
-                          bool stream_start, guard_prefilter_hit_fn hit, void *context);
-extern int guard_prefilter_force; /* tests: 0 best classifier, 1 no AVX-512, 2 the portable table */
+                          const struct guard_path_literals *paths, bool stream_start,
+                          guard_prefilter_hit_fn hit, void *context);
+extern int guard_prefilter_force; /* tests: 0 best classifier, 1 no AVX-512, 2 the portable table, 3 the
+                                     best classifier without the per-class specialised loops */
 /* Fill the prefilter's byte class table (guard_create; idempotent). */
 void guard_prefilter_init(void); /* tests: use the portable classifier */
 
@@ -86,7 +102,7 @@ struct guard_rule {
   int secret_group;           /* capture group replaced, 0 = whole match */
   unsigned back;              /* bytes from a reported end back to the earliest possible match start */
   unsigned length;            /* literal rules: the literal's length */
-  enum guard_trigger trigger; /* GUARD_TRIGGER_HS/PATHS: in the vectorscan database; else the prefilter */
+  enum guard_trigger trigger; /* GUARD_TRIGGER_HS: in the vectorscan database; else the prefilter */
 };
 
 struct guard {
@@ -98,6 +114,7 @@ struct guard {
   size_t hold_back[GUARD_CLASS_COUNT];
   unsigned prefilter_kinds[GUARD_CLASS_COUNT];                /* prefilter shapes scanned in each class */
   int prefilter_rule[GUARD_CLASS_COUNT][GUARD_TRIGGER_COUNT]; /* rule of each shape per class, or -1 */
+  struct guard_path_literals paths;                           /* host-path's trigger */
   unsigned char *hmac_key;
   size_t hmac_key_length;
   char **jail_paths;

@@ -17,7 +17,7 @@
 #include "supervisor/guards/internal.h"
 
 enum {
-  PIECE = 16 * 1024, /* bytes scanned and confirmed at a time; bounds the window growth of one feed */
+  PIECE = 32 * 1024, /* bytes scanned and confirmed at a time; bounds the window growth of one feed */
   CONTEXT = 16,      /* bytes kept before the earliest needed byte, for lookbehinds */
   MATCH_SLOTS = 32,  /* capture pairs */
   PENDING_MAX = 32,  /* candidate intervals kept per rule; more are merged into the last one */
@@ -52,6 +52,7 @@ struct guard_stream {
   uint64_t prefiltered;         /* stream offset up to which prefilter positions have been decided */
   struct pending *pending;      /* rule_count x PENDING_MAX, sorted */
   unsigned char *pending_count; /* per rule */
+  uint64_t *redacted_until;     /* per rule: end of its last redacted match (matches do not overlap it) */
   struct span *spans;           /* sorted by start */
   size_t span_count;
   size_t span_capacity;
@@ -140,7 +141,7 @@ static void prefilter(struct guard_stream *s, bool final) {
   uint64_t from = s->prefiltered > s->base ? s->prefiltered : s->base; /* never below base: hold-back */
   if (limit <= from) return;
   guard_prefilter_scan(s->window, s->length, (size_t)(from - s->base), (size_t)(limit - s->base), kinds,
-                       s->base == 0, on_prefilter_hit, s);
+                       &s->guard->paths, s->base == 0, on_prefilter_hit, s);
   s->prefiltered = limit;
 }
 
@@ -151,6 +152,7 @@ static int confirm(struct guard_stream *s, size_t index, bool final, dome_error 
   size_t count = s->pending_count[index];
   uint64_t end = s->base + s->length;
   uint64_t cursor = s->base + (s->base > 0 ? CONTEXT : 0);
+  if (s->redacted_until[index] > cursor) cursor = s->redacted_until[index];
   uint32_t options = (final ? 0 : PCRE2_PARTIAL_HARD) | (s->base > 0 ? PCRE2_NOTBOL : 0);
   s->pending_count[index] = 0;
   for (size_t k = 0; k < count; k++) {
@@ -188,7 +190,11 @@ static int confirm(struct guard_stream *s, size_t index, bool final, dome_error 
                                     s->window + value_start, value_end - value_start);
       if (detector >= 0 && add_span(s, s->base + value_start, s->base + value_end, detector) < 0)
         return dome_error_set(err, ENOMEM, "redact: out of memory");
-      start = s->base + (ovector[1] > ovector[0] ? ovector[1] : ovector[0] + 1);
+      /* After a redacted match, go on after it; after a rejected one, at its next byte: another match may
+       * start inside it (`x@a.Bc.d@mail.example`), and which candidates were merged into this region depends
+       * on how the stream was chunked, so skipping the rejected match would make the result depend on it. */
+      start = s->base + (detector >= 0 && ovector[1] > ovector[0] ? ovector[1] : ovector[0] + 1);
+      if (detector >= 0) s->redacted_until[index] = start; /* in any later call too, whatever the chunking */
     }
     cursor = start;
   }
@@ -282,9 +288,11 @@ int guard_stream_open_class(const struct guard *guard, const char *field, enum g
   s->field = strdup(field ? field : "stdout");
   s->pending = calloc((guard->rule_count + 1) * PENDING_MAX, sizeof *s->pending);
   s->pending_count = calloc(guard->rule_count + 1, 1);
+  s->redacted_until = calloc(guard->rule_count + 1, sizeof *s->redacted_until);
   s->match_data = pcre2_match_data_create(MATCH_SLOTS, NULL);
   s->match_context = pcre2_match_context_create(NULL);
-  if (!s->field || !s->pending || !s->pending_count || !s->match_data || !s->match_context) {
+  if (!s->field || !s->pending || !s->pending_count || !s->redacted_until || !s->match_data ||
+      !s->match_context) {
     guard_stream_close(s);
     return dome_error_set(err, ENOMEM, "open stream: out of memory");
   }
@@ -381,6 +389,7 @@ void guard_stream_close(struct guard_stream *s) {
   free(s->window);
   free(s->pending);
   free(s->pending_count);
+  free(s->redacted_until);
   free(s->spans);
   free(s->field);
   free(s);

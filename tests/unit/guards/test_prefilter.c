@@ -93,6 +93,16 @@ static const struct sample samples[] = {
     {GUARD_CLASS_SENSITIVE, "a /var/lib/dome/state and /srv/data and /usr/lib/x",
      "a [REDACTED:supervisor-path] and [REDACTED:host-path] and /usr/lib/x"},
     {GUARD_CLASS_SENSITIVE, "url /api/etc/x and /etcetera", NULL},
+    {GUARD_CLASS_SENSITIVE, "cd /home/alice/x; ls /root",
+     "cd [REDACTED:home-directory]; ls [REDACTED:home-directory]"},
+    {GUARD_CLASS_SENSITIVE, "x=/etc/passwd:/proc/1/environ", "x=[REDACTED:host-path]:[REDACTED:host-path]"},
+    {GUARD_CLASS_SENSITIVE, "http://host/etc/x and //etc/y and a/etc /e /", NULL},
+    /* a match inside a rejected one (mixed-case top-level domain; /sbin is in the jail's view) is still found
+     */
+    {GUARD_CLASS_PII, "e@x.Coma.b+c@mail.co.uk", "e@[REDACTED:email-address]"},
+    {GUARD_CLASS_SENSITIVE, "see /sbin/x@/etc:", "see /sbin/x@[REDACTED:host-path]:"},
+    {GUARD_CLASS_PII, "bob@example.com and a.b+c@mail.co.uk x@@y.com @z.org",
+     "[REDACTED:email-address] and [REDACTED:email-address] x@@y.com @z.org"},
     {GUARD_CLASS_PII, "amex 3782 822463 10005 visa 4111111111111111 mc 5555-5555-5555-4444",
      "amex [REDACTED:payment-card] visa [REDACTED:payment-card] mc [REDACTED:payment-card]"},
     {GUARD_CLASS_PII, "ids 4111111111111112 41111111111111110000 5555 5555 5555 44449", NULL},
@@ -148,12 +158,119 @@ static void count_hit(void *context, enum guard_trigger kind, size_t start, size
   h->hash += x ^ x >> 29; /* order-independent: a split scan reports kinds in another order */
 }
 
+/* host-path's literals come from the guard's options: a supervisor path longer than the 64 bytes the
+ * prefilter sees past a position, with every host directory inside the jail's view ("/"), redacted at every
+ * offset and chunking; the host directories are then no trigger. */
+static void path_literals_from_options(void **state) {
+  (void)state;
+  static const char long_path[] =
+      "/srv/a-supervisor-state-directory-whose-name-runs-well-past-sixty-four-bytes/state";
+  const char *supervisor[] = {long_path};
+  const char *jail[] = {"/"};
+  struct guard_options options = {
+      .supervisor_paths = supervisor, .supervisor_path_count = 1, .jail_paths = jail, .jail_path_count = 1};
+  struct guard *guard = NULL;
+  dome_error err = {0};
+  assert_int_equal(guard_create(&options, &guard, &err), 0);
+  char text[512], want[512];
+  for (size_t pad = 0; pad < 130; pad++) {
+    snprintf(text, sizeof text, "%*s%s/db and /etc/passwd and %s", (int)pad, "", long_path, long_path);
+    snprintf(want, sizeof want,
+             "%*s[REDACTED:supervisor-path] and /etc/passwd and [REDACTED:supervisor-path]", (int)pad, "");
+    for (size_t chunk = 0; chunk < 3; chunk++) {
+      char *out = redact(guard, GUARD_CLASS_SENSITIVE, text, chunk == 0 ? 0 : chunk == 1 ? 5 : 63);
+      if (strcmp(out, want) != 0) fail_msg("pad %zu chunk %zu: got `%s`", pad, chunk, out);
+      free(out);
+    }
+  }
+  guard_free(guard);
+}
+
+/* Redact `text` fed in pseudo-random chunks of 1..`most` bytes. */
+static char *redact_random_chunks(const struct guard *guard, enum guard_class class_, const char *text,
+                                  size_t most, uint64_t seed) {
+  struct buffer out = {0};
+  struct guard_stream *stream = NULL;
+  dome_error err = {0};
+  assert_int_equal(guard_stream_open_class(guard, "stdout", class_, &stream, &err), 0);
+  struct guard_sink sink = {buffer_emit, NULL, &out};
+  size_t length = strlen(text);
+  for (size_t at = 0; at < length;) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    size_t n = 1 + (size_t)(seed >> 33) % most;
+    if (n > length - at) n = length - at;
+    assert_int_equal(guard_stream_feed(stream, text + at, n, &sink, &err), 0);
+    at += n;
+  }
+  assert_int_equal(guard_stream_finish(stream, &sink, &err), 0);
+  guard_stream_close(stream);
+  buffer_emit("", 0, &out);
+  return out.data;
+}
+
+/* Address and path soup, where candidates overlap and validators reject some (mixed-case top-level domains,
+ * paths in the jail's view, addresses glued together): the output is the same for any chunking. */
+static void overlapping_candidates_chunking_invariant(void **state) {
+  (void)state;
+  static const char *const tokens[] = {"bob@example.com",
+                                       "a.b+c@mail.co.uk",
+                                       "@x.com",
+                                       "x@",
+                                       "x@@y.com",
+                                       "e@x.Com",
+                                       "q@z.museum",
+                                       "me@10.0.0.1",
+                                       "first.last@sub.domain.example",
+                                       "u@host.internal",
+                                       "/etc/passwd",
+                                       "/sbin/x",
+                                       "/usr/lib",
+                                       "/run/dome/x",
+                                       "/home/bob",
+                                       "~/x",
+                                       "http://h/etc/x",
+                                       "/proc/1/x",
+                                       "a/b/c",
+                                       "/etcetera",
+                                       "1.2.3.4",
+                                       "A=1"};
+  static const char seps[] = " \n:='\"(,\t<>/@.+";
+  struct guard *guard = make_guard();
+  size_t capacity = 48 * 1024;
+  char *text = malloc(capacity + 64);
+  assert_non_null(text);
+  uint64_t seed = 99;
+  size_t n = 0;
+  while (n < capacity) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    const char *token = tokens[(seed >> 33) % (sizeof tokens / sizeof tokens[0])];
+    size_t length = strlen(token);
+    memcpy(text + n, token, length);
+    n += length;
+    text[n++] = seps[(seed >> 20) % (sizeof seps - 1)];
+  }
+  text[n] = '\0';
+  for (enum guard_class class_ = GUARD_CLASS_SENSITIVE; class_ <= GUARD_CLASS_PII; class_++) {
+    char *whole = redact(guard, class_, text, 0);
+    assert_non_null(strstr(whole, "[REDACTED:"));
+    for (uint64_t run = 1; run <= 4; run++) {
+      char *chunked = redact_random_chunks(guard, class_, text, run == 1 ? 9 : 5000, run);
+      if (strcmp(whole, chunked) != 0)
+        fail_msg("class %d run %u: output depends on the chunking", class_, (unsigned)run);
+      free(chunked);
+    }
+    free(whole);
+  }
+  free(text);
+  guard_free(guard);
+}
+
 /* The AVX-512BW and AVX2 classifiers (when the CPU has them) and the portable table give the same candidates,
  * on random text rich in the characters the shapes look for, for every kind and any scan window. */
 static void classifiers_agree(void **state) {
   (void)state;
   guard_prefilter_init();
-  static const char alphabet[] = "0123456789012345678901234567890123456789 .-:+()~/_\n=ABCDEFZaf";
+  static const char alphabet[] = "0123456789012345678901234567890123456789 .-:+()~/_\n=ABCDEFZaf@";
   size_t length = 1 << 16;
   char *text = malloc(length);
   assert_non_null(text);
@@ -167,11 +284,12 @@ static void classifiers_agree(void **state) {
     for (size_t from = 0; from < 3; from++) {
       struct hits fast = {0}, avx2 = {0}, portable = {0};
       guard_prefilter_force = 0;
-      guard_prefilter_scan(text, length, from, length - from * 17, 1u << kind, true, count_hit, &fast);
+      guard_prefilter_scan(text, length, from, length - from * 17, 1u << kind, NULL, true, count_hit, &fast);
       guard_prefilter_force = 1;
-      guard_prefilter_scan(text, length, from, length - from * 17, 1u << kind, true, count_hit, &avx2);
+      guard_prefilter_scan(text, length, from, length - from * 17, 1u << kind, NULL, true, count_hit, &avx2);
       guard_prefilter_force = 2;
-      guard_prefilter_scan(text, length, from, length - from * 17, 1u << kind, true, count_hit, &portable);
+      guard_prefilter_scan(text, length, from, length - from * 17, 1u << kind, NULL, true, count_hit,
+                           &portable);
       guard_prefilter_force = 0;
       assert_int_equal(fast.count, portable.count);
       assert_true(fast.hash == portable.hash);
@@ -182,6 +300,52 @@ static void classifiers_agree(void **state) {
   }
   assert_true(total > 100); /* the text does wake the shapes */
   free(text);
+}
+
+/* The shapes of each class of a default guard, scanned together in the loop specialised for that set (the
+ * default), in the generic loop (force 3) and by the portable classifier, report exactly the union of the
+ * shapes scanned one by one. */
+static void class_sets_agree(void **state) {
+  (void)state;
+  struct guard *guard = NULL;
+  dome_error err = {0};
+  assert_int_equal(guard_create(NULL, &guard, &err), 0);
+  static const char alphabet[] = "0123456789012345678901234567890123456789 .-:+()~/_\n=ABCDEFZaf@";
+  size_t length = 1 << 16;
+  char *text = malloc(length);
+  assert_non_null(text);
+  uint64_t seed = 7;
+  for (size_t i = 0; i < length; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    text[i] = alphabet[(seed >> 33) % (sizeof alphabet - 1)];
+  }
+  size_t sets = 0;
+  for (int c = 0; c < GUARD_CLASS_COUNT; c++) {
+    unsigned kinds = guard->prefilter_kinds[c];
+    if (kinds == 0) continue;
+    sets++;
+    for (size_t from = 0; from < 3; from++) {
+      size_t limit = length - from * 17;
+      struct hits singles = {0};
+      for (unsigned kind = 0; kind < GUARD_TRIGGER_COUNT; kind++)
+        if (kinds >> kind & 1)
+          guard_prefilter_scan(text, length, from, limit, 1u << kind, &guard->paths, from == 0, count_hit,
+                               &singles);
+      for (int force = 0; force <= 3; force++) {
+        struct hits together = {0};
+        guard_prefilter_force = force;
+        guard_prefilter_scan(text, length, from, limit, kinds, &guard->paths, from == 0, count_hit,
+                             &together);
+        guard_prefilter_force = 0;
+        assert_int_equal(together.count, singles.count);
+        assert_true(together.hash == singles.hash);
+      }
+      assert_true(singles.count > 10);
+    }
+  }
+  assert_int_equal(sets, 2); /* SENSITIVE and PII */
+  free(text);
+  guard_free(guard);
 }
 
 /* A scan split anywhere reports what one scan reports, as the stream splits it (positions decided once
@@ -196,13 +360,13 @@ static void split_scans_agree(void **state) {
   unsigned all = 0;
   for (unsigned kind = GUARD_TRIGGER_CARD; kind < GUARD_TRIGGER_COUNT; kind++) all |= 1u << kind;
   struct hits whole = {0};
-  guard_prefilter_scan(text, length, 0, length, all, true, count_hit, &whole);
+  guard_prefilter_scan(text, length, 0, length, all, NULL, true, count_hit, &whole);
   assert_true(whole.count >= 12);
   for (size_t split = 1; split < length; split++) {
     struct hits parts = {0};
     size_t limit = split > GUARD_PREFILTER_LOOKAHEAD ? split - GUARD_PREFILTER_LOOKAHEAD : 0;
-    guard_prefilter_scan(text, split, 0, limit, all, true, count_hit, &parts);
-    guard_prefilter_scan(text, length, limit, length, all, true, count_hit, &parts);
+    guard_prefilter_scan(text, split, 0, limit, all, NULL, true, count_hit, &parts);
+    guard_prefilter_scan(text, length, limit, length, all, NULL, true, count_hit, &parts);
     assert_int_equal(parts.count, whole.count);
     assert_true(parts.hash == whole.hash);
   }
@@ -211,7 +375,10 @@ static void split_scans_agree(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(samples_redact_at_every_offset),
+      cmocka_unit_test(path_literals_from_options),
+      cmocka_unit_test(overlapping_candidates_chunking_invariant),
       cmocka_unit_test(classifiers_agree),
+      cmocka_unit_test(class_sets_agree),
       cmocka_unit_test(split_scans_agree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
