@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,10 +90,52 @@ static void unique_within_and_across_processes(void **state) {
   jail_host_id_release(b);
   jail_host_id_release(e);
   jail_host_id_release(12345); /* not an id: ignored */
+  struct stat st;
+  assert_int_equal(stat(JAIL_HOST_ID_DIRECTORY "/jail-ids", &st), -1); /* nothing left behind */
+}
+
+/* Several processes take and give back ids as fast as they can, all starting from the same slot, while
+ * the last one out keeps removing the file: an id is never held by two processes at once, and nothing
+ * is left at the end. */
+static void unique_under_contention_and_removal(void **state) {
+  (void)state;
+  enum { PROCESSES = 4, ROUNDS = 3000 };
+  _Atomic int *holders = mmap(NULL, sizeof(_Atomic int) * (JAIL_HOST_ID_COUNT + 1), PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(holders != MAP_FAILED);
+  pid_t pids[PROCESSES];
+  for (int p = 0; p < PROCESSES; p++) {
+    pids[p] = fork();
+    assert_true(pids[p] >= 0);
+    if (pids[p] == 0) {
+      for (int round = 0; round < ROUNDS; round++) {
+        unsigned id = 0;
+        dome_error err = {0};
+        if (jail_host_id_acquire(7, &id, &err) < 0) _exit(2);
+        unsigned slot = id - JAIL_HOST_ID_BASE;
+        if (atomic_fetch_add(&holders[slot], 1) != 0) atomic_fetch_add(&holders[JAIL_HOST_ID_COUNT], 1);
+        for (volatile int spin = 0; spin < 2000; spin++) {
+        }
+        atomic_fetch_sub(&holders[slot], 1);
+        jail_host_id_release(id);
+      }
+      _exit(0);
+    }
+  }
+  for (int p = 0; p < PROCESSES; p++) {
+    int status = 0;
+    waitpid(pids[p], &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  assert_int_equal(holders[JAIL_HOST_ID_COUNT], 0); /* no id was ever held twice */
+  munmap((void *)holders, sizeof(_Atomic int) * (JAIL_HOST_ID_COUNT + 1));
+  struct stat st;
+  assert_int_equal(stat(JAIL_HOST_ID_DIRECTORY "/jail-ids", &st), -1); /* the last one out removed it */
 }
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--child") == 0) return child_main();
-  const struct CMUnitTest tests[] = {cmocka_unit_test(unique_within_and_across_processes)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(unique_within_and_across_processes),
+                                     cmocka_unit_test(unique_under_contention_and_removal)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
