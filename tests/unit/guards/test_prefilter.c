@@ -115,6 +115,11 @@ static const struct sample samples[] = {
     {GUARD_CLASS_PII, "full 2001:0db8:85a3:0000:0000:8a2e:0370:7334 v4 1.2.3.4",
      "full [REDACTED:ip-address] v4 [REDACTED:ip-address]"},
     {GUARD_CLASS_PII, "mac 00:1a:2b:3c:4d:5e ver 1.2.3 t 12:30:45", NULL},
+    /* anchors whose lookbehind or closing ')' the prefilter tests byte by byte, also at the data's start */
+    {GUARD_CLASS_PII, "+4915112345678;(415) 555-0132|DE89370400440532013000",
+     "[REDACTED:phone-number];[REDACTED:phone-number]|[REDACTED:iban]"},
+    {GUARD_CLASS_PII, "xDE89370400440532013000 9+12025550123 (415 555-0132", NULL},
+    {GUARD_CLASS_SENSITIVE, "/etc/passwd;/proc/1/environ", "[REDACTED:host-path];[REDACTED:host-path]"},
 };
 
 static void samples_redact_at_every_offset(void **state) {
