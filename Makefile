@@ -16,14 +16,21 @@ ifeq ($(origin CC),default)
 CC := gcc
 endif
 
-PACKAGES := jansson libzstd libsodium libseccomp libcap libmicrohttpd libpcre2-8 \
-            libnl-3.0 libnl-route-3.0 libbpf libcurl
+# Linked from their static archives (the same Debian -dev packages ship them): every `dome run` is a new
+# process, and resolving eleven shared libraries cost it about 0.6 ms of loader work plus a larger address
+# space for the jail's clone to copy (docs/architecture.md, "Start-up cost"). A security update of one of
+# them therefore needs a rebuild of dome, as for any statically linked program.
+STATIC_PACKAGES := jansson libzstd libsodium libseccomp libcap libpcre2-8 libnl-3.0 libnl-route-3.0 libbpf
+# Linked as shared libraries: only domed and the gateway client use them.
+SHARED_PACKAGES := libmicrohttpd libcurl
+PACKAGES := $(STATIC_PACKAGES) $(SHARED_PACKAGES)
 # Not linked: loaded on first use through supervisor/dlopen/ (their cost at every program start exceeds a
 # jail start; see supervisor/dlopen/dlopen.h). Headers only.
 DLOPEN_PACKAGES := libhs libnftables
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PACKAGES) $(DLOPEN_PACKAGES) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PACKAGES) 2>/dev/null)
+PKG_LIBS   := -Wl,-Bstatic $(filter-out -pthread -lpthread,$(shell pkg-config --libs --static $(STATIC_PACKAGES) 2>/dev/null)) \
+              -Wl,-Bdynamic $(shell pkg-config --libs $(SHARED_PACKAGES) 2>/dev/null)
 
 CFLAGS_COMMON := -std=c17 -Wall -Wextra -Werror -D_GNU_SOURCE -g -I. -I$(BUILD)/gen $(PKG_CFLAGS) \
                  -fno-omit-frame-pointer -Wno-missing-field-initializers

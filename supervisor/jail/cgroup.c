@@ -1,4 +1,4 @@
-/* Cgroup leaves of jails: discovery of our own cgroups, creation beneath <own>/dome with limits read
+/* Cgroup leaves of jails: discovery of our own cgroups, creation beneath them (leaf_parent) with limits read
  * back, accounting, kill and removal. Supports cgroup v2 with
  * controllers (unified hosts) and hybrid hosts (v1 memory/pids/cpu/cpuacct controllers plus a controller-less
  * cgroup2 hierarchy whose leaf carries the cgroup BPF programs and cgroup.kill). Kernel docs:
@@ -162,42 +162,54 @@ static uint64_t read_key(const char *dir, const char *file, const char *key) {
   return 0;
 }
 
-static int write_u64(const char *dir, const char *file, uint64_t value, dome_error *err) {
-  char text[32];
-  snprintf(text, sizeof text, "%" PRIu64, value);
-  return jail_cgroup_write(dir, file, text, err);
-}
-
-/* Write then read back: the kernel must hold exactly `expected`. */
+/* Write then read back through the same open file (one path walk): the kernel must hold exactly
+ * `expected`. */
 static int set_checked(const char *dir, const char *file, uint64_t value, uint64_t expected,
                        dome_error *err) {
-  int r = write_u64(dir, file, value, err);
-  if (r < 0) return r;
-  uint64_t held = 0;
-  r = read_u64(dir, file, &held);
-  if (r < 0) return dome_error_set_errno(err, -r, "read back `%s/%s`", dir, file);
+  char path[700], text[32], held_text[64];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+  if (fd < 0) return dome_error_set_errno(err, errno, "open `%s`", path);
+  int length = snprintf(text, sizeof text, "%" PRIu64, value);
+  if (write(fd, text, (size_t)length) != length)
+    return dome_error_set_errno(err, errno, "write `%s` to `%s`", text, path);
+  ssize_t n = pread(fd, held_text, sizeof held_text - 1, 0);
+  if (n <= 0) return dome_error_set_errno(err, n < 0 ? errno : EIO, "read back `%s`", path);
+  held_text[n] = '\0';
+  char *end;
+  uint64_t held = strncmp(held_text, "max", 3) == 0 ? UINT64_MAX : strtoull(held_text, &end, 10);
   if (held != expected)
-    return dome_error_set(err, EIO, "`%s/%s` holds %" PRIu64 " after writing %" PRIu64, dir, file, held,
-                          value);
+    return dome_error_set(err, EIO, "`%s` holds %" PRIu64 " after writing %" PRIu64, path, held, value);
   return 0;
 }
 
-/* Where leaves go: <self>/dome, so every jail of this supervisor sits in one subtree of its own cgroup
- * (never a sibling of the host's other cgroups), and on unified hosts its subtree_control enables the
- * controllers for the leaves (<self> holds processes, which the no-internal-process rule forbids). */
+/* Where leaves go. At the top of a hierarchy (our own cgroup is its root, as for a supervisor started
+ * outside any service cgroup) in <self>/dome, so jails are never siblings of the host's own cgroups; on
+ * unified hosts always there, since its subtree_control enables the controllers for the leaves (<self>
+ * holds processes, which the no-internal-process rule forbids). Otherwise <self> is already a subtree of
+ * our own and the leaves go straight into it: one cgroup fewer to create and remove per jail and
+ * hierarchy (a v1 memory cgroup is the costliest of them). */
 static void leaf_parent(char *out, size_t size, const char *self) {
-  snprintf(out, size, "%s/dome", self);
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  bool top = strcmp(self, l->v2_mount) == 0 || (l->v2_controllers && strcmp(self, l->v2_self) == 0);
+  for (int c = 0; c < JAIL_V1_COUNT && !top; c++)
+    top = l->v1_mount[c][0] && strcmp(self, l->v1_mount[c]) == 0;
+  snprintf(out, size, top ? "%s/dome" : "%s", self);
 }
 
-/* mkdir <parent>/<name>, recreating <self>/dome when a concurrent teardown removed it meanwhile. */
-static int make_leaf(char *out, size_t size, const char *self, const char *name, dome_error *err) {
+/* mkdir <parent>/<name>, recreating <self>/dome when a concurrent teardown removed it meanwhile; sets
+ * `parent_created` when this call made the parent. */
+static int make_leaf(char *out, size_t size, const char *self, const char *name, bool *parent_created,
+                     dome_error *err) {
   char parent[600];
   leaf_parent(parent, sizeof parent, self);
   snprintf(out, size, "%s/%s", parent, name);
   for (int attempt = 0; attempt < 8; attempt++) {
     if (mkdir(out, 0755) == 0) return 0;
     if (errno != ENOENT) return dome_error_set_errno(err, errno, "create cgroup `%s`", out);
-    if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+    if (mkdir(parent, 0755) == 0)
+      *parent_created = true;
+    else if (errno != EEXIST)
       return dome_error_set_errno(err, errno, "create cgroup `%s`", parent);
   }
   return dome_error_set(err, EAGAIN, "create cgroup `%s`: parent keeps disappearing", out);
@@ -303,17 +315,19 @@ static void sweep_dir(const char *self) {
   if (d) closedir(d);
 }
 
-static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t sweep_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool swept;
 
-static void sweep_stale_leaves(void) {
-  const struct jail_cgroup_layout *l = jail_cgroup_layout();
-  if (l->v2_mount[0]) sweep_dir(l->v2_self);
-  for (int c = 0; c < JAIL_V1_COUNT; c++)
-    if (l->v1_self[c][0]) sweep_dir(l->v1_self[c]);
-}
-
-void jail_cgroup_sweep_stale(void) {
-  pthread_once(&sweep_once, sweep_stale_leaves);
+void jail_cgroup_sweep_stale(const struct jail_leaf *leaf) {
+  pthread_mutex_lock(&sweep_lock);
+  if (!swept) {
+    swept = true;
+    const struct jail_cgroup_layout *l = jail_cgroup_layout();
+    if (l->v2_mount[0] && !(leaf->parents_created & 1u)) sweep_dir(l->v2_self);
+    for (int c = 0; c < JAIL_V1_COUNT; c++)
+      if (l->v1_self[c][0] && !(leaf->parents_created & (2u << c))) sweep_dir(l->v1_self[c]);
+  }
+  pthread_mutex_unlock(&sweep_lock);
 }
 
 int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
@@ -324,7 +338,9 @@ int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct ja
   snprintf(leaf->name, sizeof leaf->name, "%s", name);
   int r = 0;
   if (l->v2_mount[0]) {
-    if ((r = make_leaf(leaf->v2_path, sizeof leaf->v2_path, l->v2_self, name, err)) < 0) goto fail;
+    bool created = false;
+    if ((r = make_leaf(leaf->v2_path, sizeof leaf->v2_path, l->v2_self, name, &created, err)) < 0) goto fail;
+    if (created) leaf->parents_created |= 1u;
     leaf->v2_fd = open(leaf->v2_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct stat st;
     if (leaf->v2_fd < 0 || fstat(leaf->v2_fd, &st) < 0) {
@@ -360,8 +376,11 @@ int jail_cgroup_create_v1(struct jail_leaf *leaf, const struct jail_limits *limi
         break;
       }
     if (leaf->v1_path[c][0]) continue;
-    if ((r = make_leaf(leaf->v1_path[c], sizeof leaf->v1_path[c], l->v1_self[c], leaf->name, err)) < 0)
+    bool created = false;
+    if ((r = make_leaf(leaf->v1_path[c], sizeof leaf->v1_path[c], l->v1_self[c], leaf->name, &created, err)) <
+        0)
       return dome_error_wrap(err, "create cgroup leaf `%s`", leaf->name);
+    if (created) leaf->parents_created |= 2u << c;
     leaf->v1_owner[c] = true;
   }
   if ((r = apply_v1(leaf, limits, err)) < 0)
@@ -457,7 +476,6 @@ void jail_cgroup_read_stats(const struct jail_leaf *leaf, struct jail_cgroup_sta
   const char *pids_dir = l->v2_controllers ? leaf->v2_path : leaf->v1_path[JAIL_V1_PIDS];
   if (pids_dir[0]) {
     if (read_u64(pids_dir, "pids.peak", &value) == 0) stats->peak_pids = value;
-    if (read_u64(pids_dir, "pids.current", &value) == 0) stats->current_pids = value;
     stats->pids_limited = read_key(pids_dir, "pids.events", "max") > 0;
   }
   if (l->v2_controllers) {
@@ -468,6 +486,12 @@ void jail_cgroup_read_stats(const struct jail_leaf *leaf, struct jail_cgroup_sta
     if (read_u64(memory, "memory.max_usage_in_bytes", &value) == 0) stats->peak_memory_bytes = value;
     stats->oom_killed = read_key(memory, "memory.oom_control", "oom_kill") > 0;
   }
+}
+
+bool jail_cgroup_has_pids_peak(const struct jail_leaf *leaf) {
+  const char *dir = jail_cgroup_layout()->v2_controllers ? leaf->v2_path : leaf->v1_path[JAIL_V1_PIDS];
+  uint64_t value;
+  return dir[0] && read_u64(dir, "pids.peak", &value) == 0;
 }
 
 static bool leaf_empty(const char *dir) {
@@ -512,7 +536,7 @@ int jail_cgroup_destroy(struct jail_leaf *leaf, dome_error *err) {
     }
     char parent[600];
     leaf_parent(parent, sizeof parent, selves[i]);
-    rmdir(parent); /* fails while other jails use it: fine */
+    if (strcmp(parent, selves[i]) != 0) rmdir(parent); /* fails while other jails use it: fine */
   }
   leaf->v2_path[0] = '\0';
   for (int c = 0; c < JAIL_V1_COUNT; c++) leaf->v1_owner[c] = false, leaf->v1_path[c][0] = '\0';

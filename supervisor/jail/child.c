@@ -3,8 +3,10 @@
  * malloc, no stdio, no locks. Everything it needs was prepared by the parent in struct jail_plan.
  *
  * Order and why:
- *  1. wait for SYNC_GO: the parent has written uid_map/gid_map.
- *  2. hostname; mounts in the new mount namespace, assembled under JAIL_STAGING.
+ *  1. what needs no ids (capabilities in the new user namespace suffice): signal dispositions, hostname,
+ *     loopback up, mounts made private; meanwhile the parent writes uid_map/gid_map. Then wait for
+ *     SYNC_GO: the ids are mapped.
+ *  2. mounts in the new mount namespace, assembled under JAIL_STAGING.
  *  3. wait for the second SYNC_GO, which brings the v1 cgroup leaves the parent made meanwhile (we join
  *     them); the parent has placed us in the cgroup2 leaf if needed and run the
  *     on_namespaces_ready hook; new cgroup namespace (rooted at the leaves); workspace files (charged to
@@ -143,9 +145,10 @@ static void setup_dev(const struct jail_plan *plan) {
     append(target, sizeof target, devices[i]);
     touch(plan, target);
     if (mount(source, target, NULL, MS_BIND, NULL) < 0) fail(plan, errno, "bind mount", target);
-    if (mount_setattr_path(target, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC) < 0)
-      fail(plan, errno, "set mount flags", target);
   }
+  /* nosuid, noexec for the device binds in one call (they stay writable: /dev/null, /dev/tty) */
+  if (mount_setattr_path(STAGED("/dev"), AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC) < 0)
+    fail(plan, errno, "set mount flags", STAGED("/dev"));
   if (mkdir(STAGED("/dev/pts"), 0755) < 0) fail(plan, errno, "mkdir", STAGED("/dev/pts"));
   /* A private devpts instance: ptys of the jail only, none of the host's terminals. */
   if (mount("devpts", STAGED("/dev/pts"), "devpts", MS_NOSUID | MS_NOEXEC,
@@ -258,8 +261,6 @@ static void wait_go_and_join_leaves(const struct jail_plan *plan) {
 }
 
 static void setup_mounts(const struct jail_plan *plan) {
-  /* Nothing we mount propagates back to the host. */
-  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(plan, errno, "make mounts private", "/");
   if (plan->root_is_tmpfs) {
     if (mount("tmpfs", JAIL_STAGING, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755") < 0)
       fail(plan, errno, "mount root tmpfs", JAIL_STAGING);
@@ -434,7 +435,6 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
 }
 
 void jail_child_main(const struct jail_plan *plan) {
-  wait_go(plan);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. */
   struct sigaction default_action;
   memset(&default_action, 0, sizeof default_action);
@@ -443,6 +443,12 @@ void jail_child_main(const struct jail_plan *plan) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
+  /* Before our ids are mapped: these need only capabilities in the new namespaces, which we hold. */
+  if (sethostname("sandbox", 7) < 0) fail(plan, errno, "sethostname", NULL);
+  loopback_up(plan);
+  /* Nothing we mount propagates back to the host. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(plan, errno, "make mounts private", "/");
+  wait_go(plan);
 
   /* Become the mapped root: until now our credentials were the host's (unmapped in the new namespace).
    * Raw system calls: glibc's wrappers would signal the parent's other threads (setxid broadcast). */
@@ -450,8 +456,6 @@ void jail_child_main(const struct jail_plan *plan) {
   if (syscall(SYS_setresuid, 0, 0, 0) < 0) fail(plan, errno, "setresuid", NULL);
   /* After the credential change, which clears it: the jail dies with the thread that runs jail_run. */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  if (sethostname("sandbox", 7) < 0) fail(plan, errno, "sethostname", NULL);
-  loopback_up(plan);
   setup_mounts(plan);
 
   set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");

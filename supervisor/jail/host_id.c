@@ -49,11 +49,11 @@ static bool file_being_removed(unsigned slot) {
 
 static int open_ids(dome_error *err) {
   for (int attempt = 0; attempt < 100; attempt++) {
-    if (mkdir(JAIL_HOST_ID_DIRECTORY, 0755) < 0 && errno != EEXIST)
-      return dome_error_set_errno(err, errno, "create `%s`", JAIL_HOST_ID_DIRECTORY);
     ids_fd = open(IDS_PATH, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (ids_fd >= 0) return 0;
-    if (errno != ENOENT) break; /* ENOENT: the directory was removed meanwhile */
+    if (errno != ENOENT) break; /* ENOENT: no directory yet, or it was removed meanwhile */
+    if (mkdir(JAIL_HOST_ID_DIRECTORY, 0755) < 0 && errno != EEXIST)
+      return dome_error_set_errno(err, errno, "create `%s`", JAIL_HOST_ID_DIRECTORY);
   }
   return dome_error_set_errno(err, errno, "open `%s`", IDS_PATH);
 }

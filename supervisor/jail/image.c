@@ -13,7 +13,6 @@
 #include "supervisor/jail/internal.h"
 
 #define MAX_HOST_RO_ENTRIES 512
-#define MAX_LD_CACHE_BYTES (16u << 20)
 
 static const char passwd[] =
     "root:x:0:0:root:/tmp:/bin/sh\n"
@@ -77,15 +76,15 @@ static void describe_host_ro(void) {
   add_entry(PLAN_FILE, JAIL_STAGING "/etc/hosts", NULL, hosts, sizeof hosts - 1, 0644);
   add_entry(PLAN_FILE, JAIL_STAGING "/etc/hostname", NULL, hostname, sizeof hostname - 1, 0644);
   add_entry(PLAN_FILE, JAIL_STAGING "/etc/nsswitch.conf", NULL, nsswitch, sizeof nsswitch - 1, 0644);
-  /* The dynamic loader's cache, so that libraries resolve as on the host. */
-  int fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0 && (uint64_t)st.st_size <= MAX_LD_CACHE_BYTES) {
-    char *cache = malloc((size_t)st.st_size);
-    if (cache && read(fd, cache, (size_t)st.st_size) == st.st_size)
-      add_entry(PLAN_FILE, JAIL_STAGING "/etc/ld.so.cache", NULL, cache, (size_t)st.st_size, 0644);
+  /* The dynamic loader's cache, so that libraries resolve as on the host: bound read-only (copying its
+   * tens of KiB into every jail's /etc cost more than the bind). */
+  struct stat cache;
+  if (stat("/etc/ld.so.cache", &cache) == 0 && S_ISREG(cache.st_mode) &&
+      host_bind_count < sizeof host_binds / sizeof host_binds[0]) {
+    add_entry(PLAN_FILE, JAIL_STAGING "/etc/ld.so.cache", NULL, "", 0, 0644);
+    host_binds[host_bind_count++] =
+        (struct jail_plan_bind){"/etc/ld.so.cache", JAIL_STAGING "/etc/ld.so.cache", false};
   }
-  if (fd >= 0) close(fd);
   /* /etc/alternatives (awk, pager, java ...): a directory of symlinks only, bound read-only; recreating
    * its hundreds of links cost milliseconds at every start. */
   struct stat alternatives;

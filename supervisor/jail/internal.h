@@ -46,6 +46,9 @@ struct jail_leaf {
   uint64_t v2_id;                   /* inode number of the cgroup2 leaf */
   char v1_path[JAIL_V1_COUNT][600]; /* "" for controllers handled by cgroup2 or missing */
   bool v1_owner[JAIL_V1_COUNT];     /* false when this controller shares a co-mounted hierarchy's leaf */
+  /* Hierarchies (bit 0: cgroup2, bit 1+c: v1 controller c) whose `dome` parent this leaf had to create:
+   * a parent made just now holds no leaves of dead processes, so the sweep skips it. */
+  unsigned parents_created;
 };
 
 struct jail_limits {
@@ -58,7 +61,6 @@ struct jail_cgroup_stats {
   uint64_t cpu_ns;
   uint64_t peak_memory_bytes;
   uint64_t peak_pids; /* 0 when the kernel keeps no peak */
-  uint64_t current_pids;
   bool oom_killed;
   bool pids_limited;
 };
@@ -71,8 +73,9 @@ const struct jail_cgroup_layout *jail_cgroup_layout(void);
 int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct jail_limits *limits,
                        dome_error *err);
 /* Remove, once per process, the empty leaves of dome processes that were killed outright (leaves named
- * jail-<pid>-<n> whose pid no longer exists). Called while a jail's child works, off the start path. */
-void jail_cgroup_sweep_stale(void);
+ * jail-<pid>-<n> whose pid no longer exists), in the `dome` parents that `leaf` found already there (one it
+ * created cannot hold any). Called while a jail's child works, off the start path. */
+void jail_cgroup_sweep_stale(const struct jail_leaf *leaf);
 /* Hybrid hosts: create the v1 leaves (memory, pids, cpu; cpuacct without a cgroup2 leaf) of the leaf made
  * by jail_cgroup_create and apply the limits, read back. Done while the jail's child assembles its
  * mounts, so the two overlap. On failure returns -errno; what was created is removed by
@@ -92,6 +95,8 @@ int jail_cgroup_open_tasks(const struct jail_leaf *leaf, int fds[JAIL_V1_COUNT],
                            dome_error *err);
 /* Kill every process of the leaf: cgroup.kill where present, else SIGKILL to every pid listed. */
 void jail_cgroup_kill(const struct jail_leaf *leaf);
+/* Does the kernel keep pids.peak for the leaf (Linux 6.1+)? Without it the caller samples pids.current. */
+bool jail_cgroup_has_pids_peak(const struct jail_leaf *leaf);
 /* Read accounting; missing files leave their fields 0. */
 void jail_cgroup_read_stats(const struct jail_leaf *leaf, struct jail_cgroup_stats *stats);
 /* On hybrid hosts (v1 memory controller, no memory.oom.group): an eventfd that becomes readable when the

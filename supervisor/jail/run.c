@@ -671,6 +671,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   close_fd(&s.status_write);
   close_fd(&s.stdin_read);
 
+  /* The child brings up its loopback meanwhile (no ids needed for that). */
   char map[64];
   snprintf(map, sizeof map, "0 %u 1\n", host_id);
   if ((r = write_proc(pid, "setgroups", "deny", err)) < 0 || (r = write_proc(pid, "uid_map", map, err)) < 0 ||
@@ -687,25 +688,24 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   if ((r = jail_cgroup_create_v1(&s.leaf, &limits, err)) < 0) goto out;
   if ((r = jail_cgroup_attach(&s.leaf, pid, into_cgroup, err)) < 0) goto out;
   if (c->on_namespaces_ready && (r = c->on_namespaces_ready(c->hook_context, pid, err)) < 0) goto out;
-  /* Second hand-over, with the v1 leaves' `tasks` files for the child to join (see
-   * jail_cgroup_open_tasks); network ready; from here on the child works for the program. */
+  /* Second hand-over, with the v1 leaves' `tasks` files for the child to join (see jail_cgroup_open_tasks);
+   * network ready; from here on the child works for the program. */
   if ((r = send_go_with_tasks(&s, err)) < 0) {
     dome_error_wrap(err, "start jail `%s`", result->jail_id);
     goto out;
   }
-  jail_cgroup_sweep_stale(); /* while the child finishes its set-up */
+  jail_cgroup_sweep_stale(&s.leaf); /* while the child finishes its set-up */
   if ((r = await_setup(&s, c, result, err)) < 0) goto out;
 
   s.out.fd = dome_steal_fd(&s.stdout_read);
   s.err.fd = dome_steal_fd(&s.stderr_read);
-  struct jail_cgroup_stats stats;
-  jail_cgroup_read_stats(&s.leaf, &stats);
-  bool sample_pids = stats.peak_pids == 0; /* the kernel keeps no pids.peak */
+  bool sample_pids = !jail_cgroup_has_pids_peak(&s.leaf);
   s.oom_event_fd = jail_cgroup_oom_eventfd(&s.leaf, &s.oom_control_fd);
   supervise(&s, c, result, timeout_ms, output_limit, sample_pids);
   close_fd(&s.out.fd);
   close_fd(&s.err.fd);
 
+  struct jail_cgroup_stats stats;
   jail_cgroup_read_stats(&s.leaf, &stats);
   result->cpu_ms = stats.cpu_ns / 1000000u;
   result->peak_memory_bytes = stats.peak_memory_bytes;
