@@ -169,6 +169,10 @@ json_t *control_gateway_list(control_store *store);
 /* The gateways an agent is granted: its `gateways` member, or ["Default"] when absent. New reference,
  * or NULL for an unknown agent. */
 json_t *control_agent_grants(control_store *store, const char *agent);
+/* The gateways an agent record (an agents.json entry, as control_agent_get returns) is granted: the
+ * strings of its `gateways` member, or ["Default"] when the member is absent or not an array. New
+ * reference (an array of strings); never NULL. */
+json_t *control_agent_record_grants(json_t *agent);
 /* Grant (idempotent) / revoke an agent's gateway; *grants (may be NULL) receives the new list.
  * Errors: -ENOENT unknown agent or gateway, -errno writing agents.json. */
 int control_gateway_grant(control_store *store, const char *agent, const char *gateway, json_t **grants,

@@ -40,8 +40,7 @@ bool control_gateway_exists(control_store *store, const char *name) {
   return exists;
 }
 
-/* The grants of a stored agent record (new reference). */
-static json_t *grants_of(json_t *agent) {
+json_t *control_agent_record_grants(json_t *agent) {
   json_t *grants = json_object_get(agent, "gateways");
   if (!json_is_array(grants)) return json_pack("[s]", CONTROL_GATEWAY_DEFAULT);
   json_t *copy = json_array();
@@ -61,7 +60,7 @@ static bool contains(json_t *array, const char *value) {
 json_t *control_agent_grants(control_store *store, const char *agent) {
   pthread_mutex_lock(&store->lock);
   json_t *record = agent ? json_object_get(store->agents, agent) : NULL;
-  json_t *grants = record ? grants_of(record) : NULL;
+  json_t *grants = record ? control_agent_record_grants(record) : NULL;
   pthread_mutex_unlock(&store->lock);
   return grants;
 }
@@ -80,7 +79,7 @@ json_t *control_gateway_list(control_store *store) {
     const char *key;
     json_t *record;
     json_object_foreach(store->agents, key, record) {
-      json_t *grants = grants_of(record);
+      json_t *grants = control_agent_record_grants(record);
       if (contains(grants, gateway)) json_array_append_new(agents, json_string(key));
       json_decref(grants);
     }
@@ -108,7 +107,7 @@ static int change_grant(control_store *store, const char *agent, const char *gat
   } else if (gateway == NULL || !exists_locked(store, gateway)) {
     rc = dome_error_set(err, ENOENT, "gateway `%s` not found", gateway ? gateway : "");
   } else {
-    json_t *grants = grants_of(record);
+    json_t *grants = control_agent_record_grants(record);
     json_t *changed = json_array();
     size_t i;
     json_t *item;

@@ -46,6 +46,25 @@ int domed_audit_sync(struct domed *domed, uint64_t seq, dome_error *err) {
   return journal_sync(domed->journal, seq, err);
 }
 
+json_t *domed_decision_event(const char *exec_id, const mcp_identity *identity, const char *action,
+                             const char *tool, const char *mcp_tool, const struct domed_decision *decision,
+                             const char *reason) {
+  json_t *determining = decision->determining ? json_incref(decision->determining) : json_array();
+  json_t *errors = decision->errors ? json_incref(decision->errors) : json_array();
+  json_t *event =
+      json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:s}", "type", "authz.decision", "agent",
+                identity->agent, "gateway", identity->gateway, "action", action, "tool", tool, "mcp_tool",
+                mcp_tool, "decision", decision->allow ? "allow" : "deny", "determining", determining,
+                "errors", errors, "policy_name", decision->policy_name, "reason", reason);
+  char version[32];
+  snprintf(version, sizeof version, "%d", decision->policy_version);
+  json_object_set_new(event, "policy_version", json_string(version));
+  if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
+  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  if (decision->request) json_object_set(event, "request", decision->request);
+  return event;
+}
+
 static bool peer_gone(int fd) {
   struct pollfd pfd = {.fd = fd, .events = POLLIN | POLLRDHUP};
   if (poll(&pfd, 1, 0) <= 0) return false;

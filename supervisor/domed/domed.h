@@ -197,6 +197,14 @@ int domed_audit_open(struct domed *domed, dome_error *err);
 void domed_audit_close(struct domed *domed);
 uint64_t domed_audit_append(struct domed *domed, json_t *event /* borrowed */);
 int domed_audit_sync(struct domed *domed, uint64_t seq, dome_error *err);
+/* The `authz.decision` event of `decision` (docs/journal-format.md), members in this order: type,
+ * agent, gateway (the identity's), action, tool (the registry name: the built-in backend or an external
+ * one), mcp_tool, decision ("allow"/"deny"), determining, errors (empty arrays when the decision has
+ * none), policy_name, reason, policy_version (as a string); then exec_id when not NULL, actas when the
+ * identity acts for another, request when the decision recorded one. New reference. */
+json_t *domed_decision_event(const char *exec_id, const mcp_identity *identity, const char *action,
+                             const char *tool, const char *mcp_tool, const struct domed_decision *decision,
+                             const char *reason);
 /* Serve `audit.stream` on a control connection until the client leaves. */
 json_t *domed_audit_stream(struct domed *domed, const struct control_request *request, dome_error *err);
 
@@ -273,6 +281,13 @@ extern const struct mcp_handlers domed_mcp_handlers; /* context: struct domed * 
 json_t *domed_execute_code_tool(void);
 /* Validate execute_code arguments; -EINVAL with a one-line message naming the argument. */
 int domed_execute_arguments_check(json_t *arguments, dome_error *err);
+/* The principal of a call by `identity` (its agent record from the control store; an unknown agent
+ * has no capabilities and the Default grant): a delegated call (identity->actas, checked at
+ * authentication) gets only the grants and capabilities both the agent and its parent hold
+ * (gateway_delegation_effective). principal->grants and *capabilities are new references the caller
+ * releases; the strings point into `identity`. */
+void domed_principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
+                        json_t **capabilities);
 
 /* ---- gateway_route.c: external MCP backends registered with `dome tool add --url` (gateway.h) ---- */
 /* Append to `tools` the backend tools on the identity's gateway that mcp:discover allows (journalled). */

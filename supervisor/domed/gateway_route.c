@@ -15,24 +15,6 @@
 #include "supervisor/gateway/gateway.h"
 #include "supervisor/guards/guard.h"
 
-/* The effective grants and capabilities of the identity (delegation narrows both). */
-static void principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
-                         json_t **grants, json_t **capabilities) {
-  json_t *record = control_agent_get(domed->store, identity->agent);
-  json_t *parent = identity->actas[0] ? control_agent_get(domed->store, identity->actas) : NULL;
-  if (record == NULL) record = json_object();
-  gateway_delegation_effective(record, parent, grants, capabilities);
-  json_decref(record);
-  json_decref(parent);
-  *principal = (struct domed_principal){
-      .agent = identity->agent,
-      .capabilities = *capabilities,
-      .gateway = identity->gateway,
-      .actas = identity->actas[0] ? identity->actas : NULL,
-      .grants = *grants,
-  };
-}
-
 static bool on_gateway(json_t *entry, const mcp_identity *identity) {
   const char *gateway = json_string_value(json_object_get(entry, "gateway"));
   return gateway_entry_is_external(entry) &&
@@ -49,35 +31,19 @@ static json_t *tool_entity(json_t *entry) {
   return entity;
 }
 
-static json_t *decision_event(const char *exec_id, const mcp_identity *identity, const char *action,
-                              const char *backend, const char *tool, const struct domed_decision *decision) {
-  json_t *event =
-      json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:s,s:s}", "type", "authz.decision", "agent",
-                identity->agent, "gateway", identity->gateway, "action", action, "tool", backend, "mcp_tool",
-                tool, "decision", decision->allow ? "allow" : "deny", "determining", decision->determining,
-                "errors", decision->errors, "policy_name", decision->policy_name, "reason", "policy");
-  char version[32];
-  snprintf(version, sizeof version, "%d", decision->policy_version);
-  json_object_set_new(event, "policy_version", json_string(version));
-  if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
-  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
-  if (decision->request) json_object_set(event, "request", decision->request);
-  return event;
-}
-
 /* Decide `action` on backend tool `tool` of `entry`, journal it; returns the decision's allow. */
 static bool decide(struct domed *domed, const mcp_identity *identity, const char *exec_id, const char *action,
                    json_t *entry, const char *tool, uint64_t *seq) {
-  json_t *grants, *capabilities;
+  json_t *capabilities;
   struct domed_principal principal;
-  principal_of(domed, identity, &principal, &grants, &capabilities);
+  domed_principal_of(domed, identity, &principal, &capabilities);
   json_t *entity = tool_entity(entry);
   const char *backend = json_string_value(json_object_get(entry, "name"));
   struct domed_rules *rules = domed_rules_acquire(domed);
   struct domed_decision decision;
   domed_authorize_resource(domed, rules, &principal, action, backend, entity, tool, NULL, &decision);
   atomic_fetch_add(decision.allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
-  json_t *event = decision_event(exec_id, identity, action, backend, tool, &decision);
+  json_t *event = domed_decision_event(exec_id, identity, action, backend, tool, &decision, "policy");
   uint64_t appended = domed_audit_append(domed, event);
   if (seq) *seq = appended;
   json_decref(event);
@@ -85,7 +51,7 @@ static bool decide(struct domed *domed, const mcp_identity *identity, const char
   domed_decision_release(&decision);
   domed_rules_release(rules);
   json_decref(entity);
-  json_decref(grants);
+  json_decref(principal.grants);
   json_decref(capabilities);
   return allow;
 }

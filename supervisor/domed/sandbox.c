@@ -73,10 +73,8 @@ static json_t *tool_entity(json_t *tool) {
   return entity;
 }
 
-/* The principal of a call: a delegated call (identity->actas, checked by authenticate) gets only the
- * grants and capabilities both the agent and its parent hold. */
-static void principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
-                         json_t **capabilities) {
+void domed_principal_of(struct domed *domed, const mcp_identity *identity, struct domed_principal *principal,
+                        json_t **capabilities) {
   json_t *record = control_agent_get(domed->store, identity->agent);
   json_t *parent = identity->actas[0] ? control_agent_get(domed->store, identity->actas) : NULL;
   if (record == NULL) record = json_object();
@@ -89,25 +87,6 @@ static void principal_of(struct domed *domed, const mcp_identity *identity, stru
   principal->actas = identity->actas[0] ? identity->actas : NULL;
 }
 
-static json_t *decision_event(const char *exec_id, const mcp_identity *identity, const char *action,
-                              const char *mcp_tool, const struct domed_decision *decision,
-                              const char *reason) {
-  json_t *event =
-      json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:O,s:s,s:s}", "type", "authz.decision", "agent",
-                identity->agent, "gateway", identity->gateway, "action", action, "tool", DOMED_BUILTIN_TOOL,
-                "mcp_tool", mcp_tool, "decision", decision->allow ? "allow" : "deny", "determining",
-                decision->determining ? decision->determining : json_array(), "errors",
-                decision->errors ? decision->errors : json_array(), "policy_name", decision->policy_name,
-                "reason", reason);
-  char version[32];
-  snprintf(version, sizeof version, "%d", decision->policy_version);
-  json_object_set_new(event, "policy_version", json_string(version));
-  if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
-  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
-  if (decision->request) json_object_set(event, "request", decision->request);
-  return event;
-}
-
 static bool has_capability(json_t *capabilities, const char *capability) {
   if (capability == NULL) return true;
   size_t i;
@@ -117,33 +96,52 @@ static bool has_capability(json_t *capabilities, const char *capability) {
   return false;
 }
 
+/* A decision on the built-in backend: its registry entry and Cedar entity, the caller's principal and
+ * the rules decided under (held until builtin_release: an execution runs under them). */
+struct builtin_decision {
+  json_t *tool;
+  json_t *entity;
+  json_t *capabilities;
+  struct domed_principal principal;
+  struct domed_rules *rules;
+  struct domed_decision decision;
+};
+
+static void builtin_decide(struct domed *domed, const mcp_identity *identity, const char *action,
+                           const char *mcp_tool, json_t *arguments, struct builtin_decision *d) {
+  d->tool = builtin_tool(domed);
+  d->entity = tool_entity(d->tool);
+  domed_principal_of(domed, identity, &d->principal, &d->capabilities);
+  d->rules = domed_rules_acquire(domed);
+  domed_authorize(domed, d->rules, &d->principal, action, d->entity, mcp_tool, arguments, &d->decision);
+}
+
+static void builtin_release(struct builtin_decision *d) {
+  domed_decision_release(&d->decision);
+  domed_rules_release(d->rules);
+  json_decref(d->capabilities);
+  json_decref(d->principal.grants);
+  json_decref(d->entity);
+  json_decref(d->tool);
+}
+
 static json_t *list_tools(void *context, const mcp_identity *identity) {
   struct domed *domed = context;
   json_t *tools = json_array();
-  json_t *tool = builtin_tool(domed);
-  json_t *entity = tool_entity(tool);
-  json_t *capabilities;
-  struct domed_principal principal;
-  principal_of(domed, identity, &principal, &capabilities);
-  struct domed_rules *rules = domed_rules_acquire(domed);
-  struct domed_decision decision;
-  domed_authorize(domed, rules, &principal, "mcp:discover", entity, DOMED_EXECUTE_TOOL, NULL, &decision);
-  if (decision.allow)
+  struct builtin_decision d;
+  builtin_decide(domed, identity, "mcp:discover", DOMED_EXECUTE_TOOL, NULL, &d);
+  if (d.decision.allow)
     atomic_fetch_add(&domed->metrics.decisions_allow, 1);
   else
     atomic_fetch_add(&domed->metrics.decisions_deny, 1);
-  json_t *event = decision_event(NULL, identity, "mcp:discover", DOMED_EXECUTE_TOOL, &decision,
-                                 decision.allow ? "policy" : "policy");
+  json_t *event = domed_decision_event(NULL, identity, "mcp:discover", DOMED_BUILTIN_TOOL, DOMED_EXECUTE_TOOL,
+                                       &d.decision, "policy");
   domed_audit_append(domed, event);
   json_decref(event);
-  if (decision.allow && strcmp(json_string_value(json_object_get(tool, "gateway")), identity->gateway) == 0)
+  if (d.decision.allow &&
+      strcmp(json_string_value(json_object_get(d.tool, "gateway")), identity->gateway) == 0)
     json_array_append_new(tools, domed_execute_code_tool());
-  domed_decision_release(&decision);
-  domed_rules_release(rules);
-  json_decref(capabilities);
-  json_decref(principal.grants);
-  json_decref(entity);
-  json_decref(tool);
+  builtin_release(&d);
   domed_gateway_list_tools(domed, identity, tools);
   return tools;
 }
@@ -219,28 +217,23 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   char exec_id[24];
   sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
 
-  json_t *tool = builtin_tool(domed);
-  json_t *entity = tool_entity(tool);
-  json_t *capabilities;
-  struct domed_principal principal;
-  principal_of(domed, identity, &principal, &capabilities);
-  struct domed_rules *rules = domed_rules_acquire(domed);
-  struct domed_decision decision;
-  domed_authorize(domed, rules, &principal, "mcp:call", entity, name, arguments, &decision);
-  const char *capability = json_string_value(json_object_get(tool, "capability"));
+  struct builtin_decision d;
+  builtin_decide(domed, identity, "mcp:call", name, arguments, &d);
+  const char *capability = json_string_value(json_object_get(d.tool, "capability"));
   const char *reason = "policy";
-  bool allow = decision.allow;
-  if (allow && strcmp(json_string_value(json_object_get(tool, "gateway")), identity->gateway) != 0) {
+  bool allow = d.decision.allow;
+  if (allow && strcmp(json_string_value(json_object_get(d.tool, "gateway")), identity->gateway) != 0) {
     allow = false;
     reason = "tool not on this gateway";
   }
-  if (allow && !has_capability(capabilities, capability)) {
+  if (allow && !has_capability(d.capabilities, capability)) {
     allow = false;
     reason = "agent lacks the tool's capability";
   }
-  decision.allow = allow;
+  d.decision.allow = allow;
   atomic_fetch_add(allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
-  json_t *event = decision_event(exec_id, identity, "mcp:call", name, &decision, reason);
+  json_t *event =
+      domed_decision_event(exec_id, identity, "mcp:call", DOMED_BUILTIN_TOOL, name, &d.decision, reason);
   json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
   json_object_set_new(event, "request_id", json_string(mcp_call_request_id(call)));
   uint64_t seq = domed_audit_append(domed, event);
@@ -267,9 +260,9 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   }
   struct domed_execution execution = {
       .identity = identity,
-      .tool = tool,
+      .tool = d.tool,
       .arguments = arguments,
-      .rules = rules,
+      .rules = d.rules,
       .exec_id = exec_id,
       .call = call,
   };
@@ -299,12 +292,7 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     domed_metrics_observe_call(&domed->metrics, total, total > program_us ? total - program_us : 0);
   }
 out:
-  domed_decision_release(&decision);
-  domed_rules_release(rules);
-  json_decref(capabilities);
-  json_decref(principal.grants);
-  json_decref(entity);
-  json_decref(tool);
+  builtin_release(&d);
   return result;
 }
 

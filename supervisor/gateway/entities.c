@@ -2,17 +2,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "supervisor/control/control.h"
 #include "supervisor/gateway/gateway.h"
-
-json_t *gateway_agent_grants(json_t *agent) {
-  json_t *grants = json_object_get(agent, "gateways");
-  if (!json_is_array(grants)) return json_pack("[s]", GATEWAY_DEFAULT);
-  json_t *copy = json_array();
-  size_t i;
-  json_t *grant;
-  json_array_foreach(grants, i, grant) if (json_is_string(grant)) json_array_append(copy, grant);
-  return copy;
-}
 
 static bool contains(json_t *array, const char *value) {
   size_t i;
@@ -24,7 +15,7 @@ static bool contains(json_t *array, const char *value) {
 
 bool gateway_agent_granted(json_t *agent, const char *gateway) {
   if (agent == NULL || gateway == NULL) return false;
-  json_t *grants = gateway_agent_grants(agent);
+  json_t *grants = control_agent_record_grants(agent);
   bool granted = contains(grants, gateway);
   json_decref(grants);
   return granted;
@@ -92,7 +83,7 @@ static json_t *intersection(json_t *a, json_t *b) {
 }
 
 void gateway_delegation_effective(json_t *agent, json_t *parent, json_t **grants, json_t **capabilities) {
-  json_t *own_grants = gateway_agent_grants(agent);
+  json_t *own_grants = control_agent_record_grants(agent);
   json_t *own_capabilities = json_object_get(agent, "capabilities");
   if (!json_is_array(own_capabilities)) own_capabilities = NULL;
   if (parent == NULL) {
@@ -100,7 +91,7 @@ void gateway_delegation_effective(json_t *agent, json_t *parent, json_t **grants
     *capabilities = own_capabilities ? json_deep_copy(own_capabilities) : json_array();
     return;
   }
-  json_t *parent_grants = gateway_agent_grants(parent);
+  json_t *parent_grants = control_agent_record_grants(parent);
   json_t *parent_capabilities = json_object_get(parent, "capabilities");
   *grants = intersection(own_grants, parent_grants);
   json_t *empty = json_array();

@@ -24,7 +24,8 @@
  * context.tool.
  *
  * Gateways and grants: an agent's record (control store, agents.json) holds `gateways` (the gateways it
- * is granted; absent = ["Default"]) and optionally `delegates_to`. The Cedar principal
+ * is granted; absent = ["Default"]; read with control_agent_record_grants, so this library uses
+ * supervisor/control, never the reverse) and optionally `delegates_to`. The Cedar principal
  * Dome::Agent::"<agent>" has its grants as parents, so rules may say `principal in Dome::Gateway::"G"`.
  * A delegated call (principal + context.actas) never gets more than the parent identity: grants and
  * capabilities are the intersection of both.
@@ -208,11 +209,8 @@ void gateway_registry_forget(gateway_registry *registry, const char *name);
 /* ------------------------------------------------------------------ grants, delegation, Cedar (entities.c)
  */
 
-/* The gateways an agent record is granted (new reference, array of strings): its `gateways` member,
- * or ["Default"] when absent. */
-json_t *gateway_agent_grants(json_t *agent);
-
-/* True when the agent record is granted `gateway`. */
+/* True when the agent record is granted `gateway` (its grants as control_agent_record_grants reads
+ * them: the `gateways` member, or ["Default"] when absent). */
 bool gateway_agent_granted(json_t *agent, const char *gateway);
 
 /* The identity a request acts for. A token minted with `dome agents token --act-as P` (the record from
