@@ -114,21 +114,31 @@ const struct jail_cgroup_layout *jail_cgroup_layout(void) {
   return &layout;
 }
 
-int jail_cgroup_write(const char *dir, const char *file, const char *value, dome_error *err) {
+/* A cgroup directory: its path (for messages, and to open files when fd is -1) and, for a jail's leaves,
+ * an O_DIRECTORY fd, so that each file costs one path component to look up instead of the whole path. */
+struct cgroup_dir {
+  const char *path;
+  int fd;
+};
+
+static int open_file(struct cgroup_dir dir, const char *file, int flags) {
+  if (dir.fd >= 0) return openat(dir.fd, file, flags | O_CLOEXEC);
   char path[700];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return dome_error_set_errno(err, errno, "open `%s`", path);
+  snprintf(path, sizeof path, "%s/%s", dir.path, file);
+  return open(path, flags | O_CLOEXEC);
+}
+
+static int write_file(struct cgroup_dir dir, const char *file, const char *value, dome_error *err) {
+  _cleanup_close_ int fd = open_file(dir, file, O_WRONLY);
+  if (fd < 0) return dome_error_set_errno(err, errno, "open `%s/%s`", dir.path, file);
   size_t length = strlen(value);
   if (write(fd, value, length) != (ssize_t)length)
-    return dome_error_set_errno(err, errno, "write `%s` to `%s`", value, path);
+    return dome_error_set_errno(err, errno, "write `%s` to `%s/%s`", value, dir.path, file);
   return 0;
 }
 
-int jail_cgroup_read(const char *dir, const char *file, char *buffer, size_t size) {
-  char path[700];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+static int read_file(struct cgroup_dir dir, const char *file, char *buffer, size_t size) {
+  _cleanup_close_ int fd = open_file(dir, file, O_RDONLY);
   if (fd < 0) return -errno;
   ssize_t n = read(fd, buffer, size - 1);
   if (n < 0) return -errno;
@@ -136,9 +146,25 @@ int jail_cgroup_read(const char *dir, const char *file, char *buffer, size_t siz
   return (int)n;
 }
 
-static int read_u64(const char *dir, const char *file, uint64_t *value) {
+int jail_cgroup_write(const char *dir, const char *file, const char *value, dome_error *err) {
+  return write_file((struct cgroup_dir){dir, -1}, file, value, err);
+}
+
+int jail_cgroup_read(const char *dir, const char *file, char *buffer, size_t size) {
+  return read_file((struct cgroup_dir){dir, -1}, file, buffer, size);
+}
+
+static struct cgroup_dir v2_dir(const struct jail_leaf *leaf) {
+  return (struct cgroup_dir){leaf->v2_path, leaf->v2_fd};
+}
+
+static struct cgroup_dir v1_dir(const struct jail_leaf *leaf, int controller) {
+  return (struct cgroup_dir){leaf->v1_path[controller], leaf->v1_fd[controller]};
+}
+
+static int read_u64(struct cgroup_dir dir, const char *file, uint64_t *value) {
   char buffer[64];
-  int n = jail_cgroup_read(dir, file, buffer, sizeof buffer);
+  int n = read_file(dir, file, buffer, sizeof buffer);
   if (n < 0) return n;
   if (strncmp(buffer, "max", 3) == 0) {
     *value = UINT64_MAX;
@@ -150,9 +176,9 @@ static int read_u64(const char *dir, const char *file, uint64_t *value) {
 }
 
 /* Value of `key` in a flat-keyed file ("oom_kill 3\n"). */
-static uint64_t read_key(const char *dir, const char *file, const char *key) {
+static uint64_t read_key(struct cgroup_dir dir, const char *file, const char *key) {
   char buffer[2048];
-  if (jail_cgroup_read(dir, file, buffer, sizeof buffer) < 0) return 0;
+  if (read_file(dir, file, buffer, sizeof buffer) < 0) return 0;
   size_t length = strlen(key);
   for (char *line = buffer; line && *line;) {
     if (strncmp(line, key, length) == 0 && line[length] == ' ') return strtoull(line + length + 1, NULL, 10);
@@ -164,11 +190,11 @@ static uint64_t read_key(const char *dir, const char *file, const char *key) {
 
 /* Write then read back through the same open file (one path walk): the kernel must hold exactly
  * `expected`. */
-static int set_checked(const char *dir, const char *file, uint64_t value, uint64_t expected,
+static int set_checked(struct cgroup_dir dir, const char *file, uint64_t value, uint64_t expected,
                        dome_error *err) {
   char path[700], text[32], held_text[64];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  _cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+  snprintf(path, sizeof path, "%s/%s", dir.path, file);
+  _cleanup_close_ int fd = open_file(dir, file, O_RDWR);
   if (fd < 0) return dome_error_set_errno(err, errno, "open `%s`", path);
   int length = snprintf(text, sizeof text, "%" PRIu64, value);
   if (write(fd, text, (size_t)length) != length)
@@ -215,9 +241,17 @@ static int make_leaf(char *out, size_t size, const char *self, const char *name,
   return dome_error_set(err, EAGAIN, "create cgroup `%s`: parent keeps disappearing", out);
 }
 
-static void remove_leaf_dirs(struct jail_leaf *leaf) {
+static void close_leaf_fds(struct jail_leaf *leaf) {
   if (leaf->v2_fd >= 0) close(leaf->v2_fd);
   leaf->v2_fd = -1;
+  for (int c = 0; c < JAIL_V1_COUNT; c++) {
+    if (leaf->v1_owner[c] && leaf->v1_fd[c] >= 0) close(leaf->v1_fd[c]);
+    leaf->v1_fd[c] = -1;
+  }
+}
+
+static void remove_leaf_dirs(struct jail_leaf *leaf) {
+  close_leaf_fds(leaf);
   if (leaf->v2_path[0]) rmdir(leaf->v2_path);
   for (int c = 0; c < JAIL_V1_COUNT; c++)
     if (leaf->v1_owner[c] && leaf->v1_path[c][0]) rmdir(leaf->v1_path[c]);
@@ -225,33 +259,33 @@ static void remove_leaf_dirs(struct jail_leaf *leaf) {
 
 static int apply_v1(const struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err) {
   long page = sysconf(_SC_PAGESIZE);
-  const char *memory = leaf->v1_path[JAIL_V1_MEMORY];
-  if (memory[0]) {
+  struct cgroup_dir memory = v1_dir(leaf, JAIL_V1_MEMORY);
+  if (memory.path[0]) {
     uint64_t expected = limits->memory_bytes / (uint64_t)page * (uint64_t)page;
     int r = set_checked(memory, "memory.limit_in_bytes", limits->memory_bytes, expected, err);
     if (r < 0) return r;
     /* With swap accounting, memory+swap = memory means no swap at all. */
     dome_error ignored;
     char probe[32];
-    if (jail_cgroup_read(memory, "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0) {
+    if (read_file(memory, "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0) {
       r = set_checked(memory, "memory.memsw.limit_in_bytes", limits->memory_bytes, expected, err);
       if (r < 0) return r;
     }
-    jail_cgroup_write(memory, "memory.swappiness", "0", &ignored);
+    write_file(memory, "memory.swappiness", "0", &ignored);
     /* v1 does not charge TCP socket buffers to the memcg unless a tcp limit is set (memory.rst 2.7.1):
      * setting it turns accounting on, so loopback buffers count against the jail's memory. */
-    if (jail_cgroup_read(memory, "memory.kmem.tcp.limit_in_bytes", probe, sizeof probe) >= 0) {
+    if (read_file(memory, "memory.kmem.tcp.limit_in_bytes", probe, sizeof probe) >= 0) {
       r = set_checked(memory, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes, expected, err);
       if (r < 0) return r;
     }
   }
-  const char *pids = leaf->v1_path[JAIL_V1_PIDS];
-  if (pids[0]) {
+  struct cgroup_dir pids = v1_dir(leaf, JAIL_V1_PIDS);
+  if (pids.path[0]) {
     int r = set_checked(pids, "pids.max", limits->pids, limits->pids, err);
     if (r < 0) return r;
   }
-  const char *cpu = leaf->v1_path[JAIL_V1_CPU];
-  if (cpu[0]) {
+  struct cgroup_dir cpu = v1_dir(leaf, JAIL_V1_CPU);
+  if (cpu.path[0]) {
     uint64_t quota = (uint64_t)(limits->cpus * CPU_PERIOD_US + 0.5);
     if (quota < 1000) quota = 1000;
     int r = set_checked(cpu, "cpu.cfs_period_us", CPU_PERIOD_US, CPU_PERIOD_US, err);
@@ -264,7 +298,7 @@ static int apply_v1(const struct jail_leaf *leaf, const struct jail_limits *limi
 
 static int apply_v2(const struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err) {
   long page = sysconf(_SC_PAGESIZE);
-  const char *dir = leaf->v2_path;
+  struct cgroup_dir dir = v2_dir(leaf);
   uint64_t expected = limits->memory_bytes / (uint64_t)page * (uint64_t)page;
   int r = set_checked(dir, "memory.max", limits->memory_bytes, expected, err);
   if (r < 0) return r;
@@ -275,9 +309,9 @@ static int apply_v2(const struct jail_leaf *leaf, const struct jail_limits *limi
   if (quota < 1000) quota = 1000;
   char text[64], held[64];
   snprintf(text, sizeof text, "%" PRIu64 " %u", quota, CPU_PERIOD_US);
-  if ((r = jail_cgroup_write(dir, "cpu.max", text, err)) < 0) return r;
-  if (jail_cgroup_read(dir, "cpu.max", held, sizeof held) < 0 || strncmp(held, text, strlen(text)) != 0)
-    return dome_error_set(err, EIO, "`%s/cpu.max` holds `%.40s` after writing `%s`", dir, held, text);
+  if ((r = write_file(dir, "cpu.max", text, err)) < 0) return r;
+  if (read_file(dir, "cpu.max", held, sizeof held) < 0 || strncmp(held, text, strlen(text)) != 0)
+    return dome_error_set(err, EIO, "`%s/cpu.max` holds `%.40s` after writing `%s`", dir.path, held, text);
   return 0;
 }
 
@@ -335,6 +369,7 @@ int jail_cgroup_create(struct jail_leaf *leaf, const char *name, const struct ja
   const struct jail_cgroup_layout *l = jail_cgroup_layout();
   memset(leaf, 0, sizeof *leaf);
   leaf->v2_fd = -1;
+  for (int c = 0; c < JAIL_V1_COUNT; c++) leaf->v1_fd[c] = -1;
   snprintf(leaf->name, sizeof leaf->name, "%s", name);
   int r = 0;
   if (l->v2_mount[0]) {
@@ -373,6 +408,7 @@ int jail_cgroup_create_v1(struct jail_leaf *leaf, const struct jail_limits *limi
     for (int earlier = 0; earlier < c; earlier++)
       if (strcmp(l->v1_mount[earlier], l->v1_mount[c]) == 0 && leaf->v1_path[earlier][0]) {
         memcpy(leaf->v1_path[c], leaf->v1_path[earlier], sizeof leaf->v1_path[c]);
+        leaf->v1_fd[c] = leaf->v1_fd[earlier];
         break;
       }
     if (leaf->v1_path[c][0]) continue;
@@ -382,6 +418,8 @@ int jail_cgroup_create_v1(struct jail_leaf *leaf, const struct jail_limits *limi
       return dome_error_wrap(err, "create cgroup leaf `%s`", leaf->name);
     if (created) leaf->parents_created |= 2u << c;
     leaf->v1_owner[c] = true;
+    leaf->v1_fd[c] = open(leaf->v1_path[c], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (leaf->v1_fd[c] < 0) return dome_error_set_errno(err, errno, "open cgroup `%s`", leaf->v1_path[c]);
   }
   if ((r = apply_v1(leaf, limits, err)) < 0)
     return dome_error_wrap(err, "create cgroup leaf `%s`", leaf->name);
@@ -401,13 +439,11 @@ int jail_cgroup_open_tasks(const struct jail_leaf *leaf, int fds[JAIL_V1_COUNT],
   *count = 0;
   for (int c = 0; c < JAIL_V1_COUNT; c++) {
     if (!leaf->v1_owner[c]) continue;
-    char path[700];
-    snprintf(path, sizeof path, "%s/tasks", leaf->v1_path[c]);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open_file(v1_dir(leaf, c), "tasks", O_WRONLY);
     if (fd < 0) {
       int e = errno;
       while (*count > 0) close(fds[--*count]);
-      return dome_error_set_errno(err, e, "open `%s`", path);
+      return dome_error_set_errno(err, e, "open `%s/tasks`", leaf->v1_path[c]);
     }
     fds[(*count)++] = fd;
   }
@@ -438,16 +474,14 @@ void jail_cgroup_kill(const struct jail_leaf *leaf) {
 
 int jail_cgroup_oom_eventfd(const struct jail_leaf *leaf, int *control_fd) {
   *control_fd = -1;
-  const char *memory = leaf->v1_path[JAIL_V1_MEMORY];
-  if (!memory[0] || jail_cgroup_layout()->v2_controllers) return -1;
-  char path[700], registration[64];
-  snprintf(path, sizeof path, "%s/memory.oom_control", memory);
-  int control = open(path, O_RDONLY | O_CLOEXEC);
+  struct cgroup_dir memory = v1_dir(leaf, JAIL_V1_MEMORY);
+  if (!memory.path[0] || jail_cgroup_layout()->v2_controllers) return -1;
+  char registration[64];
+  int control = open_file(memory, "memory.oom_control", O_RDONLY);
   int event = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   dome_error ignored;
   snprintf(registration, sizeof registration, "%d %d", event, control);
-  if (control < 0 || event < 0 ||
-      jail_cgroup_write(memory, "cgroup.event_control", registration, &ignored) < 0) {
+  if (control < 0 || event < 0 || write_file(memory, "cgroup.event_control", registration, &ignored) < 0) {
     if (control >= 0) close(control);
     if (event >= 0) close(event);
     return -1;
@@ -459,39 +493,44 @@ int jail_cgroup_oom_eventfd(const struct jail_leaf *leaf, int *control_fd) {
 uint64_t jail_cgroup_current_pids(const struct jail_leaf *leaf) {
   uint64_t value = 0;
   const struct jail_cgroup_layout *l = jail_cgroup_layout();
-  if (l->v2_controllers && read_u64(leaf->v2_path, "pids.current", &value) == 0) return value;
-  if (leaf->v1_path[JAIL_V1_PIDS][0] && read_u64(leaf->v1_path[JAIL_V1_PIDS], "pids.current", &value) == 0)
+  if (l->v2_controllers && read_u64(v2_dir(leaf), "pids.current", &value) == 0) return value;
+  if (leaf->v1_path[JAIL_V1_PIDS][0] && read_u64(v1_dir(leaf, JAIL_V1_PIDS), "pids.current", &value) == 0)
     return value;
   return 0;
+}
+
+/* Where pids.* live: the cgroup2 leaf with controllers, else the v1 pids leaf. */
+static struct cgroup_dir pids_dir(const struct jail_leaf *leaf) {
+  return jail_cgroup_layout()->v2_controllers ? v2_dir(leaf) : v1_dir(leaf, JAIL_V1_PIDS);
 }
 
 void jail_cgroup_read_stats(const struct jail_leaf *leaf, struct jail_cgroup_stats *stats) {
   memset(stats, 0, sizeof *stats);
   const struct jail_cgroup_layout *l = jail_cgroup_layout();
   uint64_t value;
-  if (leaf->v2_path[0]) stats->cpu_ns = read_key(leaf->v2_path, "cpu.stat", "usage_usec") * 1000u;
+  if (leaf->v2_path[0]) stats->cpu_ns = read_key(v2_dir(leaf), "cpu.stat", "usage_usec") * 1000u;
   if (stats->cpu_ns == 0 && leaf->v1_path[JAIL_V1_CPUACCT][0] &&
-      read_u64(leaf->v1_path[JAIL_V1_CPUACCT], "cpuacct.usage", &value) == 0)
+      read_u64(v1_dir(leaf, JAIL_V1_CPUACCT), "cpuacct.usage", &value) == 0)
     stats->cpu_ns = value;
-  const char *pids_dir = l->v2_controllers ? leaf->v2_path : leaf->v1_path[JAIL_V1_PIDS];
-  if (pids_dir[0]) {
-    if (read_u64(pids_dir, "pids.peak", &value) == 0) stats->peak_pids = value;
-    stats->pids_limited = read_key(pids_dir, "pids.events", "max") > 0;
+  struct cgroup_dir pids = pids_dir(leaf);
+  if (pids.path[0]) {
+    if (read_u64(pids, "pids.peak", &value) == 0) stats->peak_pids = value;
+    stats->pids_limited = read_key(pids, "pids.events", "max") > 0;
   }
   if (l->v2_controllers) {
-    if (read_u64(leaf->v2_path, "memory.peak", &value) == 0) stats->peak_memory_bytes = value;
-    stats->oom_killed = read_key(leaf->v2_path, "memory.events", "oom_kill") > 0;
+    if (read_u64(v2_dir(leaf), "memory.peak", &value) == 0) stats->peak_memory_bytes = value;
+    stats->oom_killed = read_key(v2_dir(leaf), "memory.events", "oom_kill") > 0;
   } else if (leaf->v1_path[JAIL_V1_MEMORY][0]) {
-    const char *memory = leaf->v1_path[JAIL_V1_MEMORY];
+    struct cgroup_dir memory = v1_dir(leaf, JAIL_V1_MEMORY);
     if (read_u64(memory, "memory.max_usage_in_bytes", &value) == 0) stats->peak_memory_bytes = value;
     stats->oom_killed = read_key(memory, "memory.oom_control", "oom_kill") > 0;
   }
 }
 
 bool jail_cgroup_has_pids_peak(const struct jail_leaf *leaf) {
-  const char *dir = jail_cgroup_layout()->v2_controllers ? leaf->v2_path : leaf->v1_path[JAIL_V1_PIDS];
+  struct cgroup_dir pids = pids_dir(leaf);
   uint64_t value;
-  return dir[0] && read_u64(dir, "pids.peak", &value) == 0;
+  return pids.path[0] && read_u64(pids, "pids.peak", &value) == 0;
 }
 
 static bool leaf_empty(const char *dir) {
@@ -501,8 +540,7 @@ static bool leaf_empty(const char *dir) {
 }
 
 int jail_cgroup_destroy(struct jail_leaf *leaf, dome_error *err) {
-  if (leaf->v2_fd >= 0) close(leaf->v2_fd);
-  leaf->v2_fd = -1;
+  close_leaf_fds(leaf);
   const struct jail_cgroup_layout *l = jail_cgroup_layout();
   const char *paths[1 + JAIL_V1_COUNT];
   const char *selves[1 + JAIL_V1_COUNT];

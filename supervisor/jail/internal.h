@@ -46,6 +46,7 @@ struct jail_leaf {
   uint64_t v2_id;                   /* inode number of the cgroup2 leaf */
   char v1_path[JAIL_V1_COUNT][600]; /* "" for controllers handled by cgroup2 or missing */
   bool v1_owner[JAIL_V1_COUNT];     /* false when this controller shares a co-mounted hierarchy's leaf */
+  int v1_fd[JAIL_V1_COUNT];         /* O_DIRECTORY fds of the v1 leaves, -1 if none (closed by owners) */
   /* Hierarchies (bit 0: cgroup2, bit 1+c: v1 controller c) whose `dome` parent this leaf had to create:
    * a parent made just now holds no leaves of dead processes, so the sweep skips it. */
   unsigned parents_created;
@@ -167,6 +168,8 @@ struct jail_plan {
   const struct sock_fprog *seccomp;
   uint64_t fsize_limit; /* RLIMIT_FSIZE bytes */
   uint64_t nofile_limit;
+  int last_capability; /* /proc/sys/kernel/cap_last_cap (63 when unknown): the bounding set drop stops there
+                        */
   /* The supervisor's argv and environment areas (from /proc/self/stat, 0 when unknown): the child wipes
    * its copy so the jail's pid 1 shows none of them in /proc/1/cmdline or /proc/1/environ. */
   uintptr_t arg_start, arg_end, env_start, env_end;

@@ -152,6 +152,18 @@ static int validate(const struct jail_config *c, dome_error *err) {
   return 0;
 }
 
+/* The highest capability number this kernel knows (/proc/sys/kernel/cap_last_cap, capabilities(7)); 63
+ * when unreadable, so that the child's bounding-set drop covers every possible one. */
+static int last_capability(void) {
+  char text[16];
+  _cleanup_close_ int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+  if (n <= 0) return 63;
+  text[n] = '\0';
+  int value = atoi(text);
+  return value > 0 && value < 64 ? value : 63;
+}
+
 /* Workspace entries in the child's staging view: parents first, then each file. */
 static int plan_workspace(struct run_state *s, dome_error *err) {
   size_t capacity = 0;
@@ -625,12 +637,13 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.seccomp = seccomp;
   plan.fsize_limit = workspace_bytes;
   plan.nofile_limit = 1024;
+  plan.last_capability = last_capability();
   read_arg_areas(&plan);
 
   struct clone_args args;
   memset(&args, 0, sizeof args);
   args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
-               CLONE_NEWTIME | CLONE_PIDFD;
+               CLONE_NEWTIME | CLONE_PIDFD | CLONE_CLEAR_SIGHAND; /* handlers back to SIG_DFL (Linux 5.5) */
   args.pidfd = (uint64_t)(uintptr_t)&s.pidfd;
   args.exit_signal = 0; /* no SIGCHLD: nobody else's waitpid(-1) can reap the jail */
   bool into_cgroup = s.leaf.v2_fd >= 0;
