@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/pass_through.h"
 #include "supervisor/common/utf8.h"
 #include "supervisor/cli/run_rules.h"
 #include "supervisor/common/units.h"
@@ -80,16 +81,25 @@ static void print_copy_out_error(const char *text) {
   free(clean);
 }
 
+/* A POSIX shell variable name (XBD 3.216): letters, digits, underscores, not starting with a digit. The
+ * program's environment is a list of NAME=value lines: a newline or `=` in a name would forge others. */
+static bool variable_name(const char *name, size_t length) {
+  if (length == 0 || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (size_t i = 0; i < length; i++) {
+    char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+      return false;
+  }
+  return true;
+}
+
+/* The pass-through writer of this run (one `dome run` per process). */
+static struct pass_through *output_writer;
+
 static void pass_through(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
   (void)context;
   (void)offset_ms;
-  int fd = stream == 1 ? 1 : 2;
-  while (length > 0) {
-    ssize_t n = write(fd, data, length);
-    if (n <= 0) return;
-    data += n;
-    length -= (size_t)n;
-  }
+  pass_through_queue(output_writer, stream, data, length);
 }
 
 static int print_json(const struct jail_result *r, const struct run_rules *rules) {
@@ -216,6 +226,9 @@ static int run_main(int argc, char **argv) {
       case 'e': {
         const char *equals = strchr(optarg, '=');
         if (!equals || equals == optarg) return bad("--env", "expected KEY=VALUE");
+        if (!variable_name(optarg, (size_t)(equals - optarg)))
+          return bad("--env",
+                     "the name is not a variable name (letters, digits, _; not starting with a digit)");
         if (env_count >= MAX_ENV) return bad("--env", "too many variables");
         env[env_count++] = optarg;
         break;
@@ -293,9 +306,16 @@ static int run_main(int argc, char **argv) {
   sigaddset(&cancel_signals, SIGPIPE);
   sigprocmask(SIG_BLOCK, &cancel_signals, NULL);
   config.cancel_fd = signalfd(-1, &cancel_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (config.on_output && (output_writer = pass_through_start()) == NULL) {
+    if (with_rules) run_rules_release(&rules);
+    fprintf(stderr, "dome run: start the output writer: out of memory\n");
+    return DOME_EXIT_FAILURE;
+  }
 
   struct jail_result result;
   int r = jail_run(&config, &result, &err);
+  pass_through_finish(output_writer); /* everything the program wrote is out before dome's own lines */
+  output_writer = NULL;
   if (with_rules) run_rules_finish(&rules);
   int cancel_signal = 0;
   struct signalfd_siginfo info;

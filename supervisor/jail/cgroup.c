@@ -230,8 +230,15 @@ static int make_leaf(char *out, size_t size, const char *self, const char *name,
   char parent[600];
   leaf_parent(parent, sizeof parent, self);
   snprintf(out, size, "%s/%s", parent, name);
+  bool stale_removed = false;
   for (int attempt = 0; attempt < 8; attempt++) {
     if (mkdir(out, 0755) == 0) return 0;
+    /* Our name (pid and sequence) is taken: a killed process with our pid left it. It is empty (its jail
+     * died with it) unless something still runs there, and rmdir only removes an empty cgroup. */
+    if (errno == EEXIST && !stale_removed && rmdir(out) == 0) {
+      stale_removed = true;
+      continue;
+    }
     if (errno != ENOENT) return dome_error_set_errno(err, errno, "create cgroup `%s`", out);
     if (mkdir(parent, 0755) == 0)
       *parent_created = true;

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
@@ -277,6 +278,10 @@ static void wait_go_and_join_leaves(const struct jail_plan *plan) {
                        .msg_control = control.buffer,
                        .msg_controllen = sizeof control.buffer};
   if (recvmsg(plan->sync_fd, &msg, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof go || go.kind != SYNC_GO) _exit(127);
+  /* The parent-death signal is armed again by now; a supervisor that died before that (after sending
+   * this) shows as a hang-up of its end: then nobody would enforce the timeout, so go no further. */
+  struct pollfd hangup = {plan->sync_fd, POLLRDHUP, 0};
+  if (poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLHUP | POLLRDHUP))) _exit(127);
   for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
     if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
     size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -466,6 +471,11 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
 }
 
 void jail_child_main(const struct jail_plan *plan) {
+  /* Tied to the supervisor from the start: our copy of its end of the control socket goes (so a read
+   * sees end-of-file when it dies), and the parent-death signal is armed (again after the credential
+   * change below, which clears it). */
+  close(plan->supervisor_sync_fd);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. clone3 reset
    * the handled signals (CLONE_CLEAR_SIGHAND); ignored ones stay ignored across execve, so reset those. */
   reset_ignored_signals();

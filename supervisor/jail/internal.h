@@ -159,7 +159,9 @@ struct jail_plan {
   const char *search_path;            /* PATH used to resolve argv[0] */
   int stdin_fd, stdout_fd, stderr_fd; /* host fds the child dup2s to 0, 1, 2 */
   int sync_fd;                        /* the child's end of the control socket */
-  int status_fd;                      /* write end of the pipe the jail's init reports the status on */
+  int supervisor_sync_fd; /* the supervisor's end, inherited by clone: the child closes it first, so that
+                             its reads see end-of-file once the supervisor is gone */
+  int status_fd;          /* write end of the pipe the jail's init reports the status on */
 
   /* hardening */
   int landlock_abi;
@@ -272,23 +274,31 @@ int jail_workspace_check_path(const char *path, const char *what, dome_error *er
 int jail_workspace_collect(struct jail_workspace_input *input, const struct jail_config *config,
                            uint64_t limit_bytes, dome_error *err);
 void jail_workspace_input_release(struct jail_workspace_input *input);
+/* What the walk of the workspace could not list. */
+struct jail_workspace_unlisted {
+  size_t over_limit; /* files beyond the first JAIL_MAX_OUTPUT_PATHS */
+  size_t too_deep;   /* entries deeper than JAIL_MAX_PATH_DEPTH directories or with a relative path over
+                        1024 bytes (a directory counts once: its subtree was not walked) */
+};
+
 /* Walk the workspace (dirfd of its root) and list regular files that are new or differ from `input`
- * (at most JAIL_MAX_OUTPUT_PATHS; *unlisted, may be NULL, receives how many more there were). */
+ * (at most JAIL_MAX_OUTPUT_PATHS); *unlisted (may be NULL) receives what could not be listed. */
 int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *input, char ***paths,
-                           size_t *count, size_t *unlisted, dome_error *err);
+                           size_t *count, struct jail_workspace_unlisted *unlisted, dome_error *err);
 /* Copy the listed files from the workspace to the host directory input->host_fd (creating directories
  * one component at a time), never following symlinks on either side and never replacing a host symlink,
- * directory or special file. Files are created 0644 and directories 0755 (less the umask), whatever
- * their modes in the jail. Not copied, each described in *errors ("path: reason (strerror)", *error_count
- * entries, appended, malloc'd): names that are not valid UTF-8; paths with a component named .git, .hg
- * or .svn (any case); paths beneath a directory git would take as a repository (HEAD, or objects/ and
- * refs/, in the jail or on the host); a file larger than what remains of budget_bytes (apparent sizes,
- * summed over the copied files); anything beyond 4096 files and directories created; host conflicts
- * (a path component on the host that is not a directory, ENOSPC). `unlisted` files (from
- * jail_workspace_outputs) are reported as one entry. Returns 0, or -ENOMEM, -EBADF (no host workspace
- * open) or the workspace's open error. */
+ * directory or special file. New files are created 0644 and directories 0755 (less the umask), whatever
+ * their modes in the jail; a replaced host file keeps its owner and its read/write bits (never exec,
+ * setuid, setgid or sticky), so a private file stays private. Not copied, each described in *errors ("path:
+ * reason (strerror)", *error_count entries, appended, malloc'd): names that are not valid UTF-8; paths with a
+ * component named .git, .hg or .svn (any case); paths beneath a directory git would take as a repository
+ * (HEAD, or objects/ and refs/, in the jail or on the host); a file larger than what remains of budget_bytes
+ * (apparent sizes, summed over the copied files); anything beyond 4096 files and directories created; host
+ * conflicts (a path component on the host that is not a directory, ENOSPC). What jail_workspace_outputs could
+ * not list (`unlisted`: too many files, too deep or too long a path) is reported as one entry each. Returns
+ * 0, or -ENOMEM, -EBADF (no host workspace open) or the workspace's open error. */
 int jail_workspace_copy_out(int workspace_fd, const struct jail_workspace_input *input, uint64_t budget_bytes,
-                            size_t unlisted, char *const *paths, size_t count, char ***errors,
-                            size_t *error_count, dome_error *err);
+                            const struct jail_workspace_unlisted *unlisted, char *const *paths, size_t count,
+                            char ***errors, size_t *error_count, dome_error *err);
 
 #endif

@@ -630,6 +630,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.stdout_fd = s.stdout_write;
   plan.stderr_fd = s.stderr_write;
   plan.sync_fd = child_sync;
+  plan.supervisor_sync_fd = s.sync_fd;
   plan.status_fd = s.status_write;
   plan.landlock_abi = abi;
   plan.landlock_rules = s.landlock_rules;
@@ -735,13 +736,13 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   s.out.data = s.err.data = NULL;
 
   if (s.workspace_fd >= 0) {
-    size_t unlisted = 0;
+    struct jail_workspace_unlisted unlisted = {0};
     r = jail_workspace_outputs(s.workspace_fd, &s.workspace, &result->output_paths,
                                &result->output_path_count, &unlisted, err);
     /* through the directory fd opened before the run, never c->workspace_dir again; at most the
      * workspace size in all */
     if (r == 0 && c->copy_out && c->workspace_dir)
-      r = jail_workspace_copy_out(s.workspace_fd, &s.workspace, workspace_bytes, unlisted,
+      r = jail_workspace_copy_out(s.workspace_fd, &s.workspace, workspace_bytes, &unlisted,
                                   result->output_paths, result->output_path_count, &result->copy_out_errors,
                                   &result->copy_out_error_count, err);
   }

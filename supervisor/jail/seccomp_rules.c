@@ -5,7 +5,8 @@
  *
  * Default action: allow. Refused with EPERM (never killed, so programs see an ordinary error): kernel
  * attack surface (io_uring, native AIO (host-wide fs.aio-max-nr), modify_ldt, bpf, perf_event_open,
- * userfaultfd, keyrings), cross-process inspection (ptrace, process_vm_*), the mount API, namespace creation
+ * userfaultfd, keyrings), cross-process inspection (ptrace, process_vm_*, inotify/fanotify watches on the
+ * host's shared /usr inodes), the mount API, namespace creation
  * and entry, module and kexec loading, system administration (acct, swap, reboot, syslog, quotactl, clock
  * setting), personality changes, file handles (open_by_handle_at: the "shocker" escape), terminal injection
  * (ioctl TIOCSTI/TIOCLINUX on the low 32 bits, as the kernel compares them) and socket families other than
@@ -95,6 +96,11 @@ static const char *const refused[] = {
     "io_cancel",
     "io_destroy",
     "modify_ldt",
+    /* File-event watches: the host-ro image binds the host's own /usr (the same inodes), so a watch there
+     * would report, live, what the host and other jails open and run. */
+    "inotify_init",
+    "inotify_init1",
+    "fanotify_init",
 };
 
 #if defined(__x86_64__)

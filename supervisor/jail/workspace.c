@@ -243,12 +243,12 @@ void jail_workspace_input_release(struct jail_workspace_input *in) {
 struct path_list {
   char **items;
   size_t count;
-  size_t unlisted; /* files beyond JAIL_MAX_OUTPUT_PATHS */
+  struct jail_workspace_unlisted unlisted;
 };
 
 static int list_add(struct path_list *list, const char *path, dome_error *err) {
   if (list->count >= JAIL_MAX_OUTPUT_PATHS) { /* bounded: the rest is only counted */
-    list->unlisted++;
+    list->unlisted.over_limit++;
     return 0;
   }
   char **items = realloc(list->items, (list->count + 1) * sizeof *items);
@@ -283,7 +283,10 @@ static bool same_as_input(int fd, const struct stat *st, const struct jail_works
 
 static int walk(int dirfd, const char *prefix, unsigned depth, const struct jail_workspace_input *in,
                 struct path_list *list, dome_error *err) {
-  if (depth > JAIL_MAX_PATH_DEPTH) return 0; /* deeper trees are not reported */
+  if (depth > JAIL_MAX_PATH_DEPTH) { /* not walked: counted, and reported by copy-out */
+    list->unlisted.too_deep++;
+    return 0;
+  }
   int listfd = open_beneath(dirfd, ".", O_RDONLY | O_DIRECTORY, 0);
   DIR *d = listfd >= 0 ? fdopendir(listfd) : NULL;
   if (!d) {
@@ -295,7 +298,10 @@ static int walk(int dirfd, const char *prefix, unsigned depth, const struct jail
   while (r == 0 && (e = readdir(d)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
     char relative[MAX_RELATIVE_PATH + 2];
-    if (snprintf(relative, sizeof relative, "%s%s", prefix, e->d_name) > MAX_RELATIVE_PATH) continue;
+    if (snprintf(relative, sizeof relative, "%s%s", prefix, e->d_name) > MAX_RELATIVE_PATH) {
+      list->unlisted.too_deep++;
+      continue;
+    }
     struct stat st;
     if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
     if (S_ISDIR(st.st_mode)) {
@@ -321,7 +327,7 @@ static int compare_strings(const void *a, const void *b) {
 }
 
 int jail_workspace_outputs(int workspace_fd, const struct jail_workspace_input *in, char ***paths,
-                           size_t *count, size_t *unlisted, dome_error *err) {
+                           size_t *count, struct jail_workspace_unlisted *unlisted, dome_error *err) {
   struct path_list list = {0};
   int root = open_beneath(workspace_fd, ".", O_RDONLY | O_DIRECTORY, 0);
   if (root < 0) return dome_error_set_errno(err, -root, "open /workspace after the run");
@@ -411,7 +417,8 @@ static int open_parent(int host_fd, const char *relative, char *buffer, size_t s
 }
 
 /* Copy one file: a temporary created O_EXCL|O_NOFOLLOW with mode 0644 (never the jail's mode: nothing the
- * jail writes becomes executable, setuid or setgid on the host) in the parent, renamed over the leaf. An
+ * jail writes becomes executable, setuid or setgid on the host; over an existing file, that file's owner
+ * and read/write bits) in the parent, renamed over the leaf. An
  * existing host regular file is replaced (never written through); a symlink, directory or special file
  * there is left alone and reported. Returns 0 or -errno with *failed set. */
 static int copy_one(int root, int host, const char *relative, struct copy_budget *budget,
@@ -458,6 +465,14 @@ static int copy_one(int root, int host, const char *relative, struct copy_budget
   /* A new leaf with RENAME_NOREPLACE: whatever appeared there meanwhile stays. Replacing a regular file
    * renames over it: if it was swapped for a symlink meanwhile, the link itself is replaced (rename
    * never follows it). */
+  /* A replaced file keeps its owner and its read/write bits: a private file stays private, and the jail's
+   * content never becomes executable, setuid or setgid. */
+  if (replace &&
+      (fchmod(target, existing.st_mode & 0666) < 0 || fchown(target, existing.st_uid, existing.st_gid) < 0)) {
+    int saved = errno;
+    unlinkat(dir, temporary, 0);
+    return *failed = "keep the host file's owner and mode", -saved;
+  }
   int renamed = replace ? renameat(dir, temporary, dir, leaf)
                         : (int)syscall(SYS_renameat2, dir, temporary, dir, leaf, RENAME_NOREPLACE);
   if (renamed < 0) {
@@ -575,15 +590,23 @@ static bool inside_repository(int root, int host, const char *relative, struct r
 }
 
 int jail_workspace_copy_out(int workspace_fd, const struct jail_workspace_input *input, uint64_t budget_bytes,
-                            size_t unlisted, char *const *paths, size_t count, char ***errors,
-                            size_t *error_count, dome_error *err) {
+                            const struct jail_workspace_unlisted *unlisted, char *const *paths, size_t count,
+                            char ***errors, size_t *error_count, dome_error *err) {
   if (!input->host_open) return dome_error_set(err, EBADF, "copy out: the host workspace was not opened");
   _cleanup_close_ int root = open_beneath(workspace_fd, ".", O_RDONLY | O_DIRECTORY, 0);
   if (root < 0) return dome_error_set_errno(err, -root, "open /workspace for copy-out");
-  if (unlisted > 0) {
+  if (unlisted && unlisted->over_limit > 0) {
     char what[32];
-    snprintf(what, sizeof what, "(%zu more files)", unlisted);
+    snprintf(what, sizeof what, "(%zu more files)", unlisted->over_limit);
     if (note_error(errors, error_count, what, "neither listed nor copied: more than 4096 files", E2BIG) < 0)
+      return dome_error_set_errno(err, ENOMEM, "copy out: record errors");
+  }
+  if (unlisted && unlisted->too_deep > 0) {
+    char what[48];
+    snprintf(what, sizeof what, "(%zu entries)", unlisted->too_deep);
+    if (note_error(errors, error_count, what,
+                   "neither listed nor copied: deeper than 32 directories or a path longer than 1024 bytes",
+                   ENAMETOOLONG) < 0)
       return dome_error_set_errno(err, ENOMEM, "copy out: record errors");
   }
   struct copy_budget budget = {.bytes = budget_bytes, .entries = JAIL_MAX_OUTPUT_PATHS};
