@@ -67,11 +67,12 @@ static json_t *text_value(const char *data, size_t length) {
   return value;
 }
 
-/* One copy-out error on stderr: names come from the jail, so invalid UTF-8 is replaced and control
- * characters (a terminal escape sequence in a file name) are shown as \xNN. */
-static void print_copy_out_error(const char *text) {
+/* One line on stderr: `prefix`, then `text`, which may carry names from the jail or the command line, so
+ * invalid UTF-8 is replaced and control characters (a newline, a terminal escape sequence) are shown as
+ * \xNN: one line, whatever the names. */
+static void print_escaped(const char *prefix, const char *text) {
   char *clean = dome_utf8_sanitize(text, strlen(text), true, NULL);
-  fputs("dome run: --copy-out: not copied: ", stderr);
+  fputs(prefix, stderr);
   for (const unsigned char *c = (const unsigned char *)(clean ? clean : "?"); *c; c++)
     if (*c < 0x20 || *c == 0x7f)
       fprintf(stderr, "\\x%02x", *c);
@@ -336,7 +337,9 @@ static int run_main(int argc, char **argv) {
       flag = "--image: ";
     else if (strncmp(err.message, "workspace `", 11) == 0)
       flag = "--workspace: ";
-    fprintf(stderr, "dome run: %s%s\n", flag, err.message);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "dome run: %s", flag);
+    print_escaped(prefix, err.message);
     return DOME_EXIT_FAILURE;
   }
   int status;
@@ -355,7 +358,8 @@ static int run_main(int argc, char **argv) {
           json_string_value(json_object_get(d, "policy")) ? json_string_value(json_object_get(d, "policy"))
                                                           : "none (default deny)");
     }
-    for (size_t i = 0; i < result.copy_out_error_count; i++) print_copy_out_error(result.copy_out_errors[i]);
+    for (size_t i = 0; i < result.copy_out_error_count; i++)
+      print_escaped("dome run: --copy-out: not copied: ", result.copy_out_errors[i]);
     if (result.timed_out) fprintf(stderr, "dome run: timed out (--timeout)\n");
     status = result.timed_out ? 124 : result.signal ? 128 + result.signal : result.exit_code;
     if (result.cancelled && cancel_signal) status = 128 + cancel_signal;
