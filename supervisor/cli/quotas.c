@@ -18,6 +18,7 @@ static int set_main(int argc, char **argv) {
       {"workspace-size", required_argument, NULL, 'w'},
       {"output-limit", required_argument, NULL, 'o'},
       {"egress", required_argument, NULL, 'e'},
+      {"egress-bytes", required_argument, NULL, 'b'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -57,10 +58,16 @@ static int set_main(int argc, char **argv) {
       case 'e':
         key = "egress";
         break;
+      case 'b':
+        key = "egress_bytes";
+        break;
       case 'h':
         printf(
             "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
-            "                      [--workspace-size SIZE] [--output-limit SIZE] [--egress allow|deny]\n");
+            "                      [--workspace-size SIZE] [--output-limit SIZE] [--egress allow|deny]\n"
+            "                      [--egress-bytes SIZE]\n"
+            "  --egress-bytes: byte quota of each jail's egress path (both directions) for this capability;\n"
+            "                  0 (list: config): domed's egress_quota applies\n");
         json_decref(fields);
         return 0;
       default:
@@ -96,13 +103,14 @@ static int list_main(int argc, char **argv) {
   int status;
   json_t *result = cli_control_list(argc, argv, "quotas.list", &status);
   if (result == NULL) return status;
-  printf("%-24s %-8s %-6s %-6s %-9s %-10s %-8s %s\n", "CAPABILITY", "MEMORY", "CPUS", "PIDS", "TIMEOUT",
-         "WORKSPACE", "OUTPUT", "EGRESS");
+  printf("%-24s %-8s %-6s %-6s %-9s %-10s %-8s %-7s %s\n", "CAPABILITY", "MEMORY", "CPUS", "PIDS", "TIMEOUT",
+         "WORKSPACE", "OUTPUT", "EGRESS", "EGRESS-BYTES");
   const char *name;
   json_t *q;
   json_object_foreach(result, name, q) {
-    char memory[32], workspace[32], output[32];
-    printf("%-24s %-8s %-6g %-6lld %-9.3g %-10s %-8s %s\n", name,
+    char memory[32], workspace[32], output[32], egress_bytes[32];
+    uint64_t egress_quota = (uint64_t)json_integer_value(json_object_get(q, "egress_bytes"));
+    printf("%-24s %-8s %-6g %-6lld %-9.3g %-10s %-8s %-7s %s\n", name,
            dome_format_size((uint64_t)json_integer_value(json_object_get(q, "memory_bytes")), memory,
                             sizeof memory),
            json_number_value(json_object_get(q, "cpus")),
@@ -112,7 +120,8 @@ static int list_main(int argc, char **argv) {
                             sizeof workspace),
            dome_format_size((uint64_t)json_integer_value(json_object_get(q, "output_bytes")), output,
                             sizeof output),
-           json_is_true(json_object_get(q, "egress")) ? "allow" : "deny");
+           json_is_true(json_object_get(q, "egress")) ? "allow" : "deny",
+           egress_quota ? dome_format_size(egress_quota, egress_bytes, sizeof egress_bytes) : "config");
   }
   json_decref(result);
   return 0;

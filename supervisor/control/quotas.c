@@ -1,6 +1,7 @@
 /* Quotas per capability: the limits a jail gets when it runs for a tool requiring that capability. */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,14 +17,16 @@ void control_quota_defaults(struct control_quota *quota) {
       .workspace_bytes = 64u << 20,
       .output_bytes = 1u << 20,
       .egress = false,
+      .egress_bytes = 0,
   };
 }
 
 static json_t *quota_json(const struct control_quota *quota) {
-  return json_pack("{s:I,s:f,s:I,s:I,s:I,s:I,s:b}", "memory_bytes", (json_int_t)quota->memory_bytes, "cpus",
-                   quota->cpus, "pids", (json_int_t)quota->pids, "timeout_ms", (json_int_t)quota->timeout_ms,
-                   "workspace_bytes", (json_int_t)quota->workspace_bytes, "output_bytes",
-                   (json_int_t)quota->output_bytes, "egress", quota->egress);
+  return json_pack("{s:I,s:f,s:I,s:I,s:I,s:I,s:b,s:I}", "memory_bytes", (json_int_t)quota->memory_bytes,
+                   "cpus", quota->cpus, "pids", (json_int_t)quota->pids, "timeout_ms",
+                   (json_int_t)quota->timeout_ms, "workspace_bytes", (json_int_t)quota->workspace_bytes,
+                   "output_bytes", (json_int_t)quota->output_bytes, "egress", quota->egress, "egress_bytes",
+                   (json_int_t)quota->egress_bytes);
 }
 
 static void quota_from_json(json_t *object, struct control_quota *quota) {
@@ -37,6 +40,8 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
     quota->workspace_bytes = (uint64_t)json_integer_value(v);
   if ((v = json_object_get(object, "output_bytes"))) quota->output_bytes = (uint64_t)json_integer_value(v);
   if ((v = json_object_get(object, "egress"))) quota->egress = json_is_true(v);
+  if ((v = json_object_get(object, "egress_bytes")) && json_integer_value(v) > 0)
+    quota->egress_bytes = (uint64_t)json_integer_value(v);
 }
 
 static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
@@ -59,8 +64,8 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   if (!control_name_valid(capability))
     return dome_error_set(err, EINVAL, "--capability: invalid capability `%s`", capability ? capability : "");
   if (!json_is_object(fields)) return dome_error_set(err, EINVAL, "quota fields must be an object");
-  static const char *const known[] = {"memory",         "cpus",         "pids",  "timeout",
-                                      "workspace_size", "output_limit", "egress"};
+  static const char *const known[] = {"memory",         "cpus",         "pids",   "timeout",
+                                      "workspace_size", "output_limit", "egress", "egress_bytes"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
@@ -112,6 +117,16 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
       quota.egress = false;
     else
       return dome_error_set(err, EINVAL, "--egress: expected allow or deny");
+  }
+  if ((v = json_object_get(fields, "egress_bytes"))) {
+    /* 0 is allowed here: the capability's jails go back to domed's egress_quota */
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+      quota.egress_bytes = (uint64_t)json_integer_value(v);
+    else if (!json_is_string(v) || (rc = dome_parse_size(json_string_value(v), &quota.egress_bytes, err)) < 0)
+      return json_is_string(v) ? dome_error_wrap(err, "--egress-bytes")
+                               : dome_error_set(err, EINVAL, "--egress-bytes: expected a size");
+    if (quota.egress_bytes > (uint64_t)INT64_MAX)
+      return dome_error_set(err, EINVAL, "--egress-bytes: at most %lld bytes", (long long)INT64_MAX);
   }
   pthread_mutex_lock(&store->lock);
   json_t *next = json_deep_copy(store->quotas);

@@ -314,7 +314,8 @@ struct domed_egress_run {
   struct dome_net_jail *jail;
   struct dome_net_entry *entries; /* the agent's network entries (owned) */
   size_t count;
-  uint32_t address; /* the jail's, host byte order */
+  uint32_t address;     /* the jail's, host byte order */
+  uint64_t quota_bytes; /* the jail's egress byte quota: the capability's egress_bytes, else egress_quota */
   struct dome_net_jail_usage usage;
   char resolv_conf[1024];
   char error[600]; /* why a permitted egress was not built ("" when it was, or none was needed) */
@@ -324,13 +325,14 @@ struct domed_egress_run {
 void domed_egress_init(struct domed *domed);
 /* Shutdown, after every jail ended: remove the egress side (pasta / host table) and its state. */
 void domed_egress_cleanup(struct domed *domed);
-/* Before jail_run: decide (quota egress + the agent's compiled network entries), open the egress side on
- * first use, set config->resolv_conf / hosts_dns. Never leaves a path half-built; a permitted egress that
+/* Before jail_run: decide (quota->egress + the agent's compiled network entries), open the egress side on
+ * first use, set config->resolv_conf / hosts_dns; the jail's byte quota is quota->egress_bytes when set,
+ * else the `egress_quota` configuration. Never leaves a path half-built; a permitted egress that
  * cannot be built makes run->error (the jail then runs with loopback only). Returns 0, or -errno when the
  * agent's rules cannot be compiled (the execution must not run). */
 int domed_egress_prepare(struct domed *domed, const struct domed_principal *principal,
-                         struct domed_rules *rules, bool quota_egress, struct jail_config *config,
-                         struct domed_egress_run *run, dome_error *err);
+                         struct domed_rules *rules, const struct control_quota *quota,
+                         struct jail_config *config, struct domed_egress_run *run, dome_error *err);
 /* From the jail's on_namespaces_ready hook: build the path to child_pid's namespace. Returns 0. */
 int domed_egress_namespaces_ready(struct domed_egress_run *run, pid_t child_pid, dome_error *err);
 /* After jail_run (always): read the jail's counters, tear its path down, free run's memory. */

@@ -14,8 +14,10 @@
  * beside domed; domed_egress_init reclaims what a crashed domed left there.
  *
  * Configuration keys (docs/domed.md): net_mode (auto, user, routed: struct dome_net_config.mode),
- * egress_quota (bytes a jail may move through its egress path, both directions; 0: none), net_tcp_relay
- * (user mode carries TCP through the splice relay: dome_net_config.tcp_relay). */
+ * egress_quota (bytes a jail may move through its egress path, both directions; 0: none — a capability's
+ * own `dome quotas set --egress-bytes`, struct control_quota.egress_bytes, takes its place for the jails of
+ * that capability), net_tcp_relay (user mode carries TCP through the splice relay:
+ * dome_net_config.tcp_relay). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -148,10 +150,12 @@ static void refuse(struct domed_egress_run *run, const char *detail) {
 }
 
 int domed_egress_prepare(struct domed *domed, const struct domed_principal *principal,
-                         struct domed_rules *rules, bool quota_egress, struct jail_config *config,
-                         struct domed_egress_run *run, dome_error *err) {
+                         struct domed_rules *rules, const struct control_quota *quota,
+                         struct jail_config *config, struct domed_egress_run *run, dome_error *err) {
   memset(run, 0, sizeof *run);
-  if (!quota_egress || rules == NULL || rules->kernel_policies == NULL) return 0; /* all network denied */
+  /* the capability's own byte quota (dome quotas set --egress-bytes) before the configuration's */
+  run->quota_bytes = quota->egress_bytes ? quota->egress_bytes : egress.quota_bytes;
+  if (!quota->egress || rules == NULL || rules->kernel_policies == NULL) return 0; /* all network denied */
   pthread_mutex_lock(&egress.lock);
   dome_error compile_err = {0};
   int rc = agent_entries(domed, principal, rules, run, &compile_err);
@@ -209,7 +213,7 @@ int domed_egress_prepare(struct domed *domed, const struct domed_principal *prin
 int domed_egress_namespaces_ready(struct domed_egress_run *run, pid_t child_pid, dome_error *err) {
   (void)err;
   if (!run->wanted) return 0;
-  struct dome_net_jail_options options = {.quota_bytes = egress.quota_bytes};
+  struct dome_net_jail_options options = {.quota_bytes = run->quota_bytes};
   dome_error setup_err = {0};
   if (dome_net_jail_setup_options(run->net, child_pid, run->entries, run->count, &options, &run->jail,
                                   &setup_err) < 0) {

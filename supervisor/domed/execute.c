@@ -458,8 +458,8 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
                                       .gateway = execution->identity->gateway};
   rc = domed_kernel_path_rules(domed, &principal, execution->rules, &path_rules, err);
   if (rc == 0)
-    rc = domed_egress_prepare(domed, &principal, execution->rules, execution->quota.egress, &config,
-                              &run.egress, err);
+    rc = domed_egress_prepare(domed, &principal, execution->rules, &execution->quota, &config, &run.egress,
+                              err);
   if (rc == 0) {
     config.path_rules = domed_path_rules_list(path_rules, &config.path_rule_count);
     config.on_namespaces_ready = on_namespaces_ready;

@@ -146,6 +146,35 @@ print("resolv.conf:", ",".join(l.split()[1] for l in open("/etc/resolv.conf") if
     check(sc.network?.quota_exceeded === true, 'result.network says the quota ran out', sc.network);
   }
 
+  // 4b. a byte quota of the capability (dome quotas set --egress-bytes) replaces egress_quota for its jails
+  const capabilityQuota = 1200000;
+  r = domed.domeStatus('quotas', 'set', '--capability', 'code-execution', '--egress-bytes', 'lots');
+  check(r.status === 125 && /--egress-bytes/.test(r.stderr), 'quotas set --egress-bytes: a bad size is refused, naming the flag', r);
+  r = domed.domeStatus('quotas', 'set', '--capability', 'code-execution', '--egress-bytes', String(capabilityQuota));
+  check(r.status === 0 && /"egress_bytes":1200000/.test(r.stdout), 'quotas set --egress-bytes 1200000 for code-execution', r);
+  r = domed.domeStatus('quotas', 'list');
+  check(r.status === 0 && /^code-execution\s.*\sallow\s+1200000$/m.test(r.stdout), 'quotas list shows the capability\'s egress bytes', r.stdout);
+  const download = {
+    language: 'sh',
+    code: 'curl -s --max-time 5 -o /workspace/big http://10.1.2.3:443/big?mib=8; echo rc=$?; stat -c size=%s /workspace/big',
+    timeout_s: 12,
+  };
+  result = await client.callTool({ name: 'execute_code', arguments: download });
+  sc = result.structuredContent ?? {};
+  let size = Number(/size=(\d+)/.exec(sc.stdout ?? '')?.[1] ?? -1);
+  check(size > capabilityQuota / 2 && size <= capabilityQuota && !/rc=0/.test(sc.stdout),
+    `the capability's quota (${capabilityQuota} bytes, not egress_quota ${quota}) cuts an 8 MiB download (got ${size})`, sc.stdout ?? result.content?.[0]?.text);
+  check(sc.network?.quota_bytes === capabilityQuota && sc.network?.quota_exceeded === true,
+    'result.network shows the capability\'s quota, run out', sc.network);
+  // another capability keeps the configuration's quota; 0 gives this one back to it
+  r = domed.domeStatus('quotas', 'set', '--capability', 'code-execution', '--egress-bytes', '0');
+  check(r.status === 0 && /"egress_bytes":0/.test(r.stdout), 'quotas set --egress-bytes 0: back to egress_quota', r);
+  r = domed.domeStatus('quotas', 'list');
+  check(/^code-execution\s.*\sallow\s+config$/m.test(r.stdout), 'quotas list says the configuration\'s quota applies', r.stdout);
+  result = await client.callTool({ name: 'execute_code', arguments: { language: 'sh', code: 'curl -s --max-time 3 http://10.1.2.3:443/' } });
+  sc = result.structuredContent ?? {};
+  check(sc.stdout === 'dome-peer-ok' && sc.network?.quota_bytes === quota, 'then the jail gets egress_quota again', sc.network);
+
   // 5. /metrics
   const metrics = await (await fetch(`http://127.0.0.1:${domed.port}/metrics`)).text();
   const value = (name) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(metrics)?.[1] ?? -1);
