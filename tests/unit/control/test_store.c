@@ -125,6 +125,25 @@ static void test_quotas(void **state) {
   json_decref(fields);
   control_quota_get(store, "code-execution", &quota); /* unchanged by the failures */
   assert_int_equal(quota.memory_bytes, 512u << 20);
+  /* the capability's egress byte quota: a size, 0 hands it back to domed's egress_quota */
+  assert_int_equal(quota.egress_bytes, 0);
+  fields = json_pack("{s:s}", "egress_bytes", "64M");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), 0);
+  json_decref(fields);
+  control_quota_get(store, "code-execution", &quota);
+  assert_int_equal(quota.egress_bytes, 64u << 20);
+  assert_int_equal(quota.memory_bytes, 512u << 20); /* the other limits kept */
+  fields = json_pack("{s:s}", "egress_bytes", "lots");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "--egress-bytes"));
+  json_decref(fields);
+  control_quota_get(store, "code-execution", &quota);
+  assert_int_equal(quota.egress_bytes, 64u << 20);
+  fields = json_pack("{s:s}", "egress_bytes", "0");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), 0);
+  json_decref(fields);
+  control_quota_get(store, "code-execution", &quota);
+  assert_int_equal(quota.egress_bytes, 0);
   control_store_close(store);
 }
 
