@@ -2,16 +2,21 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "supervisor/cli/command.h"
 #include "supervisor/common/cleanup.h"
 #include "supervisor/guards/guard.h"
 
-enum { SECRETS_MAX = 4096, READ_CHUNK = 64 * 1024 };
+enum { SECRETS_MAX = 4096, READ_CHUNK = 64 * 1024, MAP_SLICE = 1024 * 1024 };
 
 static void usage(FILE *out) {
   fprintf(
@@ -198,6 +203,47 @@ static int redact_json_input(const struct guard *guard) {
   return status;
 }
 
+static sigjmp_buf stdin_truncated;
+
+static void on_sigbus(int signal_number) {
+  (void)signal_number;
+  siglongjmp(stdin_truncated, 1);
+}
+
+/* If stdin is a regular file, map it and feed it from the current offset to its size at the start, in
+ * MAP_SLICE steps (flushing stdout after each when `flush`), and leave the offset at that size (nothing is
+ * done for other stdin, or when mapping fails). A file truncated meanwhile raises SIGBUS, reported as a read
+ * error. Returns 0 or the feed's error. */
+static int feed_mapped_stdin(struct guard_stream *stream, const struct guard_sink *sink, bool flush,
+                             dome_error *err) {
+  struct stat st;
+  off_t offset = lseek(STDIN_FILENO, 0, SEEK_CUR);
+  if (fstat(STDIN_FILENO, &st) < 0 || !S_ISREG(st.st_mode) || offset < 0 || st.st_size <= offset ||
+      (uint64_t)st.st_size > SIZE_MAX)
+    return 0;
+  size_t size = (size_t)st.st_size;
+  char *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, STDIN_FILENO, 0);
+  if (map == MAP_FAILED) return 0; /* read(2) then */
+  (void)madvise(map, size, MADV_SEQUENTIAL);
+  struct sigaction action = {.sa_handler = on_sigbus}, previous;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGBUS, &action, &previous);
+  volatile int r = 0; /* kept across the jump */
+  if (sigsetjmp(stdin_truncated, 1) == 0) {
+    for (size_t at = (size_t)offset; r == 0 && at < size; at += MAP_SLICE) {
+      size_t n = size - at < MAP_SLICE ? size - at : MAP_SLICE;
+      r = guard_stream_feed(stream, map + at, n, sink, err);
+      if (r == 0 && flush && fflush(stdout) != 0) r = dome_error_set(err, EIO, "write stdout");
+    }
+  } else {
+    r = dome_error_set(err, EIO, "read stdin: the file shrank while it was read");
+  }
+  sigaction(SIGBUS, &previous, NULL);
+  munmap(map, size);
+  if (r == 0 && lseek(STDIN_FILENO, (off_t)size, SEEK_SET) < 0) r = dome_error_set(err, errno, "seek stdin");
+  return r;
+}
+
 static int redact_main(int argc, char **argv) {
   static const struct option options[] = {{"class", required_argument, NULL, 'c'},
                                           {"field", required_argument, NULL, 'f'},
@@ -297,7 +343,9 @@ static int redact_main(int argc, char **argv) {
   /* Findings are kept only for --json (memory grows with their number); plain text needs none. */
   struct guard_sink sink = {emit_output, json ? collect_finding : NULL, &out};
   static char chunk[READ_CHUNK];
-  r = 0;
+  /* A regular file is mapped and fed in slices (no copy through the kernel per block); anything appended
+   * meanwhile, and any other stdin, is read. */
+  r = feed_mapped_stdin(stream, &sink, !json, &err);
   /* read(2), not fread: pass on what arrived without waiting for a full buffer (streamed output). */
   ssize_t got = 0;
   while (r == 0 && ((got = read(STDIN_FILENO, chunk, sizeof chunk)) > 0 || (got < 0 && errno == EINTR))) {

@@ -301,9 +301,9 @@ const struct guard_detector guard_detectors[] = {
       "to a "
       "password/secret/token/api-key/access-key/private-key/credential name",
       "heuristic, as detect-secrets' keyword and high-entropy plugins"},
+     /* the keywords only: the rest is GUARD_PRECHECK_ASSIGNMENT (stream.c), then PCRE2 */
      "(?i:api[_-]?key|apikey|secret|token|passwd|password|pwd|auth[_-]?key|access[_-]?key|private[_-]?key|"
-     "credential)"
-     "[A-Za-z0-9_.-]{0,24}" ASSIGN "[A-Za-z0-9+/=_.~!@#$%^&*-]{12}",
+     "credential)",
      0,
      0,
      "(?i:api[_-]?key|apikey|secret|token|passwd|password|pwd|auth[_-]?key|access[_-]?key|private[_-]?key|"
@@ -312,7 +312,9 @@ const struct guard_detector guard_detectors[] = {
      "(?<secret>[A-Za-z0-9+/=_.~!@#$%^&*-]{12,128})(?![A-Za-z0-9+/=_.~!@#$%^&*-])",
      0,
      VALIDATE_ENTROPY,
-     false},
+     false,
+     GUARD_TRIGGER_HS,
+     GUARD_PRECHECK_ASSIGNMENT},
     {{"env-value", GUARD_CLASS_PUBLIC,
       "Exact value of an environment variable or credential given to the jail",
       "dome: guard_options.secrets"},

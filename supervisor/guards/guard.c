@@ -297,6 +297,8 @@ static int build_path_literals(struct guard *guard, dome_error *err) {
   }
   paths->count = n;
   memset(paths->pairs, 0, sizeof paths->pairs);
+  memset(paths->first, 0, sizeof paths->first);
+  paths->any_first = false;
   for (size_t i = 0; i < n; i++) {
     size_t length = strlen(paths->text[i]);
     while (length > 1 && paths->text[i][length - 1] == '/') length--;
@@ -305,7 +307,12 @@ static int build_path_literals(struct guard *guard, dome_error *err) {
     unsigned first = length < 2 ? 0 : (unsigned)literal[1] << 8, last = length < 2 ? 65535 : first | 0xff;
     for (unsigned pair = first; pair <= last; pair++)
       if (length < 3 || (pair & 0xff) == literal[2]) paths->pairs[pair / 64] |= (uint64_t)1 << (pair % 64);
+    if (length < 2 || literal[1] >= 128)
+      paths->any_first = true;
+    else
+      paths->first[literal[1]] = 1;
   }
+  paths->first[0] = 1;
   return 0;
 }
 
@@ -424,6 +431,7 @@ int guard_create(const struct guard_options *options, struct guard **out, dome_e
       struct guard_rule *rule = &guard->rules[guard->rule_count - 1];
       rule->back = pass == 0 || detector->back ? detector->back : GUARD_PREFILTER_BACK;
       rule->trigger = pass == 0 ? GUARD_TRIGGER_HS : trigger;
+      rule->precheck = pass == 0 ? detector->precheck : GUARD_PRECHECK_NONE;
       if ((r = compile_confirmer(rule, detector->pcre, detector->pcre_flags, err)) < 0) goto fail;
     }
   }

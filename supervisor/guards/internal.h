@@ -39,6 +39,16 @@ enum guard_trigger {
   GUARD_TRIGGER_COUNT,
 };
 
+/* A test of the bytes after a vectorscan report, before the report becomes a pending candidate (stream.c). */
+enum guard_precheck {
+  GUARD_PRECHECK_NONE = 0,
+  /* generic-secret: the report is its keyword's end; a match needs [A-Za-z0-9_.-]{0,24}, an assignment and 12
+   * value characters after it (the rest of its PCRE2 pattern), checked here on the bytes at hand instead of
+   * by vectorscan's automaton after every keyword ("token" alone occurs ~350 times per MB of program output)
+   */
+  GUARD_PRECHECK_ASSIGNMENT,
+};
+
 enum {
   GUARD_PREFILTER_LOOKAHEAD = 64, /* bytes after a position its shape may test (+1) */
   GUARD_PREFILTER_BACK = 40,      /* bytes before a shape a match may start (an IPv6 address before ::) */
@@ -51,6 +61,10 @@ enum {
  * some literal continues its '/' with the bytes b1 b2 (any b2 for a literal "/x", every pair for "/"). */
 struct guard_path_literals {
   uint64_t pairs[65536 / 64];
+  /* first[b] = 1 when some literal continues its '/' with the byte b (b < 128), and first[0] = 1 (the data's
+   * end); any_first when the literals' second bytes are not all ASCII or a literal is "/" */
+  unsigned char first[128];
+  bool any_first;
   const char **text; /* each starts with '/'; borrowed from the guard or static */
   size_t *length;
   size_t count;
@@ -67,8 +81,10 @@ typedef void (*guard_prefilter_hit_fn)(void *context, enum guard_trigger kind, s
 void guard_prefilter_scan(const char *data, size_t length, size_t from, size_t limit, unsigned kinds,
                           const struct guard_path_literals *paths, bool stream_start,
                           guard_prefilter_hit_fn hit, void *context);
-extern int guard_prefilter_force; /* tests: 0 best classifier, 1 no AVX-512, 2 the portable table, 3 the
-                                     best classifier without the per-class specialised loops */
+/* tests: 0 the best loop (eight blocks at once with AVX-512 VBMI2, else the block loop with the best
+ * classifier), 1 no AVX-512, 2 the portable table, 3 the block loop with the best classifier and without the
+ * per-class specialised loops */
+extern int guard_prefilter_force;
 /* Fill the prefilter's byte class table (guard_create; idempotent). */
 void guard_prefilter_init(void); /* tests: use the portable classifier */
 
@@ -88,6 +104,7 @@ struct guard_detector {
   enum guard_validator validator;
   bool dynamic; /* built per guard (exact values, internal hostnames): hs/pcre are NULL here */
   enum guard_trigger trigger;
+  enum guard_precheck precheck; /* applied to the hs pattern's reports */
 };
 
 extern const struct guard_detector guard_detectors[];
@@ -103,6 +120,7 @@ struct guard_rule {
   unsigned back;              /* bytes from a reported end back to the earliest possible match start */
   unsigned length;            /* literal rules: the literal's length */
   enum guard_trigger trigger; /* GUARD_TRIGGER_HS: in the vectorscan database; else the prefilter */
+  enum guard_precheck precheck;
 };
 
 struct guard {
@@ -135,6 +153,10 @@ extern const char *const guard_host_roots[];
 extern const size_t guard_host_root_count;
 extern const char *const guard_home_roots[];
 extern const size_t guard_home_root_count;
+
+/* GUARD_PRECHECK_ASSIGNMENT on data[at, length) (`at` = a keyword's end): 0 when no generic-secret match can
+ * continue the keyword there, 1 when one may, -1 when the bytes up to `length` do not decide it. */
+int guard_precheck_assignment(const char *data, size_t length, size_t at);
 
 /* Shannon entropy of bytes in bits per byte. */
 double guard_shannon_entropy(const char *data, size_t length);

@@ -37,36 +37,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "supervisor/guards/internal.h"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define HAVE_AVX512BW 1
-#endif
-
-enum mask_index {
-  M_DIGIT,
-  M_UPPER,
-  M_ALNUM,
-  M_HEX,
-  M_DOT,
-  M_DASH,
-  M_SPACE,
-  M_COLON,
-  M_PLUS,
-  M_LPAREN,
-  M_RPAREN,
-  M_TILDE,
-  M_SLASH,
-  M_UNDERSCORE,
-  M_NEWLINE,
-  M_EQUALS,
-  M_PHONE, /* digit or one of " .-()": class_table only (tested byte by byte after a '+') */
-  M_PATHC, /* a path character [A-Za-z0-9_.~/-] (host-path's lookbehind) */
-  M_AT,
-  M_LOCAL, /* an e-mail local-part character [A-Za-z0-9._%+-]: class_table only */
-  M_COUNT,
-};
+#include "supervisor/guards/prefilter.h"
 
 /* One mask per byte class; bit i = byte i of a 64-byte block. */
 struct masks {
@@ -88,18 +59,20 @@ static uint32_t byte_class(unsigned char c) {
   if ((k & 1u << M_ALNUM) || (c && strchr("_.~/-", c))) k |= 1u << M_PATHC;
   if (c == '@') k |= 1u << M_AT;
   if ((k & 1u << M_ALNUM) || (c && strchr("._%+-", c))) k |= 1u << M_LOCAL;
+  if (c >= '2' && c <= '6') k |= 1u << M_D26;
   return k;
 }
 
-static uint32_t class_table[256];
-static bool have_avx512, have_avx2;
+uint32_t guard_byte_classes[256];
+static bool have_avx512, have_avx2, have_vbmi2;
 
 static void init_once(void) {
-  for (int c = 0; c < 256; c++) class_table[c] = byte_class((unsigned char)c);
+  for (int c = 0; c < 256; c++) guard_byte_classes[c] = byte_class((unsigned char)c);
 #ifdef HAVE_AVX512BW
   __builtin_cpu_init();
   have_avx512 = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f");
   have_avx2 = __builtin_cpu_supports("avx2");
+  have_vbmi2 = have_avx512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
 #endif
 }
 
@@ -111,7 +84,7 @@ void guard_prefilter_init(void) {
 static void classify_scalar(const unsigned char *p, uint32_t need, struct masks *out) {
   memset(out, 0, sizeof *out);
   for (unsigned i = 0; i < 64; i++) {
-    uint32_t k = class_table[p[i]] & need;
+    uint32_t k = guard_byte_classes[p[i]] & need;
     while (k) {
       unsigned m = (unsigned)__builtin_ctz(k);
       k &= k - 1;
@@ -121,7 +94,6 @@ static void classify_scalar(const unsigned char *p, uint32_t need, struct masks 
 }
 
 #ifdef HAVE_AVX512BW
-#define AVX512 __attribute__((target("avx512f,avx512bw")))
 AVX512 static inline __attribute__((always_inline)) void classify_avx512(const unsigned char *p,
                                                                          uint32_t need, struct masks *out) {
   __m512i x = _mm512_loadu_si512((const void *)p);
@@ -219,45 +191,6 @@ DEFINE_CLASSIFY_BLOCK(classify_block_avx512, AVX512 static inline __attribute__(
 DEFINE_CLASSIFY_BLOCK(classify_block_avx2, AVX2 static inline __attribute__((always_inline)), classify_avx2)
 #endif
 
-/* A plain card number: the digit run at `at` is 13-19 digits and passes the card check. */
-static bool plain_card(const char *data, size_t length, size_t at) {
-  if (data[at] < '2' || data[at] > '6') return false; /* no issuer outside major industries 2-6 */
-  size_t end = at;
-  while (end < length && end - at < 20 && data[end] >= '0' && data[end] <= '9') end++;
-  return end - at <= 19 && guard_card_number_ok(data + at, end - at);
-}
-
-/* host-path: one of the guard's literals begins at the '/' at `at` (only the bytes present are compared, so a
- * literal running past the data counts: a superset, the confirmer decides). */
-static bool path_literal_at(const char *data, size_t length, size_t at,
-                            const struct guard_path_literals *paths) {
-  size_t rest = length - at;
-  if (rest >= 3) {
-    unsigned pair = (unsigned)(unsigned char)data[at + 1] << 8 | (unsigned char)data[at + 2];
-    if (!(paths->pairs[pair / 64] >> (pair % 64) & 1)) return false;
-  }
-  for (size_t k = 0; k < paths->count; k++) {
-    size_t n = paths->length[k] < rest ? paths->length[k] : rest;
-    if (memcmp(data + at, paths->text[k], n) == 0) return true;
-  }
-  return false;
-}
-
-/* Whether the byte before `at` is a letter or digit (at 0, the start of the data: no). The rare anchors'
- * lookbehind, tested byte by byte so that PII's blocks need no letter-or-digit mask. */
-static inline bool alnum_before(const char *data, size_t at) {
-  return at > 0 && class_table[(unsigned char)data[at - 1]] >> M_ALNUM & 1;
-}
-
-/* Each set bit i of `bits`, lowest first. Candidates are rare (a few per KiB), so the body is marked
- * unlikely: the compiler then keeps the spills around its calls (`hit`, the card and path checks) out of the
- * shape tests (PII's scan 3-5% faster; see docs/guards.md). */
-#define EACH_BIT(bits, i)          \
-  for (uint64_t rest_ = (bits), i; \
-       __builtin_expect(rest_ != 0, 0) && (i = (uint64_t)__builtin_ctzll(rest_), 1); rest_ &= rest_ - 1)
-
-typedef unsigned __int128 u128;
-
 /* Masks of the 64 positions of a step (`cur`) and of the 64 bytes after them (`next`). AT(k, s): class k at
  * position + s (0 <= s < 64), one funnel shift; WIDE(k): both as 128 bits, for the rarely reached chains. */
 #define AT(k, s) ((s) ? (cur->m[k] >> (s) | next->m[k] << (64 - (s))) : cur->m[k])
@@ -313,7 +246,8 @@ static inline __attribute__((always_inline)) void scan_step(const char *data, si
     EACH_BIT(cur->m[M_PLUS] & AT(M_DIGIT, 1) & valid, i) { /* rare: the rest tested here */
       if (alnum_before(data, o + i)) continue;
       size_t k = 2;
-      while (k <= 10 && o + i + k < length && class_table[(unsigned char)data[o + i + k]] & 1u << M_PHONE)
+      while (k <= 10 && o + i + k < length &&
+             guard_byte_classes[(unsigned char)data[o + i + k]] & 1u << M_PHONE)
         k++;
       if (k > 10) phone |= (uint64_t)1 << i;
     }
@@ -374,7 +308,8 @@ static inline __attribute__((always_inline)) void scan_step(const char *data, si
     /* A path start: '/' after no path character; both tested byte by byte. */
     EACH_BIT(cur->m[M_SLASH] & valid, i) {
       size_t p = o + i;
-      if (p > 0 && class_table[(unsigned char)data[p - 1]] >> M_PATHC & 1) continue; /* at 0: none before */
+      if (p > 0 && guard_byte_classes[(unsigned char)data[p - 1]] >> M_PATHC & 1)
+        continue; /* at 0: none before */
       if (path_literal_at(data, length, p, paths)) hit(context, GUARD_TRIGGER_PATHS, p, p + 1);
     }
   }
@@ -385,8 +320,8 @@ static inline __attribute__((always_inline)) void scan_step(const char *data, si
      * reported it. */
     EACH_BIT(cur->m[M_AT] & valid, i) {
       size_t p = o + i;
-      bool local = p > 0 ? (class_table[(unsigned char)data[p - 1]] >> M_LOCAL & 1) : !stream_start;
-      if (local && p + 1 < length && class_table[(unsigned char)data[p + 1]] >> M_ALNUM & 1) {
+      bool local = p > 0 ? (guard_byte_classes[(unsigned char)data[p - 1]] >> M_LOCAL & 1) : !stream_start;
+      if (local && p + 1 < length && guard_byte_classes[(unsigned char)data[p + 1]] >> M_ALNUM & 1) {
         size_t end = p + 2, back = GUARD_PREFILTER_EMAIL_BACK;
         hit(context, GUARD_TRIGGER_EMAIL, end > back ? end - back : 0, end);
       }
@@ -395,8 +330,8 @@ static inline __attribute__((always_inline)) void scan_step(const char *data, si
   if (kinds & 1u << GUARD_TRIGGER_HOME) {
     EACH_BIT(cur->m[M_TILDE] & valid, i) { /* '~' is rare: its next byte is tested here */
       size_t p = o + i;
-      if (p + 1 < length &&
-          class_table[(unsigned char)data[p + 1]] & (1u << M_ALNUM | 1u << M_UNDERSCORE | 1u << M_SLASH))
+      if (p + 1 < length && guard_byte_classes[(unsigned char)data[p + 1]] &
+                                (1u << M_ALNUM | 1u << M_UNDERSCORE | 1u << M_SLASH))
         hit(context, GUARD_TRIGGER_HOME, p, p + 1);
     }
   }
@@ -425,37 +360,16 @@ static inline __attribute__((always_inline)) void scan_step(const char *data, si
   }
 }
 
-/* The byte classes each shape reads. */
-static inline __attribute__((always_inline)) uint32_t classes_needed(unsigned kinds) {
-  uint32_t need = 1u << M_DIGIT;
-  if (kinds & 1u << GUARD_TRIGGER_PATHS) need |= 1u << M_SLASH;
-  if (kinds & 1u << GUARD_TRIGGER_CARD) need |= 1u << M_SPACE | 1u << M_DASH;
-  if (kinds & 1u << GUARD_TRIGGER_SSN) need |= 1u << M_DASH;
-  if (kinds & 1u << GUARD_TRIGGER_PHONE) need |= 1u << M_PLUS | 1u << M_LPAREN | 1u << M_DOT | 1u << M_DASH;
-  if (kinds & 1u << GUARD_TRIGGER_IBAN) need |= 1u << M_UPPER;
-  if (kinds & 1u << GUARD_TRIGGER_IP) need |= 1u << M_DOT | 1u << M_COLON | 1u << M_HEX;
-  if (kinds & 1u << GUARD_TRIGGER_HOME) need |= 1u << M_TILDE;
-  if (kinds & 1u << GUARD_TRIGGER_EMAIL) need |= 1u << M_AT;
-  if (kinds & 1u << GUARD_TRIGGER_ENV)
-    need |= 1u << M_NEWLINE | 1u << M_UPPER | 1u << M_UNDERSCORE | 1u << M_EQUALS;
-  return need;
-}
-
 /* The block loop, once per classifier so that the AVX-512 one is inlined with its constants hoisted, and once
  * per class's set of shapes (the sets below) so that only the masks those shapes read are computed and no
  * per-block test of which shapes to run remains; any other set runs the generic loop (same candidates). */
-#define KINDS_SENSITIVE \
-  (1u << GUARD_TRIGGER_PATHS | 1u << GUARD_TRIGGER_IP | 1u << GUARD_TRIGGER_HOME | 1u << GUARD_TRIGGER_ENV)
-#define KINDS_PII                                                                   \
-  (1u << GUARD_TRIGGER_CARD | 1u << GUARD_TRIGGER_SSN | 1u << GUARD_TRIGGER_PHONE | \
-   1u << GUARD_TRIGGER_IBAN | 1u << GUARD_TRIGGER_IP | 1u << GUARD_TRIGGER_EMAIL)
 #define SCAN_BLOCKS(CLASSIFY, KINDS)                                                                  \
   do {                                                                                                \
     const uint32_t need = classes_needed(KINDS);                                                      \
     struct masks blocks[2];                                                                           \
     struct masks *cur = &blocks[0], *next = &blocks[1], *swap;                                        \
     CLASSIFY(data, length, from, need, cur);                                                          \
-    uint32_t before = from > 0       ? class_table[(unsigned char)data[from - 1]] & need              \
+    uint32_t before = from > 0       ? guard_byte_classes[(unsigned char)data[from - 1]] & need       \
                       : stream_start ? 1u << M_NEWLINE                                                \
                                      : 0;                                                             \
     for (size_t o = from; o < limit; o += 64) {                                                       \
@@ -486,7 +400,7 @@ static inline __attribute__((always_inline)) uint32_t classes_needed(unsigned ki
 
 DEFINE_SCAN(scan_portable, static, classify_block_portable)
 #ifdef HAVE_AVX512BW
-DEFINE_SCAN(scan_avx512, AVX512 static, classify_block_avx512)
+DEFINE_SCAN(guard_prefilter_blocks_avx512, AVX512, classify_block_avx512)
 DEFINE_SCAN(scan_avx2, AVX2 static, classify_block_avx2)
 #endif
 
@@ -495,8 +409,12 @@ void guard_prefilter_scan(const char *data, size_t length, size_t from, size_t l
                           guard_prefilter_hit_fn hit, void *context) {
   if (from >= limit || kinds == 0) return;
 #ifdef HAVE_AVX512BW
+  if (have_vbmi2 && guard_prefilter_force == 0) {
+    guard_prefilter_superblocks(data, length, from, limit, kinds, paths, stream_start, hit, context);
+    return;
+  }
   if (have_avx512 && (guard_prefilter_force < 1 || guard_prefilter_force == 3)) {
-    scan_avx512(data, length, from, limit, kinds, paths, stream_start, hit, context);
+    guard_prefilter_blocks_avx512(data, length, from, limit, kinds, paths, stream_start, hit, context);
     return;
   }
   if (have_avx2 && guard_prefilter_force < 2) {

@@ -17,10 +17,15 @@
 #include "supervisor/guards/internal.h"
 
 enum {
-  PIECE = 32 * 1024, /* bytes scanned and confirmed at a time; bounds the window growth of one feed */
+  PIECE = 64 * 1024, /* bytes scanned and confirmed at a time; bounds the window growth of one feed */
   CONTEXT = 16,      /* bytes kept before the earliest needed byte, for lookbehinds */
   MATCH_SLOTS = 32,  /* capture pairs */
-  PENDING_MAX = 32,  /* candidate intervals kept per rule; more are merged into the last one */
+  /* candidate regions kept per rule (64 KiB at most); more are merged with a neighbour, which is then
+   * searched at every byte between (the result may then depend on the chunking). The regions are decided at
+   * each piece, so real output stays far below (the former bound of 32 was reached in dense text and made the
+   * result depend on the piece size); only text crafted to put a candidate of one detector every few bytes
+   * reaches it. */
+  PENDING_MAX = 4096,
 };
 
 struct span {
@@ -34,6 +39,13 @@ struct span {
 struct pending {
   uint64_t start;
   uint64_t end;
+};
+
+/* The candidate regions of one rule, sorted and disjoint. */
+struct pending_list {
+  struct pending *items;
+  uint32_t count;
+  uint32_t capacity;
 };
 
 struct guard_stream {
@@ -50,8 +62,7 @@ struct guard_stream {
   uint64_t base;                /* stream offset of window[0] */
   uint64_t emitted;             /* stream offset up to which output has been emitted (or replaced) */
   uint64_t prefiltered;         /* stream offset up to which prefilter positions have been decided */
-  struct pending *pending;      /* rule_count x PENDING_MAX, sorted */
-  unsigned char *pending_count; /* per rule */
+  struct pending_list *pending; /* per rule */
   uint64_t *redacted_until;     /* per rule: end of its last redacted match (matches do not overlap it) */
   struct span *spans;           /* sorted by start */
   size_t span_count;
@@ -95,19 +106,53 @@ static int add_span(struct guard_stream *s, uint64_t start, uint64_t end, int de
   return 0;
 }
 
-/* Rule `id` may match starting in [start, to]: add to its candidate regions (merged when they touch). */
+/* Rule `id` may match starting in [start, to]: add to its candidate regions, kept sorted and disjoint
+ * (regions that overlap or touch are merged). A report may come before earlier ones (the prefilter reports a
+ * block's plain card numbers before its grouped ones): merging it into the last region regardless made that
+ * region overlap earlier ones, and the search of the earlier one then skipped the match (the result depended
+ * on which reports one piece held). */
 static void mark_pending(struct guard_stream *s, unsigned id, uint64_t start, uint64_t to) {
-  struct pending *list = &s->pending[(size_t)id * PENDING_MAX];
-  unsigned char *count = &s->pending_count[id];
-  if (*count > 0 && start <= list[*count - 1].end + 1) {
-    struct pending *last = &list[*count - 1];
-    if (start < last->start) last->start = start;
-    if (to > last->end) last->end = to;
-  } else if (*count < PENDING_MAX) {
-    list[(*count)++] = (struct pending){start, to};
-  } else {
-    list[*count - 1].end = to; /* too many separate candidates: widen the last region */
+  struct pending_list *list = &s->pending[id];
+  size_t n = list->count;
+  if (n > 0 && start >= list->items[n - 1].start && start <= list->items[n - 1].end + 1) {
+    if (to > list->items[n - 1].end) list->items[n - 1].end = to; /* the usual case: extends the last */
+    return;
   }
+  size_t lo = n; /* regions [lo, hi) overlap or touch [start, to] */
+  while (lo > 0 && list->items[lo - 1].end + 1 >= start) lo--;
+  size_t hi = lo;
+  while (hi < n && list->items[hi].start <= to + 1) hi++;
+  if (lo == hi && n == list->capacity) {
+    struct pending *grown = NULL;
+    if (list->capacity < PENDING_MAX) {
+      uint32_t capacity = list->capacity ? list->capacity * 2 : 8;
+      grown = realloc(list->items, capacity * sizeof *grown);
+      if (grown != NULL) {
+        list->items = grown;
+        list->capacity = capacity;
+      } else {
+        s->callback_error = -ENOMEM;
+      }
+    }
+    if (grown == NULL) {
+      if (n == 0) return;
+      /* too many separate candidates: merge with the next region (or the last), still covering [start, to] */
+      if (lo == n) lo--;
+      hi = lo + 1;
+    }
+  }
+  struct pending *items = list->items;
+  if (lo == hi) {
+    memmove(&items[lo + 1], &items[lo], (n - lo) * sizeof *items);
+    items[lo] = (struct pending){start, to};
+    list->count++;
+    return;
+  }
+  if (items[lo].start < start) start = items[lo].start;
+  if (items[hi - 1].end > to) to = items[hi - 1].end;
+  items[lo] = (struct pending){start, to};
+  memmove(&items[lo + 1], &items[hi], (n - hi) * sizeof *items);
+  list->count -= (uint32_t)(hi - lo - 1);
 }
 
 static int on_match(unsigned int id, unsigned long long from, unsigned long long to, unsigned int flags,
@@ -123,6 +168,9 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
     }
     return 0;
   }
+  if (rule->precheck == GUARD_PRECHECK_ASSIGNMENT && to > s->base &&
+      guard_precheck_assignment(s->window, s->length, (size_t)(to - s->base)) == 0)
+    return 0; /* no match can continue this keyword (undecided: pending, PCRE2 decides) */
   mark_pending(s, id, to >= rule->back ? to - rule->back : 0, to);
   return 0;
 }
@@ -148,13 +196,13 @@ static void prefilter(struct guard_stream *s, bool final) {
 /* Confirm rule `index`'s candidate regions with PCRE2 (see the file comment). */
 static int confirm(struct guard_stream *s, size_t index, bool final, dome_error *err) {
   const struct guard_rule *rule = &s->guard->rules[index];
-  struct pending *list = &s->pending[index * PENDING_MAX];
-  size_t count = s->pending_count[index];
+  struct pending *list = s->pending[index].items;
+  size_t count = s->pending[index].count;
   uint64_t end = s->base + s->length;
   uint64_t cursor = s->base + (s->base > 0 ? CONTEXT : 0);
   if (s->redacted_until[index] > cursor) cursor = s->redacted_until[index];
   uint32_t options = (final ? 0 : PCRE2_PARTIAL_HARD) | (s->base > 0 ? PCRE2_NOTBOL : 0);
-  s->pending_count[index] = 0;
+  s->pending[index].count = 0;
   for (size_t k = 0; k < count; k++) {
     uint64_t start = list[k].start > cursor ? list[k].start : cursor;
     uint64_t reported_end = list[k].end;
@@ -170,7 +218,7 @@ static int confirm(struct guard_stream *s, size_t index, bool final, dome_error 
         /* Undecided until more bytes arrive: keep this region from the partial match on, and the rest. */
         list[0] = (struct pending){match_start, reported_end};
         memmove(&list[1], &list[k + 1], (count - k - 1) * sizeof *list);
-        s->pending_count[index] = (unsigned char)(count - k);
+        s->pending[index].count = (uint32_t)(count - k);
         return 0;
       }
       if (rc < 0) {
@@ -252,19 +300,17 @@ static int settle(struct guard_stream *s, const struct guard_sink *sink, bool fi
   int r;
   size_t rules = s->guard->rule_count;
   for (size_t i = 0; i < rules; i++)
-    if (s->pending_count[i] && (r = confirm(s, i, final, err)) < 0) return r;
+    if (s->pending[i].count && (r = confirm(s, i, final, err)) < 0) return r;
   uint64_t end = s->base + s->length;
   size_t hold_back = s->guard->hold_back[s->class_];
   uint64_t limit = final ? end : (end > hold_back ? end - hold_back : 0);
   uint64_t keep = limit;
   for (size_t i = 0; i < rules; i++)
-    if (s->pending_count[i] && s->pending[i * PENDING_MAX].start < limit)
-      limit = s->pending[i * PENDING_MAX].start;
+    if (s->pending[i].count && s->pending[i].items[0].start < limit) limit = s->pending[i].items[0].start;
   if ((r = emit_until(s, limit, sink, err)) < 0) return r;
   keep = s->emitted;
   for (size_t i = 0; i < rules; i++)
-    if (s->pending_count[i] && s->pending[i * PENDING_MAX].start < keep)
-      keep = s->pending[i * PENDING_MAX].start;
+    if (s->pending[i].count && s->pending[i].items[0].start < keep) keep = s->pending[i].items[0].start;
   if (s->span_count && s->spans[0].start < keep) keep = s->spans[0].start;
   keep = keep > s->base + CONTEXT ? keep - CONTEXT : s->base;
   if (keep > s->base) {
@@ -286,13 +332,11 @@ int guard_stream_open_class(const struct guard *guard, const char *field, enum g
   s->guard = guard;
   s->class_ = class_;
   s->field = strdup(field ? field : "stdout");
-  s->pending = calloc((guard->rule_count + 1) * PENDING_MAX, sizeof *s->pending);
-  s->pending_count = calloc(guard->rule_count + 1, 1);
+  s->pending = calloc(guard->rule_count + 1, sizeof *s->pending);
   s->redacted_until = calloc(guard->rule_count + 1, sizeof *s->redacted_until);
   s->match_data = pcre2_match_data_create(MATCH_SLOTS, NULL);
   s->match_context = pcre2_match_context_create(NULL);
-  if (!s->field || !s->pending || !s->pending_count || !s->redacted_until || !s->match_data ||
-      !s->match_context) {
+  if (!s->field || !s->pending || !s->redacted_until || !s->match_data || !s->match_context) {
     guard_stream_close(s);
     return dome_error_set(err, ENOMEM, "open stream: out of memory");
   }
@@ -345,6 +389,10 @@ int guard_stream_feed(struct guard_stream *s, const void *data, size_t length, c
                             "redact field `%s`: scan failed", s->field);
     }
     prefilter(s, false);
+    if (s->callback_error) {
+      s->failed = true;
+      return dome_error_set(err, ENOMEM, "redact field `%s`: out of memory", s->field);
+    }
     if ((r = settle(s, sink, false, err)) < 0) {
       s->failed = true;
       return r;
@@ -367,6 +415,10 @@ int guard_stream_finish(struct guard_stream *s, const struct guard_sink *sink, d
     return dome_error_set(err, EIO, "redact field `%s`: scan failed", s->field);
   }
   prefilter(s, true);
+  if (s->callback_error) {
+    s->failed = true;
+    return dome_error_set(err, ENOMEM, "redact field `%s`: out of memory", s->field);
+  }
   int r = settle(s, sink, true, err);
   if (r < 0) s->failed = true;
   return r;
@@ -387,8 +439,9 @@ void guard_stream_close(struct guard_stream *s) {
   pcre2_match_data_free(s->match_data);
   pcre2_match_context_free(s->match_context);
   free(s->window);
+  if (s->pending)
+    for (size_t i = 0; i < s->guard->rule_count; i++) free(s->pending[i].items);
   free(s->pending);
-  free(s->pending_count);
   free(s->redacted_until);
   free(s->spans);
   free(s->field);

@@ -32,6 +32,49 @@ void guard_hmac_hex(const struct guard *guard, const void *data, size_t length, 
 }
 
 /* generic-secret: long enough, not a word or identifier, not a placeholder. */
+/* Characters of generic-secret's name continuation [A-Za-z0-9_.-] and of its value
+ * [A-Za-z0-9+/=_.~!@#$%^&*-]. */
+static bool name_char(unsigned char c) {
+  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_' || c == '.' ||
+         c == '-';
+}
+
+static bool value_char(unsigned char c) {
+  return name_char(c) || (c && strchr("+/=~!@#$%^&*", c));
+}
+
+/* After an assignment operator ending before `at`: [ \t]{0,4}['"]? and 12 value characters. */
+static int assigned_value(const char *data, size_t length, size_t at) {
+  for (int spaces = 0; at < length && (data[at] == ' ' || data[at] == '\t'); spaces++, at++)
+    if (spaces == 4) return 0;
+  if (at < length && (data[at] == '\'' || data[at] == '"')) at++;
+  for (size_t k = 0; k < 12; k++) {
+    if (at + k >= length) return -1;
+    if (!value_char((unsigned char)data[at + k])) return 0;
+  }
+  return 1;
+}
+
+/* The rest of generic-secret's pattern after its keyword: [A-Za-z0-9_.-]{0,24}['"]?[ \t]{0,4}(:=|=>|:|=),
+ * then assigned_value. Each part is forced (a name character is no quote, space or operator), so one pass
+ * decides, trying both lengths of a two-character operator. */
+int guard_precheck_assignment(const char *data, size_t length, size_t at) {
+  for (int name = 0; at < length && name_char((unsigned char)data[at]); name++, at++)
+    if (name == 24) return 0;
+  if (at < length && (data[at] == '\'' || data[at] == '"')) at++;
+  for (int spaces = 0; at < length && (data[at] == ' ' || data[at] == '\t'); spaces++, at++)
+    if (spaces == 4) return 0;
+  if (at >= length) return -1;
+  if (data[at] != ':' && data[at] != '=') return 0;
+  int result = assigned_value(data, length, at + 1);
+  if (result == 1) return 1;
+  if (at + 1 < length && (data[at + 1] == (data[at] == ':' ? '=' : '>'))) {
+    int longer = assigned_value(data, length, at + 2);
+    if (longer != 0) return longer;
+  }
+  return result;
+}
+
 static bool entropy_ok(const char *value, size_t length) {
   if (length < 12) return false;
   bool lower = false, upper = false, digit = false, other = false;
