@@ -198,11 +198,14 @@ static int check_tap(void *arg, dome_error *err) {
 }
 
 static int start_pasta(struct dome_net *net, dome_error *err) {
-  char netns_path[64], pid_path[PATH_MAX + 16], log_path[PATH_MAX + 16], stderr_path[PATH_MAX + 16];
+  char netns_path[64], userns_path[64], runas[32], pid_path[PATH_MAX + 16], log_path[PATH_MAX + 16],
+      stderr_path[PATH_MAX + 16];
   char address[16], gateway[16], length[8];
   /* pasta opens its own inherited descriptor: opening ours through /proc/<pid>/fd would need ptrace
    * access, which pasta (having dropped its capabilities) does not have over the supervisor. */
   snprintf(netns_path, sizeof netns_path, "/proc/self/fd/%d", net->egress_netns_fd);
+  snprintf(userns_path, sizeof userns_path, "/proc/self/fd/%d", net->egress_userns_fd);
+  snprintf(runas, sizeof runas, "%u:%u", DOME_NET_EGRESS_ID, DOME_NET_EGRESS_ID);
   snprintf(pid_path, sizeof pid_path, "%s/pasta.pid", net->state_dir);
   snprintf(log_path, sizeof log_path, "%s/pasta.log", net->state_dir);
   snprintf(stderr_path, sizeof stderr_path, "%s/pasta.stderr", net->state_dir);
@@ -214,12 +217,16 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
   snprintf(length, sizeof length, "%u", net->block_length);
   /* No port forwarding in either direction (-t/-u/-T/-U none): nothing outside reaches a jail and the
    * jails cannot reach the host's loopback through pasta; --no-map-gw keeps the gateway address from
-   * standing for the host. --runas 0: this pasta drops to nobody before joining the namespace. */
+   * standing for the host. pasta takes the egress ids (--runas) in the host's user namespace, where they
+   * are nobody's, then joins the egress user namespace they own (--userns) and the network namespace it
+   * owns: no capability of pasta's is in a namespace of the host's (docs/networking.md, "Privileges"). */
   char *argv[] = {net->pasta_path,
                   "-f",
                   "-q",
                   "--runas",
-                  "0",
+                  runas,
+                  "--userns",
+                  userns_path,
                   "--netns",
                   netns_path,
                   "--no-netns-quit",
@@ -251,6 +258,7 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, net->egress_netns_fd, net->egress_netns_fd); /* clears CLOEXEC */
+  posix_spawn_file_actions_adddup2(&actions, net->egress_userns_fd, net->egress_userns_fd);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 2, stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   pid_t pid;
@@ -428,6 +436,7 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
   if (net->mode == DOME_NET_MODE_AUTO)
     net->mode = ip_forward_enabled() ? DOME_NET_MODE_ROUTED : DOME_NET_MODE_USER;
   net->egress_netns_fd = -1;
+  net->egress_userns_fd = -1;
   net->lock_fd = -1;
   net->block_length = block;
   net->jail_quota_bytes = config->jail_quota_bytes;
@@ -494,8 +503,9 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
                                net->pasta_path);
       goto fail;
     }
-    if ((r = net_netns_create(err)) < 0) goto fail;
-    net->egress_netns_fd = r;
+    if ((r = net_egress_namespaces_create(DOME_NET_EGRESS_ID, &net->egress_userns_fd, &net->egress_netns_fd,
+                                          err)) < 0)
+      goto fail;
     if ((r = net_in_netns(net->egress_netns_fd, setup_egress_namespace, net, err)) < 0) goto fail;
     if ((r = start_pasta(net, err)) < 0) goto fail;
     user_ipv6(net, host_ipv6_default);
@@ -535,6 +545,7 @@ void dome_net_close(struct dome_net *net) {
   net_nft_context_free(net->egress_nft);
   net_nl_close(net->egress_sock);
   if (net->egress_netns_fd >= 0) close(net->egress_netns_fd); /* the namespace and its links go with it */
+  if (net->egress_userns_fd >= 0) close(net->egress_userns_fd);
   free(net->slot_used);
   state_unlock(net->state_dir, net->lock_fd);
   rmdir(net->state_dir); /* only when empty: nothing of ours is left */

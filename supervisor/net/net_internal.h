@@ -37,6 +37,7 @@ struct dome_net {
   int lock_fd;             /* flock of <state_dir>/lock, held from open to close */
   struct net_relay *relay; /* user mode with tcp_relay: the splice relay of jails' TCP (relay.c) */
   int egress_netns_fd;     /* user mode: the dome-owned egress namespace; routed: -1 (the caller's) */
+  int egress_userns_fd;    /* user mode: the user namespace owning it (root in it = DOME_NET_EGRESS_ID) */
   /* Bound to the egress side's namespace when created (sockets keep their namespace), so per-jail work
    * there needs no namespace switch. */
   struct nl_sock *egress_sock;
@@ -54,6 +55,18 @@ typedef int (*net_netns_fn)(void *arg, dome_error *err);
 int net_in_netns(int netns_fd, net_netns_fn fn, void *arg, dome_error *err);
 /* Create a fresh network namespace; returns an O_CLOEXEC fd naming it (>= 0) or -errno. */
 int net_netns_create(dome_error *err);
+
+/* The unprivileged host uid and gid that own user mode's egress namespaces and that pasta runs as: outside
+ * the jails' id range (0x70000000 + n), never root. */
+#define DOME_NET_EGRESS_ID 0x6ffffffeu
+
+/* Create a user namespace owned by host uid/gid `owner` (its root mapped to `owner`, setgroups denied) and
+ * a network namespace owned by that user namespace, from a short-lived child process (user_namespaces(7):
+ * a process whose euid owns a user namespace holds every capability in it and none outside). pasta runs
+ * as `owner` in that user namespace, so the program that parses the jails' packets holds no capability in
+ * the host's namespaces. Stores O_CLOEXEC fds naming both; returns 0 or -errno (fork, unshare, the id
+ * maps, opening the namespaces). */
+int net_egress_namespaces_create(unsigned owner, int *userns_fd, int *netns_fd, dome_error *err);
 
 /* libnl (link.c); all act in the namespace of the calling thread. */
 int net_nl_open(struct nl_sock **sock_out, dome_error *err);
