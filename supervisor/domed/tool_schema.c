@@ -9,6 +9,7 @@
 #define MAX_CODE_BYTES (1u << 20)
 #define MAX_FILES 256
 #define MAX_ENV 256
+#define MAX_ENV_VALUE_BYTES 4096u
 
 json_t *domed_execute_code_tool(void) {
   json_t *string = json_pack("{s:s}", "type", "string");
@@ -53,7 +54,9 @@ json_t *domed_execute_code_tool(void) {
 }
 
 static bool relative_path_ok(const char *path) {
-  if (path[0] == '\0' || path[0] == '/' || strlen(path) > 1024) return false;
+  size_t total = strlen(path);
+  /* a trailing slash names a directory, which `files` cannot hold */
+  if (total == 0 || path[0] == '/' || total > 1024 || path[total - 1] == '/') return false;
   const char *p = path;
   while (*p) {
     const char *slash = strchr(p, '/');
@@ -113,6 +116,10 @@ int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
       if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value))
         return dome_error_set(err, EINVAL, "invalid arguments: env: `%.64s` must be a string without NUL",
                               key);
+      /* every value is also an exact-match secret of the output guard, which takes at most 4096 bytes */
+      if (json_string_length(value) > MAX_ENV_VALUE_BYTES)
+        return dome_error_set(err, EINVAL, "invalid arguments: env: `%.64s` is longer than %u bytes", key,
+                              MAX_ENV_VALUE_BYTES);
     }
   }
   json_t *timeout = json_object_get(arguments, "timeout_s");
