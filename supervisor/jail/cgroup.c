@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +50,47 @@ static void join_self(char *out, size_t size, const char *mount, const char *roo
   snprintf(out, size, "%s%s", mount, rest);
 }
 
-static void discover(void) {
+static bool is_directory(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The conventional layout: cgroup2 at /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified (hybrid), each
+ * v1 controller at /sys/fs/cgroup/<name> (co-mounted ones are the same file system, found by device),
+ * each mount holding the whole hierarchy (our own cgroup, joined to it, exists). Fills `layout`; false
+ * when any of it does not hold (the caller then reads mountinfo). */
+static bool discover_conventional(struct jail_cgroup_layout *out, bool have_v2, const char *v2_path,
+                                  const bool have_v1[JAIL_V1_COUNT], char v1_paths[JAIL_V1_COUNT][512]) {
+  struct statfs fs;
+  if (have_v2) {
+    const char *mount = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC
+                            ? "/sys/fs/cgroup"
+                            : "/sys/fs/cgroup/unified";
+    if (statfs(mount, &fs) < 0 || fs.f_type != CGROUP2_SUPER_MAGIC) return false;
+    snprintf(out->v2_mount, sizeof out->v2_mount, "%s", mount);
+    join_self(out->v2_self, sizeof out->v2_self, mount, "/", v2_path);
+    if (!is_directory(out->v2_self)) return false;
+  }
+  dev_t devices[JAIL_V1_COUNT];
+  for (int c = 0; c < JAIL_V1_COUNT; c++) {
+    if (!have_v1[c]) continue;
+    char mount[64];
+    snprintf(mount, sizeof mount, "/sys/fs/cgroup/%s", v1_names[c]);
+    struct stat st;
+    if (statfs(mount, &fs) < 0 || fs.f_type != CGROUP_SUPER_MAGIC || stat(mount, &st) < 0) return false;
+    devices[c] = st.st_dev;
+    snprintf(out->v1_mount[c], sizeof out->v1_mount[c], "%s", mount);
+    for (int earlier = 0; earlier < c; earlier++) /* co-mounted (cpu -> cpu,cpuacct): one hierarchy */
+      if (have_v1[earlier] && devices[earlier] == st.st_dev)
+        memcpy(out->v1_mount[c], out->v1_mount[earlier], sizeof out->v1_mount[c]);
+    join_self(out->v1_self[c], sizeof out->v1_self[c], out->v1_mount[c], "/", v1_paths[c]);
+    if (!is_directory(out->v1_self[c])) return false;
+  }
+  return true;
+}
+
+void jail_cgroup_discover(struct jail_cgroup_layout *out, bool conventional_first) {
+  memset(out, 0, sizeof *out);
   char v2_path[512] = "", v1_paths[JAIL_V1_COUNT][512] = {{0}};
   bool have_v2 = false, have_v1[JAIL_V1_COUNT] = {false};
   FILE *f = fopen("/proc/self/cgroup", "re");
@@ -73,6 +115,14 @@ static void discover(void) {
   }
   if (f) fclose(f);
 
+  /* The usual places first (statfs and stat only); /proc/self/mountinfo, which the kernel renders mount
+   * by mount, only when they do not hold. */
+  if (conventional_first && discover_conventional(out, have_v2, v2_path, have_v1, v1_paths)) goto controllers;
+  memset(out->v2_mount, 0, sizeof out->v2_mount);
+  memset(out->v2_self, 0, sizeof out->v2_self);
+  memset(out->v1_mount, 0, sizeof out->v1_mount);
+  memset(out->v1_self, 0, sizeof out->v1_self);
+
   /* mountinfo: id parent major:minor root mountpoint options ... - fstype source superoptions */
   f = fopen("/proc/self/mountinfo", "re");
   char info[2048];
@@ -82,31 +132,35 @@ static void discover(void) {
     if (!dash) continue;
     if (sscanf(info, "%*s %*s %*s %511s %511s", root, point) != 2) continue;
     if (sscanf(dash + 3, "%63s %*s %511s", fstype, super) != 2) continue;
-    if (strcmp(fstype, "cgroup2") == 0 && have_v2 && layout.v2_mount[0] == '\0') {
-      snprintf(layout.v2_mount, sizeof layout.v2_mount, "%s", point);
-      join_self(layout.v2_self, sizeof layout.v2_self, point, root, v2_path);
+    if (strcmp(fstype, "cgroup2") == 0 && have_v2 && out->v2_mount[0] == '\0') {
+      snprintf(out->v2_mount, sizeof out->v2_mount, "%s", point);
+      join_self(out->v2_self, sizeof out->v2_self, point, root, v2_path);
     } else if (strcmp(fstype, "cgroup") == 0) {
       for (int c = 0; c < JAIL_V1_COUNT; c++)
-        if (have_v1[c] && list_has(super, v1_names[c]) && layout.v1_mount[c][0] == '\0') {
-          snprintf(layout.v1_mount[c], sizeof layout.v1_mount[c], "%s", point);
-          join_self(layout.v1_self[c], sizeof layout.v1_self[c], point, root, v1_paths[c]);
+        if (have_v1[c] && list_has(super, v1_names[c]) && out->v1_mount[c][0] == '\0') {
+          snprintf(out->v1_mount[c], sizeof out->v1_mount[c], "%s", point);
+          join_self(out->v1_self[c], sizeof out->v1_self[c], point, root, v1_paths[c]);
         }
     }
   }
   if (f) fclose(f);
 
-  if (layout.v2_mount[0]) {
+controllers:
+  if (out->v2_mount[0]) {
     char controllers[256] = "";
-    if (jail_cgroup_read(layout.v2_self, "cgroup.controllers", controllers, sizeof controllers) >= 0) {
+    if (jail_cgroup_read(out->v2_self, "cgroup.controllers", controllers, sizeof controllers) >= 0) {
       controllers[strcspn(controllers, "\n")] = '\0';
       char spaced[260];
       snprintf(spaced, sizeof spaced, " %s ", controllers);
-      layout.v2_controllers =
-          strstr(spaced, " memory ") && strstr(spaced, " pids ") && strstr(spaced, " cpu ");
+      out->v2_controllers = strstr(spaced, " memory ") && strstr(spaced, " pids ") && strstr(spaced, " cpu ");
     }
   }
-  if (layout.v2_controllers)
-    for (int c = 0; c < JAIL_V1_COUNT; c++) layout.v1_self[c][0] = layout.v1_mount[c][0] = '\0';
+  if (out->v2_controllers)
+    for (int c = 0; c < JAIL_V1_COUNT; c++) out->v1_self[c][0] = out->v1_mount[c][0] = '\0';
+}
+
+static void discover(void) {
+  jail_cgroup_discover(&layout, true);
 }
 
 const struct jail_cgroup_layout *jail_cgroup_layout(void) {

@@ -68,6 +68,10 @@ struct jail_cgroup_stats {
 
 /* Discover (once per process) where our own cgroups are. Never fails: missing pieces are "". */
 const struct jail_cgroup_layout *jail_cgroup_layout(void);
+/* Fill `out` from /proc/self/cgroup and the mounts: with conventional_first, the usual places
+ * (/sys/fs/cgroup, /sys/fs/cgroup/unified, /sys/fs/cgroup/<controller>) are tried through statfs/stat
+ * before /proc/self/mountinfo is read; both must give the same layout (tests/unit/jail). */
+void jail_cgroup_discover(struct jail_cgroup_layout *out, bool conventional_first);
 /* Create the cgroup2 leaf `name` beneath our own cgroup (with its limits when cgroup2 has the
  * controllers), read them back (-EIO when the kernel holds another value); -ENOTSUP when neither v2
  * nor v1 offers memory and pids. On failure everything created is removed. */

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,30 @@ static void workspace_collect_skips_links(void **state) {
   rmdir(dir);
 }
 
+/* Both ways of finding the cgroup hierarchies (the usual places first, or /proc/self/mountinfo only) agree
+ * on this host, paths compared once resolved (a co-mounted cpu,cpuacct is reached through a symlink). */
+static void same_path(const char *a, const char *b) {
+  char ra[PATH_MAX] = "", rb[PATH_MAX] = "";
+  if (a[0] && !realpath(a, ra)) snprintf(ra, sizeof ra, "%s", a);
+  if (b[0] && !realpath(b, rb)) snprintf(rb, sizeof rb, "%s", b);
+  assert_string_equal(ra, rb);
+}
+
+static void cgroup_layout_conventional_matches_mountinfo(void **state) {
+  (void)state;
+  struct jail_cgroup_layout fast, full;
+  jail_cgroup_discover(&fast, true);
+  jail_cgroup_discover(&full, false);
+  same_path(fast.v2_mount, full.v2_mount);
+  same_path(fast.v2_self, full.v2_self);
+  assert_int_equal(fast.v2_controllers, full.v2_controllers);
+  for (int c = 0; c < JAIL_V1_COUNT; c++) {
+    same_path(fast.v1_mount[c], full.v1_mount[c]);
+    same_path(fast.v1_self[c], full.v1_self[c]);
+  }
+  assert_true(fast.v2_mount[0] || fast.v1_mount[JAIL_V1_MEMORY][0]); /* something was found at all */
+}
+
 static void landlock_translation(void **state) {
   (void)state;
   assert_int_equal(jail_landlock_access(JAIL_ACCESS_READ, 0), 0);
@@ -209,6 +234,7 @@ int main(void) {
       cmocka_unit_test(workspace_paths),
       cmocka_unit_test(workspace_collect_skips_links),
       cmocka_unit_test(landlock_translation),
+      cmocka_unit_test(cgroup_layout_conventional_matches_mountinfo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
