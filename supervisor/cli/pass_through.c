@@ -19,6 +19,7 @@ struct chunk {
 
 struct pass_through {
   pthread_t thread;
+  bool started; /* the thread is made with the first chunk: a run without output never pays for it */
   pthread_mutex_t lock;
   pthread_cond_t ready;
   struct chunk *head, *tail;
@@ -65,12 +66,6 @@ struct pass_through *pass_through_start(void) {
   if (w == NULL) return NULL;
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->ready, NULL);
-  if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
-    pthread_cond_destroy(&w->ready);
-    pthread_mutex_destroy(&w->lock);
-    free(w);
-    return NULL;
-  }
   return w;
 }
 
@@ -83,6 +78,14 @@ void pass_through_queue(struct pass_through *w, int stream, const char *data, si
   c->fd = fd;
   c->length = length;
   memcpy(c->data, data, length);
+  if (!w->started) { /* only the supervision loop queues: no race on `started` */
+    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) { /* no thread: write here, blocking */
+      write_all(w, fd, data, length);
+      free(c);
+      return;
+    }
+    w->started = true;
+  }
   pthread_mutex_lock(&w->lock);
   if (w->tail)
     w->tail->next = c;
@@ -95,11 +98,13 @@ void pass_through_queue(struct pass_through *w, int stream, const char *data, si
 
 void pass_through_finish(struct pass_through *w) {
   if (w == NULL) return;
-  pthread_mutex_lock(&w->lock);
-  w->finishing = true;
-  pthread_cond_signal(&w->ready);
-  pthread_mutex_unlock(&w->lock);
-  pthread_join(w->thread, NULL);
+  if (w->started) {
+    pthread_mutex_lock(&w->lock);
+    w->finishing = true;
+    pthread_cond_signal(&w->ready);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+  }
   pthread_cond_destroy(&w->ready);
   pthread_mutex_destroy(&w->lock);
   free(w);

@@ -9,9 +9,9 @@
 
 struct pass_through;
 
-/* Start the writer thread. Call after the cancel signals are blocked: the thread inherits the mask, and
- * a write that hits a closed pipe (EPIPE) is turned into a process-directed SIGPIPE for the caller's
- * signalfd. Returns NULL when out of memory or threads. */
+/* Make the writer (its thread starts with the first chunk queued). Call after the cancel signals are
+ * blocked: the thread inherits the mask, and a write that hits a closed pipe (EPIPE) is turned into a
+ * process-directed SIGPIPE for the caller's signalfd. Returns NULL when out of memory. */
 struct pass_through *pass_through_start(void);
 
 /* Queue `length` bytes of stream 1 (stdout) or 2 (stderr) in arrival order (from jail_config.on_output).
