@@ -250,12 +250,11 @@ void jail_image_close(struct jail_image *image);
 
 #define JAIL_HOST_ID_BASE 0x70000000u /* host uid/gid of jails: BASE .. BASE + COUNT - 1 */
 #define JAIL_HOST_ID_COUNT 65536u
-#define JAIL_HOST_ID_DIRECTORY "/run/dome"
 
 /* Reserve a host uid/gid for a jail, unique among the live jails of every dome process on this host
- * (an OFD lock on byte id - BASE of /run/dome/jail-ids, fcntl(2); the kernel drops it if we die).
- * Tries `preferred` (0 .. COUNT-1) first, then the following slots. Returns 0 with *id set, -EAGAIN
- * when every id is in use, or -errno when /run/dome/jail-ids cannot be created or locked. Thread-safe. */
+ * (the abstract unix socket "dome/jail-id/<id - BASE>" bound in the host's network namespace; the kernel
+ * drops it if we die). Tries `preferred` (0 .. COUNT-1) first, then the following slots. Returns 0 with
+ * *id set, -EAGAIN when every id is in use, or -errno from socket(2)/bind(2). Thread-safe. */
 int jail_host_id_acquire(unsigned preferred, unsigned *id, dome_error *err);
 /* Give the id back (no-op for an id not held by this process). */
 void jail_host_id_release(unsigned id);

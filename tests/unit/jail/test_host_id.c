@@ -1,5 +1,5 @@
 /* supervisor/jail/host_id.c: a jail's host uid is unique among the live jails of every dome process
- * (held through an OFD lock on /run/dome/jail-ids, released on release or when the holder dies). */
+ * (held through an abstract unix socket bound per id, released on release or when the holder dies). */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -19,15 +19,16 @@
 
 #include "supervisor/jail/internal.h"
 
-/* Nothing left behind: the ids file is gone, unless another process on the host (a jail running beside
- * the tests) holds an id in it right now, which a whole-file lock probe shows. */
-static bool ids_file_gone_or_held_by_others(void) {
-  int fd = open(JAIL_HOST_ID_DIRECTORY "/jail-ids", O_RDWR | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
-  struct flock probe = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-  bool held = fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
-  close(fd);
-  return held;
+/* Is slot n's name bound by anyone in this network namespace (/proc/net/unix lists abstract names as
+ * "@name")? */
+static bool slot_bound(unsigned slot) {
+  char wanted[64], line[512];
+  snprintf(wanted, sizeof wanted, " @dome/jail-id/%u\n", slot);
+  FILE *f = fopen("/proc/net/unix", "re");
+  bool found = false;
+  while (f && !found && fgets(line, sizeof line, f)) found = strstr(line, wanted) != NULL;
+  if (f) fclose(f);
+  return found;
 }
 
 #define PREFERRED 4242u
@@ -100,13 +101,13 @@ static void unique_within_and_across_processes(void **state) {
   assert_int_equal(e, a);
   jail_host_id_release(b);
   jail_host_id_release(e);
-  jail_host_id_release(12345);                    /* not an id: ignored */
-  assert_true(ids_file_gone_or_held_by_others()); /* nothing left behind */
+  jail_host_id_release(12345);         /* not an id: ignored */
+  assert_false(slot_bound(PREFERRED)); /* nothing left behind */
+  assert_false(slot_bound(b - JAIL_HOST_ID_BASE));
 }
 
-/* Several processes take and give back ids as fast as they can, all starting from the same slot, while
- * the last one out keeps removing the file: an id is never held by two processes at once, and nothing
- * is left at the end. */
+/* Several processes take and give back ids as fast as they can, all starting from the same slot: an id is
+ * never held by two processes at once, and nothing is left at the end. */
 static void unique_under_contention_and_removal(void **state) {
   (void)state;
   enum { PROCESSES = 4, ROUNDS = 3000 };
@@ -139,7 +140,7 @@ static void unique_under_contention_and_removal(void **state) {
   }
   assert_int_equal(holders[JAIL_HOST_ID_COUNT], 0); /* no id was ever held twice */
   munmap((void *)holders, sizeof(_Atomic int) * (JAIL_HOST_ID_COUNT + 1));
-  assert_true(ids_file_gone_or_held_by_others()); /* the last one out removed it */
+  assert_false(slot_bound(7)); /* every id given back */
 }
 
 int main(int argc, char **argv) {
