@@ -50,14 +50,12 @@ static uint32_t byte_class(unsigned char c) {
   if (c >= 'A' && c <= 'Z') k |= 1u << M_UPPER | 1u << M_ALNUM;
   if (c >= 'a' && c <= 'z') k |= 1u << M_ALNUM;
   if ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) k |= 1u << M_HEX;
-  static const char single[] = ".- :+()~/_\n=";
-  static const enum mask_index index[] = {M_DOT,    M_DASH,  M_SPACE, M_COLON,      M_PLUS,    M_LPAREN,
-                                          M_RPAREN, M_TILDE, M_SLASH, M_UNDERSCORE, M_NEWLINE, M_EQUALS};
-  for (size_t i = 0; i < sizeof index / sizeof index[0]; i++)
-    if (c == (unsigned char)single[i]) k |= 1u << index[i];
+#define SINGLE(class, byte) \
+  if (c == (unsigned char)(byte)) k |= 1u << (class);
+  GUARD_SINGLE_BYTE_CLASSES(SINGLE)
+#undef SINGLE
   if ((c >= '0' && c <= '9') || (c && strchr(" .-()", c))) k |= 1u << M_PHONE;
   if ((k & 1u << M_ALNUM) || (c && strchr("_.~/-", c))) k |= 1u << M_PATHC;
-  if (c == '@') k |= 1u << M_AT;
   if ((k & 1u << M_ALNUM) || (c && strchr("._%+-", c))) k |= 1u << M_LOCAL;
   if (c >= '2' && c <= '6') k |= 1u << M_D26;
   return k;
@@ -105,20 +103,8 @@ AVX512 static inline __attribute__((always_inline)) void classify_avx512(const u
   if (need & 1u << M_ALNUM) m[M_ALNUM] = m[M_DIGIT] | _mm512_cmple_epu8_mask(lower, _mm512_set1_epi8(25));
   if (need & 1u << M_HEX) m[M_HEX] = m[M_DIGIT] | _mm512_cmple_epu8_mask(lower, _mm512_set1_epi8(5));
 #define EQ(k, c) \
-  if (need & 1u << k) m[k] = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(c))
-  EQ(M_DOT, '.');
-  EQ(M_DASH, '-');
-  EQ(M_SPACE, ' ');
-  EQ(M_COLON, ':');
-  EQ(M_PLUS, '+');
-  EQ(M_LPAREN, '(');
-  EQ(M_RPAREN, ')');
-  EQ(M_TILDE, '~');
-  EQ(M_SLASH, '/');
-  EQ(M_UNDERSCORE, '_');
-  EQ(M_NEWLINE, '\n');
-  EQ(M_EQUALS, '=');
-  EQ(M_AT, '@');
+  if (need & 1u << k) m[k] = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(c));
+  GUARD_SINGLE_BYTE_CLASSES(EQ)
 #undef EQ
   if (need & 1u << M_PATHC)
     m[M_PATHC] = m[M_ALNUM] | m[M_UNDERSCORE] | m[M_DOT] | m[M_TILDE] | m[M_SLASH] | m[M_DASH];
@@ -137,25 +123,13 @@ AVX2 static inline __attribute__((always_inline)) void classify_avx2(const unsig
 #define BITS(v) ((uint64_t)(uint32_t)_mm256_movemask_epi8(v) << (32 * h))
 #define AT_MOST(v, n) BITS(_mm256_cmpeq_epi8(_mm256_min_epu8((v), _mm256_set1_epi8(n)), (v)))
 #define EQ(k, c) \
-  if (need & 1u << k) m[k] |= BITS(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(c)))
+  if (need & 1u << k) m[k] |= BITS(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(c)));
     uint64_t digit = AT_MOST(_mm256_sub_epi8(x, _mm256_set1_epi8('0')), 9);
     m[M_DIGIT] |= digit;
     if (need & 1u << M_UPPER) m[M_UPPER] |= AT_MOST(_mm256_sub_epi8(x, _mm256_set1_epi8('A')), 25);
     if (need & 1u << M_ALNUM) m[M_ALNUM] |= digit | AT_MOST(lower, 25);
     if (need & 1u << M_HEX) m[M_HEX] |= digit | AT_MOST(lower, 5);
-    EQ(M_DOT, '.');
-    EQ(M_DASH, '-');
-    EQ(M_SPACE, ' ');
-    EQ(M_COLON, ':');
-    EQ(M_PLUS, '+');
-    EQ(M_LPAREN, '(');
-    EQ(M_RPAREN, ')');
-    EQ(M_TILDE, '~');
-    EQ(M_SLASH, '/');
-    EQ(M_UNDERSCORE, '_');
-    EQ(M_NEWLINE, '\n');
-    EQ(M_EQUALS, '=');
-    EQ(M_AT, '@');
+    GUARD_SINGLE_BYTE_CLASSES(EQ)
 #undef EQ
 #undef AT_MOST
 #undef BITS

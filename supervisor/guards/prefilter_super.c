@@ -73,20 +73,8 @@ AVX512V static inline __attribute__((always_inline)) void classify_super(
           any_first ? ~(uint64_t)0 : _mm512_test_epi8_mask(first, first) & ~_mm512_movepi8_mask(x);
     }
 #define EQ(k, c) \
-  if (need & 1u << k) s->m[k][b] = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(c))
-    EQ(M_DOT, '.');
-    EQ(M_DASH, '-');
-    EQ(M_SPACE, ' ');
-    EQ(M_COLON, ':');
-    EQ(M_PLUS, '+');
-    EQ(M_LPAREN, '(');
-    EQ(M_RPAREN, ')');
-    EQ(M_TILDE, '~');
-    EQ(M_SLASH, '/');
-    EQ(M_UNDERSCORE, '_');
-    EQ(M_NEWLINE, '\n');
-    EQ(M_EQUALS, '=');
-    EQ(M_AT, '@');
+  if (need & 1u << k) s->m[k][b] = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(c));
+    GUARD_SINGLE_BYTE_CLASSES(EQ)
 #undef EQ
   }
 }
