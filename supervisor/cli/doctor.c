@@ -64,11 +64,15 @@ static int doctor_main(int argc, char **argv) {
                           report.bpf_lsm, "btf", report.btf, "clone_into_cgroup", report.clone_into_cgroup,
                           "enforcement", jail_enforcement_name(report.enforcement), "reasons", reasons);
     json_object_set_new(o, "kernel_rules_level", json_string(dome_enforcement_level_name(level)));
-    json_object_set_new(o, "egress",
-                        json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:o}", "routed_available",
-                                  net.routed_available, "user_available", net.user_available, "ip_forward",
-                                  net.ip_forward, "nftables", net.nftables, "pasta", net.pasta, "auto_mode",
-                                  dome_net_mode_name(net.auto_mode), "reasons", net_reasons));
+    json_t *egress = json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:o}", "routed_available",
+                               net.routed_available, "user_available", net.user_available, "ip_forward",
+                               net.ip_forward, "nftables", net.nftables, "pasta", net.pasta, "auto_mode",
+                               dome_net_mode_name(net.auto_mode), "reasons", net_reasons);
+    if (egress) {
+      json_object_set_new(egress, "ipvlan", json_boolean(net.ipvlan));
+      json_object_set_new(egress, "macvlan", json_boolean(net.macvlan));
+    }
+    json_object_set_new(o, "egress", egress);
     json_dumpf(o, stdout, JSON_COMPACT);
     fputc('\n', stdout);
     json_decref(o);
@@ -92,6 +96,8 @@ static int doctor_main(int argc, char **argv) {
   printf("egress user      %s (pasta %s, nftables %s)\n", yes(net.user_available), yes(net.pasta),
          yes(net.nftables));
   printf("egress mode      %s\n", dome_net_mode_name(net.auto_mode));
+  printf("egress uplink    ipvlan %s, macvlan %s (opt-in: net_mode = ipvlan | macvlan)\n", yes(net.ipvlan),
+         yes(net.macvlan));
   if (report.reasons[0] || net.reasons[0]) {
     printf("\nmissing or degraded:\n");
     char copy[sizeof report.reasons];

@@ -132,6 +132,27 @@ static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_e
   return 0;
 }
 
+/* The egress mode of `dome run --rules` (domed has its own keys): DOME_NET_MODE (auto, user, routed, ipvlan,
+ * macvlan; default auto) and, for ipvlan/macvlan, DOME_NET_UPLINK (interface), DOME_NET_UPLINK_POOL
+ * (A.B.C.D/LEN) and DOME_NET_UPLINK_GATEWAY (A.B.C.D, optional) — docs/networking.md. */
+static int net_config_from_environment(struct dome_net_config *config, dome_error *err) {
+  const char *mode = getenv("DOME_NET_MODE");
+  if (mode && mode[0] && dome_net_mode_parse(mode, &config->mode) < 0)
+    return dome_error_set(err, EINVAL,
+                          "DOME_NET_MODE: expected auto, user, routed, ipvlan or macvlan, got `%s`", mode);
+  config->uplink = getenv("DOME_NET_UPLINK");
+  const char *pool = getenv("DOME_NET_UPLINK_POOL"), *gateway = getenv("DOME_NET_UPLINK_GATEWAY");
+  dome_error parse_err = {0};
+  if (pool && pool[0] && dome_net_prefix_parse(pool, &config->uplink_pool, &parse_err) < 0)
+    return dome_error_set(err, EINVAL, "DOME_NET_UPLINK_POOL: %s", parse_err.message);
+  struct dome_net_prefix address = {0};
+  if (gateway && gateway[0] &&
+      (dome_net_prefix_parse(gateway, &address, &parse_err) < 0 || strchr(gateway, '/') != NULL))
+    return dome_error_set(err, EINVAL, "DOME_NET_UPLINK_GATEWAY: expected A.B.C.D, got `%s`", gateway);
+  config->uplink_gateway = address.address;
+  return 0;
+}
+
 static int on_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
   struct run_rules *rules = context;
   if (!rules->egress) return 0;
@@ -180,6 +201,7 @@ int run_rules_prepare(struct run_rules *rules, const struct run_rules_options *o
   rules->egress = dome_compile_needs_egress(&rules->tables);
   if (rules->egress) {
     struct dome_net_config net_config = {0};
+    if ((r = net_config_from_environment(&net_config, err)) < 0) return r;
     /* dome_net_open creates its state directory but not /run/dome itself (domed's runtime directory) */
     if (mkdir("/run/dome", 0700) < 0 && errno != EEXIST)
       return dome_error_set_errno(err, errno, "create `/run/dome`");

@@ -13,6 +13,7 @@
 #include "supervisor/common/cleanup.h"
 #include "supervisor/common/units.h"
 #include "supervisor/domed/domed.h"
+#include "supervisor/net/net.h"
 
 void domed_config_defaults(struct domed_config *config) {
   memset(config, 0, sizeof *config);
@@ -98,9 +99,27 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     return 0;
   }
   if (strcmp(key, "net_mode") == 0) {
-    if (strcmp(value, "auto") != 0 && strcmp(value, "user") != 0 && strcmp(value, "routed") != 0)
-      return dome_error_set(err, EINVAL, "net_mode: expected auto, user or routed, got `%s`", value);
+    enum dome_net_mode mode;
+    if (dome_net_mode_parse(value, &mode) < 0)
+      return dome_error_set(err, EINVAL, "net_mode: expected auto, user, routed, ipvlan or macvlan, got `%s`",
+                            value);
     return set_string(c->net_mode, sizeof c->net_mode, key, value, err);
+  }
+  if (strcmp(key, "net_uplink") == 0) {
+    if (value[0] == '\0' || strlen(value) >= sizeof c->net_uplink || strchr(value, '/') || strchr(value, ' '))
+      return dome_error_set(err, EINVAL, "net_uplink: expected an interface name (1-15 bytes), got `%s`",
+                            value);
+    return set_string(c->net_uplink, sizeof c->net_uplink, key, value, err);
+  }
+  if (strcmp(key, "net_uplink_pool") == 0 || strcmp(key, "net_uplink_gateway") == 0) {
+    bool pool = strcmp(key, "net_uplink_pool") == 0;
+    struct dome_net_prefix prefix;
+    dome_error parse_err = {0};
+    if (dome_net_prefix_parse(value, &prefix, &parse_err) < 0 || (!pool && strchr(value, '/')))
+      return dome_error_set(err, EINVAL, "%s: expected %s, got `%s`", key, pool ? "A.B.C.D/LEN" : "A.B.C.D",
+                            value);
+    return pool ? set_string(c->net_uplink_pool, sizeof c->net_uplink_pool, key, value, err)
+                : set_string(c->net_uplink_gateway, sizeof c->net_uplink_gateway, key, value, err);
   }
   if (strcmp(key, "net_tcp_relay") == 0) {
     if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0)

@@ -47,8 +47,15 @@ struct domed_config {
    * appended. Larger windows save background fdatasyncs (1.4 instead of 2.3 per call at 100 ms) but
    * leave more for the call's own sync before it answers: measured slower per call (docs/domed.md). */
   unsigned journal_commit_window_ms;
-  char net_mode[16];  /* net_mode = auto: egress path of jails, auto | user | routed (docs/networking.md) */
-  bool net_tcp_relay; /* net_tcp_relay = false: user mode carries TCP through the splice relay */
+  char net_mode[16]; /* net_mode = auto: egress path of jails, auto | user | routed | ipvlan | macvlan
+                      * (docs/networking.md) */
+  /* ipvlan / macvlan modes: net_uplink = IFNAME (the host interface jails join), net_uplink_pool =
+   * A.B.C.D/LEN (addresses for jails on its network, dome's alone), net_uplink_gateway = A.B.C.D (router
+   * for permitted destinations off that network; "" = none) */
+  char net_uplink[16];
+  char net_uplink_pool[24];
+  char net_uplink_gateway[16];
+  bool net_tcp_relay;          /* net_tcp_relay = false: user mode carries TCP through the splice relay */
   uint64_t egress_quota_bytes; /* egress_quota = 0: bytes a jail may send and receive (0: no quota) */
   unsigned gateway_timeout_ms; /* gateway_timeout_ms = 30000: a gateway backend's answer to one request */
   char config_file[1024];      /* the file read, "" for embedded defaults */

@@ -13,7 +13,8 @@
  * default), so that two domeds (and tests) never share one and `dome run --rules` (/run/dome/net) can run
  * beside domed; domed_egress_init reclaims what a crashed domed left there.
  *
- * Configuration keys (docs/domed.md): net_mode (auto, user, routed: struct dome_net_config.mode),
+ * Configuration keys (docs/domed.md): net_mode (auto, user, routed, ipvlan, macvlan: struct
+ * dome_net_config.mode; ipvlan/macvlan also take net_uplink, net_uplink_pool, net_uplink_gateway),
  * egress_quota (bytes a jail may move through its egress path, both directions; 0: none — a capability's
  * own `dome quotas set --egress-bytes`, struct control_quota.egress_bytes, takes its place for the jails of
  * that capability), net_tcp_relay (user mode carries TCP through the splice relay:
@@ -47,6 +48,9 @@ static struct {
   pthread_mutex_t lock; /* the fields below but the counters */
   char state_dir[PATH_MAX];
   enum dome_net_mode mode;
+  char uplink[16];                    /* ipvlan/macvlan modes */
+  struct dome_net_prefix uplink_pool; /* ... */
+  uint32_t uplink_gateway;            /* ... 0: none */
   uint64_t quota_bytes;
   bool tcp_relay;
   struct dome_net *net; /* opened on first use */
@@ -70,10 +74,17 @@ void domed_egress_init(struct domed *domed) {
     *slash = '\0';
   snprintf(egress.state_dir, sizeof egress.state_dir, "%s%sdomed-net", directory,
            directory[strlen(directory) - 1] == '/' ? "" : "/");
-  const char *mode = domed->config.net_mode;
-  egress.mode = strcmp(mode, "user") == 0     ? DOME_NET_MODE_USER
-                : strcmp(mode, "routed") == 0 ? DOME_NET_MODE_ROUTED
-                                              : DOME_NET_MODE_AUTO;
+  if (dome_net_mode_parse(domed->config.net_mode, &egress.mode) < 0) egress.mode = DOME_NET_MODE_AUTO;
+  /* the uplink keys were checked by domed_config_set; dome_net_open says what is missing */
+  snprintf(egress.uplink, sizeof egress.uplink, "%s", domed->config.net_uplink);
+  memset(&egress.uplink_pool, 0, sizeof egress.uplink_pool);
+  egress.uplink_gateway = 0;
+  if (domed->config.net_uplink_pool[0])
+    dome_net_prefix_parse(domed->config.net_uplink_pool, &egress.uplink_pool, NULL);
+  struct dome_net_prefix gateway = {0};
+  if (domed->config.net_uplink_gateway[0] &&
+      dome_net_prefix_parse(domed->config.net_uplink_gateway, &gateway, NULL) == 0)
+    egress.uplink_gateway = gateway.address;
   egress.tcp_relay = domed->config.net_tcp_relay;
   egress.quota_bytes = domed->config.egress_quota_bytes;
   struct dome_net_config config = {.mode = egress.mode, .state_dir = egress.state_dir};
@@ -177,7 +188,10 @@ int domed_egress_prepare(struct domed *domed, const struct domed_principal *prin
     struct dome_net_config net_config = {.mode = egress.mode,
                                          .state_dir = egress.state_dir,
                                          .jail_quota_bytes = egress.quota_bytes,
-                                         .tcp_relay = egress.tcp_relay};
+                                         .tcp_relay = egress.tcp_relay,
+                                         .uplink = egress.uplink,
+                                         .uplink_pool = egress.uplink_pool,
+                                         .uplink_gateway = egress.uplink_gateway};
     char parent[sizeof egress.state_dir];
     snprintf(parent, sizeof parent, "%s", egress.state_dir);
     char *slash = strrchr(parent, '/');

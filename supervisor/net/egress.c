@@ -116,6 +116,7 @@ int dome_net_reclaim(const struct dome_net_config *config, dome_error *err) {
   int lock = state_lock(state_dir, err);
   if (lock < 0) return lock;
   int r = reclaim_locked(config, err);
+  if (r >= 0) r += net_uplink_reclaim(state_dir);
   state_unlock(state_dir, lock);
   return r;
 }
@@ -424,8 +425,9 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
   struct dome_net_config defaults = {0};
   if (config == NULL) config = &defaults;
   if (config->mode != DOME_NET_MODE_AUTO && config->mode != DOME_NET_MODE_USER &&
-      config->mode != DOME_NET_MODE_ROUTED)
-    return dome_error_set(err, 0, "network mode %d: expected auto, user or routed", (int)config->mode);
+      config->mode != DOME_NET_MODE_ROUTED && !net_mode_is_uplink(config->mode))
+    return dome_error_set(err, 0, "network mode %d: expected auto, user, routed, ipvlan or macvlan",
+                          (int)config->mode);
   uint8_t block = config->block_length ? config->block_length : 30;
   if (block != 30 && block != 31)
     return dome_error_set(err, 0, "pool block length /%u: must be 30 or 31", block);
@@ -464,6 +466,7 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
   if ((r = state_lock(net->state_dir, err)) < 0) goto fail;
   net->lock_fd = r;
   if ((r = reclaim_locked(config, err)) < 0) goto fail;
+  net_uplink_reclaim(net->state_dir);
   if ((r = choose_pool(net, config, err)) < 0) goto fail;
   bool host_ipv6_default = false;
   if ((r = choose_pool6(net, config, &host_ipv6_default, err)) < 0) goto fail;
@@ -479,7 +482,9 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
     goto fail;
   }
   net->slot_used[0] = 1; /* the egress side's own link (pasta's tap) */
-  if (net->mode == DOME_NET_MODE_ROUTED) {
+  if (net_mode_is_uplink(net->mode)) {
+    if ((r = net_uplink_open(net, config, err)) < 0) goto fail;
+  } else if (net->mode == DOME_NET_MODE_ROUTED) {
     if (!ip_forward_enabled()) {
       r = dome_error_set(
           err, ENOTSUP,
@@ -514,7 +519,7 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
   *net_out = net;
   return 0;
 fail:
-  dome_error_wrap(err, "open jail networking (%s mode)", net->mode == DOME_NET_MODE_USER ? "user" : "routed");
+  dome_error_wrap(err, "open jail networking (%s mode)", dome_net_mode_name(net->mode));
   dome_net_close(net);
   return r;
 }
@@ -558,7 +563,11 @@ enum dome_net_mode dome_net_mode_in_effect(const struct dome_net *net) {
 }
 
 const char *dome_net_mode_name(enum dome_net_mode mode) {
-  return mode == DOME_NET_MODE_USER ? "user" : mode == DOME_NET_MODE_ROUTED ? "routed" : "auto";
+  return mode == DOME_NET_MODE_USER      ? "user"
+         : mode == DOME_NET_MODE_ROUTED  ? "routed"
+         : mode == DOME_NET_MODE_IPVLAN  ? "ipvlan"
+         : mode == DOME_NET_MODE_MACVLAN ? "macvlan"
+                                         : "auto";
 }
 
 void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *report) {
@@ -579,6 +588,10 @@ void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *re
         "routed egress: net.ipv4.ip_forward is 0 (dome never changes it; once the operator sets it, the "
         "default mode `auto` picks routed egress)\n");
   report->ipv6_forward = read_flag("/proc/sys/net/ipv6/conf/all/forwarding");
+  net_uplink_probe(&report->ipvlan, &report->macvlan);
+  if (!report->ipvlan)
+    REASON("ipvlan egress: the kernel makes no ipvlan link (CONFIG_IPVLAN)%s\n",
+           report->macvlan ? "; macvlan mode is the same path" : "");
   if (!report->ipv6_forward)
     REASON(
         "routed IPv6 egress: net.ipv6.conf.all.forwarding is 0 (dome never changes it; routed jails get "

@@ -284,10 +284,14 @@ static int append_filter(char **commands, size_t *used, size_t *capacity, uint32
 /* A rejection of the jail chain, counted (its argument: the slot). */
 #define REFUSE "counter name \"jail%u_refused\" jump refuse"
 
-int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail,
-                     const struct net_local_address *own, size_t own_count, dome_error *err) {
-  char *commands = NULL, address[INET6_ADDRSTRLEN];
-  size_t used = 0, capacity = 0;
+/* The jail's counters, quota and chain jail<slot> (through its final rejection); refused (may be NULL):
+ * a prefix always rejected before the permitted triples (the other jails' addresses in the uplink modes).
+ * Returns 0 or -ENOMEM. */
+static int append_jail_chain(char **buffer, size_t *length, size_t *size, const struct dome_net_jail *jail,
+                             const struct net_local_address *own, size_t own_count,
+                             const struct dome_net_prefix *refused) {
+  char *commands = *buffer, address[INET6_ADDRSTRLEN];
+  size_t used = *length, capacity = *size;
   net_format_ipv4(jail->address, address);
   unsigned slot = jail->slot;
   int r = append(&commands, &used, &capacity,
@@ -312,6 +316,13 @@ int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail,
     r = append(&commands, &used, &capacity,
                "add rule inet " DOME_NET_TABLE " jail%u ip6 saddr != %s " REFUSE "\n", slot, address, slot);
   }
+  if (r == 0 && refused) {
+    char prefix[16];
+    net_format_ipv4(refused->address, prefix);
+    r = append(&commands, &used, &capacity,
+               "add rule inet " DOME_NET_TABLE " jail%u ip daddr %s/%u " REFUSE "\n", slot, prefix,
+               refused->length, slot);
+  }
   /* Filters naming one of the host's own addresses exactly come first; then every own address is
    * rejected, so that a wider prefix (0.0.0.0/0 above all) never reaches the host's services; then the
    * other filters. */
@@ -335,15 +346,28 @@ int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail,
     if (!names_own_address6(&jail->plan.filters6[i], own, own_count))
       r = append_filter6(&commands, &used, &capacity, jail->slot, &jail->plan.filters6[i]);
   if (r == 0)
+    r = append(&commands, &used, &capacity, "add rule inet " DOME_NET_TABLE " jail%u " REFUSE "\n", slot,
+               slot);
+  *buffer = commands;
+  *length = used;
+  *size = capacity;
+  return r;
+}
+
+int net_nft_jail_add(struct nft_ctx *ctx, const struct dome_net_jail *jail,
+                     const struct net_local_address *own, size_t own_count, dome_error *err) {
+  char *commands = NULL;
+  size_t used = 0, capacity = 0;
+  unsigned slot = jail->slot;
+  int r = append_jail_chain(&commands, &used, &capacity, jail, own, own_count, NULL);
+  if (r == 0)
     r = append(&commands, &used, &capacity,
-               "add rule inet " DOME_NET_TABLE " jail%u " REFUSE
-               "\n"
                "add element inet " DOME_NET_TABLE
                " jail_out { \"%s\" : \"jail%u_out\" }\n"
                "add element inet " DOME_NET_TABLE
                " jail_in { \"%s\" : \"jail%u_in\" }\n"
                "add element inet " DOME_NET_TABLE " jails { \"%s\" : jump jail%u }\n",
-               slot, slot, jail->link_name, slot, jail->link_name, slot, jail->link_name, slot);
+               jail->link_name, slot, jail->link_name, slot, jail->link_name, slot);
   if (r == 0 && jail->quota_bytes > 0)
     r = append(&commands, &used, &capacity,
                "add element inet " DOME_NET_TABLE " jail_quota { \"%s\" : \"jail%u_quota\" }\n",
@@ -476,4 +500,79 @@ int net_nft_jail_usage(struct nft_ctx *ctx, const struct dome_net_jail *jail,
   usage->quota_bytes = jail->quota_bytes;
   usage->quota_exceeded = jail->quota_bytes > 0 && usage->quota_used >= jail->quota_bytes;
   return 0;
+}
+
+/* ipvlan/macvlan modes: the whole table inet dome of the jail's own namespace (ctx made there). The jail's
+ * packets never pass an egress side, so the checks run at its own hooks: output (every packet leaving
+ * through `link` counted, cut once the quota is used up, new flows through chain jail<slot>: the same
+ * triples, own-address and source rules as the other modes, plus the pool) and input (counted and cut
+ * likewise; replies pass; new inbound connections and anything else are dropped). Loopback passes. The jail
+ * holds no CAP_NET_ADMIN over its namespace (jail.h drops every capability), so it cannot change the table.
+ */
+int net_nft_uplink_install(struct nft_ctx *ctx, const struct dome_net_jail *jail, const char *link,
+                           struct dome_net_prefix pool, const struct net_local_address *own, size_t own_count,
+                           dome_error *err) {
+  char *commands = NULL;
+  size_t used = 0, capacity = 0;
+  unsigned slot = jail->slot;
+  int r = append(&commands, &used, &capacity,
+                 "add table inet " DOME_NET_TABLE
+                 "\n"
+                 "add chain inet " DOME_NET_TABLE
+                 " refuse\n"
+                 "add rule inet " DOME_NET_TABLE
+                 " refuse meta l4proto tcp reject with tcp reset\n"
+                 "add rule inet " DOME_NET_TABLE " refuse reject with icmpx type admin-prohibited\n");
+  if (r == 0) r = append_jail_chain(&commands, &used, &capacity, jail, own, own_count, &pool);
+  if (r == 0)
+    r = append(&commands, &used, &capacity,
+               "add chain inet " DOME_NET_TABLE
+               " output { type filter hook output priority filter; policy accept; }\n"
+               "add rule inet " DOME_NET_TABLE " output oifname \"%s\" counter name \"jail%u_out\"\n",
+               link, slot);
+  if (r == 0 && jail->quota_bytes > 0)
+    r = append(
+        &commands, &used, &capacity,
+        "add rule inet " DOME_NET_TABLE
+        " output oifname \"%s\" meta l4proto tcp quota name \"jail%u_quota\" reject with tcp reset\n"
+        "add rule inet " DOME_NET_TABLE
+        " output oifname \"%s\" meta l4proto != tcp quota name \"jail%u_quota\" reject with icmpx type "
+        "admin-prohibited\n",
+        link, slot, link, slot);
+  if (r == 0)
+    r = append(&commands, &used, &capacity,
+               "add rule inet " DOME_NET_TABLE
+               " output oifname != \"%s\" accept\n"
+               "add rule inet " DOME_NET_TABLE
+               " output ct state established,related accept\n"
+               "add rule inet " DOME_NET_TABLE
+               " output jump jail%u\n"
+               "add chain inet " DOME_NET_TABLE
+               " input { type filter hook input priority filter; policy accept; }\n"
+               "add rule inet " DOME_NET_TABLE " input iifname \"%s\" counter name \"jail%u_in\"\n",
+               link, slot, link, slot);
+  if (r == 0 && jail->quota_bytes > 0)
+    r = append(
+        &commands, &used, &capacity,
+        "add rule inet " DOME_NET_TABLE
+        " input iifname \"%s\" meta l4proto tcp tcp flags & rst == 0 quota name \"jail%u_quota\" reject "
+        "with tcp reset\n"
+        "add rule inet " DOME_NET_TABLE
+        " input iifname \"%s\" meta l4proto != tcp quota name \"jail%u_quota\" drop\n",
+        link, slot, link, slot);
+  if (r == 0)
+    r = append(&commands, &used, &capacity,
+               "add rule inet " DOME_NET_TABLE
+               " input iifname != \"%s\" accept\n"
+               "add rule inet " DOME_NET_TABLE
+               " input ct state established,related accept\n"
+               "add rule inet " DOME_NET_TABLE " input drop\n",
+               link);
+  if (r < 0) {
+    free(commands);
+    return dome_error_set(err, ENOMEM, "nftables rules of jail slot %u: out of memory", slot);
+  }
+  r = net_nft_run(ctx, commands, err);
+  free(commands);
+  return r < 0 ? dome_error_wrap(err, "install table inet " DOME_NET_TABLE " in the jail's namespace") : 0;
 }

@@ -167,7 +167,13 @@ static int jail_setup_locked(struct dome_net *net, pid_t child_pid, const struct
   /* IPv6 entries are plumbed only when the egress side has IPv6; otherwise the jail has no IPv6 route */
   jail->has_ipv6 = net->ipv6 && jail->plan.route6_count > 0;
   if (!net->ipv6) jail->plan.ipv6_allow_ignored = jail->plan.filter6_count;
-  if (jail->plan.route_count > 0 || jail->has_ipv6) {
+  if (net_mode_is_uplink(net->mode) && jail->plan.route_count > 0) {
+    if ((r = net_uplink_jail_setup(net, jail, child_pid, err)) < 0) {
+      free(jail);
+      return dome_error_wrap(err, "jail network (pid %d)", (int)child_pid);
+    }
+    jail->has_link = true;
+  } else if (!net_mode_is_uplink(net->mode) && (jail->plan.route_count > 0 || jail->has_ipv6)) {
     char ns_path[64];
     snprintf(ns_path, sizeof ns_path, "/proc/%d/ns/net", (int)child_pid);
     _cleanup_close_ int jail_netns = open(ns_path, O_RDONLY | O_CLOEXEC);
@@ -204,7 +210,9 @@ static int jail_teardown_locked(struct dome_net *net, struct dome_net_jail *jail
       break;
     }
   int r = 0;
-  if (jail->has_link) {
+  if (jail->has_link && net_mode_is_uplink(net->mode)) {
+    r = net_uplink_jail_teardown(net, jail, err);
+  } else if (jail->has_link) {
     net_relay_drop_source(net->relay, jail->address, jail->has_ipv6 ? jail->address6 : NULL);
     struct egress_side side = {net, jail, 0, true, true};
     r = undo_egress_side(&side, err);
@@ -234,7 +242,8 @@ int dome_net_jail_usage(struct dome_net *net, const struct dome_net_jail *jail,
   memset(usage, 0, sizeof *usage);
   if (net == NULL || jail == NULL || !jail->has_link) return 0;
   pthread_mutex_lock(&net->lock);
-  int r = net_nft_jail_usage(net->egress_nft, jail, usage, err);
+  int r = net_nft_jail_usage(net_mode_is_uplink(net->mode) ? jail->uplink_nft : net->egress_nft, jail, usage,
+                             err);
   pthread_mutex_unlock(&net->lock);
   return r;
 }
@@ -269,6 +278,13 @@ int dome_net_on_namespaces_ready(void *context, pid_t child_pid, dome_error *err
 }
 
 static int count_owned_locked(struct dome_net *net, size_t *links_out, size_t *chains_out, dome_error *err) {
+  if (net_mode_is_uplink(net->mode)) {
+    /* the links and tables live in the jails' namespaces, each held through its jail's handles */
+    *links_out = *chains_out = 0;
+    for (const struct dome_net_jail *jail = net->jails; jail; jail = jail->next)
+      if (jail->uplink_sock) ++*links_out, ++*chains_out;
+    return 0;
+  }
   char(*names)[16] = calloc(1024, 16);
   if (names == NULL) return dome_error_set(err, ENOMEM, "count links: out of memory");
   int r = net_links_with_prefix(net->egress_sock, DOME_NET_LINK_PREFIX, names, 1024, links_out, err);

@@ -34,11 +34,17 @@
  *   DOME_NET_MODE_ROUTED — the egress side is the host's own network namespace; traffic is forwarded
  *     and masqueraded by the host. Needs net.ipv4.ip_forward=1, which dome never sets (the operator
  *     does; dome_net_probe_host() reports it).
+ *   DOME_NET_MODE_IPVLAN / DOME_NET_MODE_MACVLAN (opt-in, ipvlan.c) — no egress side: the jail's namespace
+ *     gets a slave (`eth0`, ipvlan L2 `private` / macvlan `private`) of an operator-named host uplink
+ *     (dome_net_config.uplink), a /32 from uplink_pool on the uplink's network, routes per permitted prefix
+ *     (on-link, or via uplink_gateway), and table inet dome with the jail chain, counters and quota in its
+ *     own namespace. No host setting changes, no second TCP termination; slaves never reach the host's own
+ *     addresses nor each other. IPv4 only.
  * See docs/networking.md for the measurements behind the default.
  *
  * Crash safety: every owned object is named with the prefix `domeh` / table `dome` and recorded in the
- * state directory (slot-<i> files, pasta.pid). dome_net_open() first reclaims what a previous process
- * left there — and only objects recorded there.
+ * state directory (slot-<i> files, pasta.pid; uplink-<i> files in the ipvlan/macvlan modes). dome_net_open()
+ * first reclaims what a previous process left there — and only objects recorded there.
  *
  * Threading: set-up, teardown and counting may be called from several threads (jail_run is); they are
  * serialized inside. open/close from one thread, with no set-up running. Netlink work inside other namespaces
@@ -160,6 +166,10 @@ enum dome_net_mode {
   DOME_NET_MODE_AUTO = 0,   /* default: ROUTED when the operator enabled ip_forward, else USER */
   DOME_NET_MODE_USER = 1,   /* dome-owned egress namespace + pasta; no host change */
   DOME_NET_MODE_ROUTED = 2, /* host namespace, forwarding + nftables masquerade on the host */
+  /* Opt-in: the jail's namespace gets a slave link of an operator-named host uplink (no second TCP
+   * termination, no host forwarding, no egress namespace; see ipvlan.c and docs/networking.md) */
+  DOME_NET_MODE_IPVLAN = 3,  /* an ipvlan slave, L2 mode, flag `private` (CONFIG_IPVLAN) */
+  DOME_NET_MODE_MACVLAN = 4, /* a macvlan slave, mode `private`: the same for kernels without ipvlan */
 };
 
 #define DOME_NET_DEFAULT_STATE_DIR "/run/dome/net"
@@ -191,6 +201,13 @@ struct dome_net_config {
    * permitted peer that refuses shows as a reset after connect. UDP stays on pasta. Ignored in routed mode.
    */
   bool tcp_relay;
+  /* ipvlan / macvlan modes (ignored otherwise): the host interface jails join (its IPv4 network holds
+   * uplink_pool), the addresses handed to jails (one per jail; must lie inside one IPv4 network of the
+   * uplink and belong to dome alone), and the router on that network for permitted destinations outside
+   * it (0: none — such destinations get no route). IPv4 only. */
+  const char *uplink;
+  struct dome_net_prefix uplink_pool;
+  uint32_t uplink_gateway; /* host byte order */
 };
 
 struct dome_net;      /* the egress side of one supervisor */
@@ -215,14 +232,15 @@ enum dome_net_mode dome_net_mode_in_effect(const struct dome_net *net);
 /* Whether jails get IPv6 paths; *reason (may be NULL) says why not. */
 bool dome_net_ipv6_available(const struct dome_net *net, const char **reason);
 
-/* "auto", "user", "routed". */
+/* "auto", "user", "routed", "ipvlan", "macvlan". */
 const char *dome_net_mode_name(enum dome_net_mode mode);
 
 /* Remove what a dead process with this state directory left (-EBUSY, nothing touched, while a live
  * process holds the directory's lock): the links named by slot-<i> files (and
  * only those), table inet dome of the host namespace in routed mode, the pasta recorded in pasta.pid
- * (only if /proc/<pid>/cmdline still names this state directory). Returns the number of objects removed
- * (>= 0) or -errno. */
+ * (only if /proc/<pid>/cmdline still names this state directory), and in the ipvlan/macvlan modes the
+ * jail link recorded in each uplink-<i> file (found in the namespace whose device and inode it names, if
+ * a process still holds that namespace). Returns the number of objects removed (>= 0) or -errno. */
 int dome_net_reclaim(const struct dome_net_config *config, dome_error *err);
 
 /* Build the path for one jail (see the top of this file). child_pid: a process in the jail's network
@@ -286,7 +304,9 @@ struct dome_net_hook {
 int dome_net_on_namespaces_ready(void *context, pid_t child_pid, dome_error *err);
 
 /* Count what this supervisor owns on the egress side right now: links named DOME_NET_LINK_PREFIX* and
- * per-jail chains of table inet dome (for tests, metrics and leak checks). Returns 0 or -errno. */
+ * per-jail chains of table inet dome (for tests, metrics and leak checks); in the ipvlan/macvlan modes,
+ * whose links and chains live in the jails' namespaces, the jails whose namespace it still holds (one link
+ * and one chain each). Returns 0 or -errno. */
 int dome_net_count_owned(struct dome_net *net, size_t *links_out, size_t *chains_out, dome_error *err);
 
 /* ---------------------------------------------------------------- dome doctor */
@@ -299,10 +319,16 @@ struct dome_net_host_report {
   bool user_available;
   enum dome_net_mode auto_mode; /* what DOME_NET_MODE_AUTO would choose on this host */
   bool ipv6_forward;            /* /proc/sys/net/ipv6/conf/all/forwarding == 1 (routed IPv6 egress) */
+  bool ipvlan;                  /* the kernel creates ipvlan links (ipvlan mode possible) */
+  bool macvlan;                 /* the kernel creates macvlan links (macvlan mode possible) */
   char reasons[1024];           /* '\n'-separated lines saying what is missing and why */
 };
 
-/* Probe without changing the host. Never fails. */
+/* Probe without changing the host (ipvlan/macvlan: one link of each kind is made on a veth pair inside a
+ * throw-away network namespace, which takes them with it). Never fails. */
 void dome_net_probe_host(const char *pasta_path, struct dome_net_host_report *report);
+
+/* Parse an egress mode name ("auto", "user", "routed", "ipvlan", "macvlan"). Returns 0 or -EINVAL. */
+int dome_net_mode_parse(const char *name, enum dome_net_mode *mode);
 
 #endif

@@ -21,6 +21,10 @@ struct dome_net_jail {
   uint64_t quota_bytes;               /* 0: unlimited */
   struct dome_net_plan plan;
   char resolv_conf[1024];
+  /* ipvlan/macvlan modes (ipvlan.c): handles bound to the jail's namespace (they keep it, and so its
+   * counters, alive until teardown) */
+  struct nl_sock *uplink_sock;
+  struct nft_ctx *uplink_nft;
 };
 
 struct dome_net {
@@ -46,6 +50,12 @@ struct dome_net {
   uint8_t *slot_used; /* one byte a slot; slot 0 is reserved for the egress side's own link */
   uint32_t slot_count;
   struct dome_net_jail *jails;
+  /* ipvlan/macvlan modes (ipvlan.c): the uplink, its IPv4 network holding the pool, the router on it;
+   * slot i is the pool's address i */
+  char uplink[16];
+  int uplink_ifindex;
+  struct dome_net_prefix uplink_network, uplink_pool;
+  uint32_t uplink_gateway;
   pthread_mutex_t lock; /* serializes set-up, teardown and counting (shared sockets, slots, list) */
 };
 
@@ -126,6 +136,21 @@ int net_nft_jail_usage(struct nft_ctx *ctx, const struct dome_net_jail *jail,
                        struct dome_net_jail_usage *usage, dome_error *err);
 
 void net_format_ipv4(uint32_t address, char out[16]);
+
+/* ipvlan / macvlan modes (ipvlan.c). In the jail's namespace, the jail chain of firewall.c guards the
+ * output hook (table inet dome there, chains jail<slot>, the same counter and quota names, so that
+ * net_nft_jail_usage reads them through jail->uplink_nft); pool: other jails' addresses, always refused. */
+bool net_mode_is_uplink(enum dome_net_mode mode);
+int net_uplink_open(struct dome_net *net, const struct dome_net_config *config, dome_error *err);
+int net_uplink_jail_setup(struct dome_net *net, struct dome_net_jail *jail, pid_t child_pid, dome_error *err);
+int net_uplink_jail_teardown(struct dome_net *net, struct dome_net_jail *jail, dome_error *err);
+/* Links of the uplink_files recorded in state_dir whose namespace still lives; returns how many were
+ * removed (>= 0). Never fails (what cannot be removed is left, its file too). */
+int net_uplink_reclaim(const char *state_dir);
+void net_uplink_probe(bool *ipvlan, bool *macvlan);
+int net_nft_uplink_install(struct nft_ctx *ctx, const struct dome_net_jail *jail, const char *link,
+                           struct dome_net_prefix pool, const struct net_local_address *own, size_t own_count,
+                           dome_error *err);
 
 /* The TCP relay (relay.c): start it in the egress namespace (listeners, policy routing, tproxy rules); drop
  * the connections of one jail (its IPv4 address, host byte order, and IPv6 address); stop it (waits for

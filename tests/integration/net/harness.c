@@ -2,7 +2,8 @@
  * benchmark (a child unshares a network + mount namespace, the library builds its path by the child's
  * pid, the child installs the resolv.conf text and runs a command). Test tool, not product code.
  *
- * usage: dome-net-harness [--state DIR] [--mode auto|user|routed] [--pool A.B.C.D/LEN] [--block 30|31]
+ * usage: dome-net-harness [--state DIR] [--mode auto|user|routed|ipvlan|macvlan] [--pool A.B.C.D/LEN]
+ *          [--block 30|31] [--uplink IFNAME --uplink-pool A.B.C.D/LEN [--uplink-gateway A.B.C.D]]
  *          [--second-command SHELL-COMMAND] (run in the second jail, killed at the end)
  *          [--real-jail] (run COMMAND through supervisor/jail's jail_run with the network hook)
  *          [--allow tcp|udp:PREFIX:PORT[-PORT]]... [--deny ...]... [--cycles N] [--second]
@@ -225,6 +226,17 @@ static int run_real_jail(struct dome_net *net, char **command) {
   return status;
 }
 
+static int fd_count(void) {
+  int count = 0;
+  DIR *dir = opendir("/proc/self/fd");
+  struct dirent *entry;
+  while (dir && (entry = readdir(dir)) != NULL) count += entry->d_name[0] != '.';
+  if (dir) closedir(dir);
+  return count;
+}
+
+static int fd_baseline; /* descriptors open right after dome_net_open */
+
 static int check_clean(struct dome_net *net, const char *state_dir) {
   size_t links = 0, chains = 0;
   dome_error err = {0};
@@ -237,11 +249,18 @@ static int check_clean(struct dome_net *net, const char *state_dir) {
   int leftovers = (int)(links + chains);
   struct dirent *entry;
   while (dir && (entry = readdir(dir)) != NULL)
-    if (strncmp(entry->d_name, "slot-", 5) == 0) {
+    if (strncmp(entry->d_name, "slot-", 5) == 0 || strncmp(entry->d_name, "uplink-", 7) == 0) {
       fprintf(stderr, "dome-net-harness: leftover state %s\n", entry->d_name);
       leftovers++;
     }
   if (dir) closedir(dir);
+  /* a descriptor left open (a netlink or nftables socket bound to a jail's namespace) would keep that
+   * namespace, and an uplink mode's link in it, alive */
+  int fds = fd_count();
+  if (fds > fd_baseline) {
+    fprintf(stderr, "dome-net-harness: %d descriptors more than after open\n", fds - fd_baseline);
+    leftovers += fds - fd_baseline;
+  }
   return leftovers;
 }
 
@@ -282,12 +301,23 @@ int main(int argc, char **argv) {
     i++;
     if (strcmp(a, "--state") == 0)
       config.state_dir = v;
-    else if (strcmp(a, "--mode") == 0 &&
-             (strcmp(v, "user") == 0 || strcmp(v, "routed") == 0 || strcmp(v, "auto") == 0))
-      config.mode = strcmp(v, "user") == 0     ? DOME_NET_MODE_USER
-                    : strcmp(v, "routed") == 0 ? DOME_NET_MODE_ROUTED
-                                               : DOME_NET_MODE_AUTO;
-    else if (strcmp(a, "--pool") == 0) {
+    else if (strcmp(a, "--mode") == 0 && dome_net_mode_parse(v, &config.mode) == 0)
+      continue;
+    else if (strcmp(a, "--uplink") == 0)
+      config.uplink = v;
+    else if (strcmp(a, "--uplink-pool") == 0) {
+      if (dome_net_prefix_parse(v, &config.uplink_pool, &err) < 0) {
+        fprintf(stderr, "dome-net-harness: --uplink-pool: %s\n", err.message);
+        return 125;
+      }
+    } else if (strcmp(a, "--uplink-gateway") == 0) {
+      struct dome_net_prefix gateway;
+      if (dome_net_prefix_parse(v, &gateway, &err) < 0 || gateway.length != 32) {
+        fprintf(stderr, "dome-net-harness: --uplink-gateway: expected A.B.C.D\n");
+        return 125;
+      }
+      config.uplink_gateway = gateway.address;
+    } else if (strcmp(a, "--pool") == 0) {
       if (dome_net_prefix_parse(v, &config.pool, &err) < 0) {
         fprintf(stderr, "dome-net-harness: --pool: %s\n", err.message);
         return 125;
@@ -316,6 +346,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "dome-net-harness: %s\n", err.message);
     return 125;
   }
+  fd_baseline = fd_count();
   fprintf(stderr, "dome-net-harness: egress mode %s\n", dome_net_mode_name(dome_net_mode_in_effect(net)));
   const char *ipv6_reason = NULL;
   bool ipv6 = dome_net_ipv6_available(net, &ipv6_reason);
