@@ -227,14 +227,35 @@ static void send_workspace(const struct jail_plan *plan) {
   close(fd);
 }
 
-/* Set back to SIG_DFL every signal the supervisor ignores (plan->ignored_signals, read before the
- * clone): one sigaction per ignored signal instead of one per signal. */
-static void reset_ignored_signals(const struct jail_plan *plan) {
+/* Set back to SIG_DFL every signal this process ignores: the SigIgn mask of /proc/self/status (proc(5)),
+ * one sigaction per set bit instead of one per signal. Falls back to all signals if it cannot be read. */
+static void reset_ignored_signals(void) {
   struct sigaction default_action;
   memset(&default_action, 0, sizeof default_action);
   default_action.sa_handler = SIG_DFL;
-  for (int signal = 1; signal <= 64 && signal < _NSIG; signal++)
-    if (plan->ignored_signals & (UINT64_C(1) << (signal - 1))) sigaction(signal, &default_action, NULL);
+  char status[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, status, sizeof status - 1) : -1;
+  if (fd >= 0) close(fd);
+  const char *line = NULL;
+  if (n > 0) {
+    status[n] = '\0';
+    line = strstr(status, "\nSigIgn:\t");
+  }
+  if (line == NULL) {
+    for (int s = 1; s < _NSIG; s++) sigaction(s, &default_action, NULL);
+    return;
+  }
+  /* 16 hex digits, signal 64 first: digit i (from the left) holds signals 61-4i .. 64-4i */
+  const char *digits = line + 9;
+  for (int i = 0; i < 16; i++) {
+    char c = digits[i];
+    unsigned value = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                                            : 0;
+    for (int bit = 0; bit < 4; bit++)
+      if (value & (1u << bit)) sigaction(61 - 4 * i + bit, &default_action, NULL);
+  }
 }
 
 static void wait_go(const struct jail_plan *plan) {
@@ -443,7 +464,7 @@ void jail_child_main(const struct jail_plan *plan) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. clone3 reset
    * the handled signals (CLONE_CLEAR_SIGHAND); ignored ones stay ignored across execve, so reset those. */
-  reset_ignored_signals(plan);
+  reset_ignored_signals();
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);

@@ -193,9 +193,8 @@ struct jail_plan {
   const struct sock_fprog *seccomp;
   uint64_t fsize_limit; /* RLIMIT_FSIZE bytes */
   uint64_t nofile_limit;
-  /* /proc/sys/kernel/cap_last_cap (63 when unknown): the bounding set drop stops there */
-  int last_capability;
-  uint64_t ignored_signals; /* signals the supervisor ignores (bit n-1: signal n): the child resets them */
+  int last_capability; /* /proc/sys/kernel/cap_last_cap (63 when unknown): the bounding set drop stops there
+                        */
   /* The supervisor's argv and environment areas (from /proc/self/stat, 0 when unknown): the child wipes
    * its copy so the jail's pid 1 shows none of them in /proc/1/cmdline or /proc/1/environ. */
   uintptr_t arg_start, arg_end, env_start, env_end;

@@ -166,21 +166,6 @@ static int last_capability(void) {
   return value > 0 && value < 64 ? value : 63;
 }
 
-/* The signals this process ignores (bit n-1 for signal n), from SigIgn in /proc/self/status (proc(5)):
- * the child sets them back to SIG_DFL (an ignored signal stays ignored across execve). All ones when
- * unreadable, so that the child resets every signal. */
-static uint64_t ignored_signals(void) {
-  char status[4096];
-  _cleanup_close_ int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, status, sizeof status - 1) : -1;
-  if (n <= 0) return UINT64_MAX;
-  status[n] = '\0';
-  const char *line = strstr(status, "\nSigIgn:\t");
-  char *end = NULL;
-  uint64_t mask = line ? strtoull(line + 9, &end, 16) : 0;
-  return line && end != line + 9 ? mask : UINT64_MAX;
-}
-
 /* Workspace entries in the child's staging view: parents first, then each file. */
 static int plan_workspace(struct run_state *s, dome_error *err) {
   size_t capacity = 0;
@@ -589,9 +574,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   struct jail_limits limits = {memory, pids, cpus};
   if ((r = jail_cgroup_create(&s.leaf, result->jail_id, &limits, err)) < 0) goto out;
   s.leaf_created = true;
-  /* The v1 leaves too, before the clone: this thread would otherwise only wait for the network namespace
-   * (jail_netns_finish), and the child then sets up alone, without this work beside it. */
-  if ((r = jail_cgroup_create_v1(&s.leaf, &limits, err)) < 0) goto out;
   result->enforcement = jail_enforcement_level(s.leaf.v2_path[0] != '\0', abi);
   if (c->on_cgroup_ready) {
     struct jail_cgroup cg = {s.leaf.v2_path, s.leaf.v2_fd, s.leaf.v2_id, result->jail_id};
@@ -661,7 +643,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.fsize_limit = workspace_bytes;
   plan.nofile_limit = 1024;
   plan.last_capability = last_capability();
-  plan.ignored_signals = ignored_signals();
   read_arg_areas(&plan);
 
   struct clone_args args;
@@ -735,12 +716,13 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     dome_error_wrap(err, "map ids of jail `%s`", result->jail_id);
     goto out;
   }
-  /* First hand-over: ids mapped; the child assembles its mounts. */
+  /* First hand-over: ids mapped; the child assembles its mounts while we make its v1 cgroup leaves. */
   struct jail_sync_message go = {.kind = SYNC_GO};
   if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
     r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
     goto out;
   }
+  if ((r = jail_cgroup_create_v1(&s.leaf, &limits, err)) < 0) goto out;
   if ((r = jail_cgroup_attach(&s.leaf, pid, into_cgroup, err)) < 0) goto out;
   if (c->on_namespaces_ready && (r = c->on_namespaces_ready(c->hook_context, pid, err)) < 0) goto out;
   /* Second hand-over, with the v1 leaves' `tasks` files for the child to join (see jail_cgroup_open_tasks);
