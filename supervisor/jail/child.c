@@ -4,8 +4,8 @@
  *
  * Order and why:
  *  1. what needs no ids (capabilities in the new user namespace suffice): signal dispositions, hostname,
- *     mounts made private (the network namespace, loopback up, came from the parent: netns.c);
- *     meanwhile the parent writes uid_map/gid_map. Then wait for SYNC_GO: the ids are mapped.
+ *     loopback up, mounts made private; meanwhile the parent writes uid_map/gid_map. Then wait for
+ *     SYNC_GO: the ids are mapped.
  *  2. mounts in the new mount namespace, assembled under JAIL_STAGING.
  *  3. wait for the second SYNC_GO, which brings the v1 cgroup leaves the parent made meanwhile (we join
  *     them); the parent has placed us in the cgroup2 leaf if needed and run the
@@ -330,6 +330,20 @@ static void setup_mounts(const struct jail_plan *plan) {
   if (chdir("/") < 0) fail(plan, errno, "chdir", "/");
 }
 
+/* A new network namespace has only `lo`, and it is down: bring it up (SIOCSIFFLAGS, no netlink library
+ * and no allocation). Any other interface is the on_namespaces_ready hook's business. */
+static void loopback_up(const struct jail_plan *plan) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fail(plan, errno, "socket for loopback", NULL);
+  struct ifreq request;
+  memset(&request, 0, sizeof request);
+  memcpy(request.ifr_name, "lo", 3);
+  if (ioctl(fd, SIOCGIFFLAGS, &request) < 0) fail(plan, errno, "read flags of", "lo");
+  request.ifr_flags |= IFF_UP;
+  if (ioctl(fd, SIOCSIFFLAGS, &request) < 0) fail(plan, errno, "bring up", "lo");
+  close(fd);
+}
+
 /* ---- privileges ---- */
 
 static int landlock_prepare(const struct jail_plan *plan) {
@@ -470,6 +484,7 @@ void jail_child_main(const struct jail_plan *plan) {
   sigprocmask(SIG_SETMASK, &none, NULL);
   /* Before our ids are mapped: these need only capabilities in the new namespaces, which we hold. */
   if (sethostname("sandbox", 7) < 0) fail(plan, errno, "sethostname", NULL);
+  loopback_up(plan);
   /* Nothing we mount propagates back to the host. */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(plan, errno, "make mounts private", "/");
   wait_go(plan);

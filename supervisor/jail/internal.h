@@ -9,7 +9,6 @@
 #define DOME_JAIL_INTERNAL_H
 
 #include <linux/filter.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -118,24 +117,6 @@ int jail_cgroup_destroy(struct jail_leaf *leaf, dome_error *err);
 /* Write `value` to <dir>/<file>; read <dir>/<file> into buffer (NUL-terminated, trailing newline kept). */
 int jail_cgroup_write(const char *dir, const char *file, const char *value, dome_error *err);
 int jail_cgroup_read(const char *dir, const char *file, char *buffer, size_t size);
-
-/* ---- the jail's network namespace (netns.c) ---- */
-
-struct jail_netns {
-  pthread_t thread;
-  bool started;
-  int fd;           /* the namespace, once made (O_CLOEXEC), else -1 */
-  int error;        /* errno of the failed step, 0 if none */
-  const char *step; /* what failed */
-};
-/* Start making the jail's network namespace (loopback up) on a helper thread. Returns 0 or -errno
- * (pthread_create). */
-int jail_netns_start(struct jail_netns *netns, dome_error *err);
-/* Wait for it: the namespace's fd (owned by `netns`), or -errno naming the failed step (unshare, ioctl on
- * lo, open). */
-int jail_netns_finish(struct jail_netns *netns, dome_error *err);
-/* Wait if still running and close the fd. */
-void jail_netns_release(struct jail_netns *netns);
 
 /* ---- the plan the child executes (child.c) ---- */
 

@@ -63,7 +63,6 @@ struct run_state {
   struct stream out, err;
   char **argv_copy, **env_copy; /* the program's argv and environment (copy_strings) */
   unsigned host_id;             /* jail_host_id_acquire'd, 0 when none */
-  struct jail_netns netns;      /* the jail's network namespace, made on a helper thread meanwhile */
 };
 
 static void close_fd(int *fd) {
@@ -84,7 +83,6 @@ static void run_state_release(struct run_state *s) {
   free(s->err.data);
   free(s->argv_copy);
   free(s->env_copy);
-  jail_netns_release(&s->netns);
   if (s->host_id) jail_host_id_release(s->host_id);
 }
 
@@ -546,8 +544,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   struct jail_plan plan = {0};
   const struct sock_fprog *seccomp = NULL;
 
-  s.netns.fd = -1;
-  if ((r = jail_netns_start(&s.netns, err)) < 0) goto out; /* overlaps everything up to clone3 */
   if ((r = jail_image_open(&s.image, c->image, c->image_store, err)) < 0) goto out;
   if ((r = jail_image_set_resolver(&s.image, c->resolv_conf, c->hosts_dns, err)) < 0) goto out;
   if ((r = jail_workspace_collect(&s.workspace, c, workspace_bytes, err)) < 0) goto out;
@@ -647,8 +643,8 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
 
   struct clone_args args;
   memset(&args, 0, sizeof args);
-  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWTIME |
-               CLONE_PIDFD | CLONE_CLEAR_SIGHAND; /* handlers back to SIG_DFL (Linux 5.5) */
+  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
+               CLONE_NEWTIME | CLONE_PIDFD | CLONE_CLEAR_SIGHAND; /* handlers back to SIG_DFL (Linux 5.5) */
   args.pidfd = (uint64_t)(uintptr_t)&s.pidfd;
   args.exit_signal = 0; /* no SIGCHLD: nobody else's waitpid(-1) can reap the jail */
   bool into_cgroup = s.leaf.v2_fd >= 0;
@@ -662,22 +658,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     goto out;
   }
   s.host_id = host_id;
-  /* The child starts in the network namespace made meanwhile: this thread enters it for the clone and
-   * leaves it at once (setns acts on the calling thread only), before and after the id switch, which
-   * drops the effective capabilities setns needs. */
-  int jail_netns = jail_netns_finish(&s.netns, err);
-  if (jail_netns < 0) {
-    close(child_sync);
-    r = jail_netns;
-    goto out;
-  }
-  int own_netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (own_netns < 0 || setns(jail_netns, CLONE_NEWNET) < 0) {
-    r = dome_error_set_errno(err, errno, "enter the jail's network namespace");
-    if (own_netns >= 0) close(own_netns);
-    close(child_sync);
-    goto out;
-  }
   /* The new user namespace is owned by the effective ids of its creator, and per-user kernel budgets
    * used inside it (inotify instances and watches, queued signals, ...) are charged to that owner up the
    * chain: create it as the jail's own host uid/gid, not as root. Per-thread raw calls (glibc's wrappers
@@ -694,9 +674,6 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   int clone_error = cred_error ? cred_error : errno;
   if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
     abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
-  if (setns(own_netns, CLONE_NEWNET) < 0) abort(); /* never continue in the jail's namespace */
-  close(own_netns);
-  jail_netns_release(&s.netns); /* the child holds it now */
   close(child_sync);
   if (pid < 0) {
     r = dome_error_set_errno(err, clone_error, "clone3 into new namespaces");
