@@ -108,46 +108,6 @@ static int slave_create(struct nl_sock *sock, enum dome_net_mode kind, int maste
   return r < 0 ? net_nl_error(err, r, what) : 0;
 }
 
-/* Route dst on link ifindex: on-link (gateway 0, scope link) or via gateway with RTNH_F_ONLINK. */
-static int route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
-                     dome_error *err) {
-  char dst_text[16], gw_text[16], what[96];
-  net_format_ipv4(dst.address, dst_text);
-  net_format_ipv4(gateway, gw_text);
-  snprintf(what, sizeof what, "add route %s/%u %s%s", dst_text, dst.length, gateway ? "via " : "on-link",
-           gateway ? gw_text : "");
-  struct rtnl_route *route = rtnl_route_alloc();
-  struct rtnl_nexthop *hop = rtnl_route_nh_alloc();
-  uint32_t network = htonl(dst.address), gateway_network = htonl(gateway);
-  struct nl_addr *dst_addr = nl_addr_build(AF_INET, &network, 4);
-  struct nl_addr *gw_addr = gateway ? nl_addr_build(AF_INET, &gateway_network, 4) : NULL;
-  int r = -NLE_NOMEM;
-  if (route && hop && dst_addr && (gw_addr || !gateway)) {
-    nl_addr_set_prefixlen(dst_addr, dst.length);
-    rtnl_route_set_family(route, AF_INET);
-    rtnl_route_set_table(route, RT_TABLE_MAIN);
-    rtnl_route_set_scope(route, gateway ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
-    rtnl_route_set_protocol(route, RTPROT_STATIC);
-    r = rtnl_route_set_dst(route, dst_addr);
-    rtnl_route_nh_set_ifindex(hop, ifindex);
-    if (gateway) {
-      rtnl_route_nh_set_gateway(hop, gw_addr);
-      rtnl_route_nh_set_flags(hop, RTNH_F_ONLINK);
-    }
-    if (r >= 0) {
-      rtnl_route_add_nexthop(route, hop);
-      hop = NULL;
-      r = rtnl_route_add(sock, route, NLM_F_CREATE | NLM_F_EXCL);
-    }
-  }
-  if (hop) rtnl_route_nh_free(hop);
-  if (dst_addr) nl_addr_put(dst_addr);
-  if (gw_addr) nl_addr_put(gw_addr);
-  if (route) rtnl_route_put(route);
-  if (r == -NLE_EXIST) return -EEXIST;
-  return r < 0 ? net_nl_error(err, r, what) : 0;
-}
-
 /* ---- open ---- */
 
 struct network_find {
@@ -321,13 +281,15 @@ static int build_jail_side(void *arg, dome_error *err) {
   for (size_t i = 0; i < jail->plan.route_count; i++) {
     struct dome_net_prefix p = jail->plan.routes[i];
     if (contains(net->uplink_network, p)) { /* EEXIST: the network itself, added for a wider prefix */
-      if ((r = route_add(jail->uplink_sock, p, 0, ifindex, err)) < 0 && r != -EEXIST) return r;
+      if ((r = net_route_add_onlink(jail->uplink_sock, p, 0, ifindex, err)) < 0 && r != -EEXIST) return r;
       continue;
     }
     if (contains(p, net->uplink_network) &&
-        (r = route_add(jail->uplink_sock, net->uplink_network, 0, ifindex, err)) < 0 && r != -EEXIST)
+        (r = net_route_add_onlink(jail->uplink_sock, net->uplink_network, 0, ifindex, err)) < 0 &&
+        r != -EEXIST)
       return r;
-    if (net->uplink_gateway && (r = route_add(jail->uplink_sock, p, net->uplink_gateway, ifindex, err)) < 0)
+    if (net->uplink_gateway &&
+        (r = net_route_add_onlink(jail->uplink_sock, p, net->uplink_gateway, ifindex, err)) < 0)
       return r;
   }
   return 0;

@@ -164,25 +164,32 @@ int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t
   return r < 0 ? net_nl_error(err, r, what) : 0;
 }
 
-int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
-                  dome_error *err) {
+/* dst on link ifindex: via `gateway`, or on-link (scope link) when gateway is 0; `onlink` marks the
+ * gateway reachable on the link whatever the link's own addresses (RTNH_F_ONLINK: a jail's uplink slave
+ * holds only a /32). */
+static int route_add4(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, bool onlink,
+                      int ifindex, dome_error *err) {
   char dst_text[16], gw_text[16], what[96];
   net_format_ipv4(dst.address, dst_text);
   net_format_ipv4(gateway, gw_text);
-  snprintf(what, sizeof what, "add route %s/%u via %s", dst_text, dst.length, gw_text);
+  snprintf(what, sizeof what, "add route %s/%u %s%s", dst_text, dst.length, gateway ? "via " : "on-link",
+           gateway ? gw_text : "");
   struct rtnl_route *route = rtnl_route_alloc();
   struct rtnl_nexthop *hop = rtnl_route_nh_alloc();
   struct nl_addr *dst_addr = ipv4_addr(dst.address, dst.length);
-  struct nl_addr *gw_addr = ipv4_addr(gateway, 32);
+  struct nl_addr *gw_addr = gateway ? ipv4_addr(gateway, 32) : NULL;
   int r = -NLE_NOMEM;
-  if (route && hop && dst_addr && gw_addr) {
+  if (route && hop && dst_addr && (gw_addr || !gateway)) {
     rtnl_route_set_family(route, AF_INET);
     rtnl_route_set_table(route, RT_TABLE_MAIN);
-    rtnl_route_set_scope(route, RT_SCOPE_UNIVERSE);
+    rtnl_route_set_scope(route, gateway ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
     rtnl_route_set_protocol(route, RTPROT_STATIC);
     r = rtnl_route_set_dst(route, dst_addr);
     rtnl_route_nh_set_ifindex(hop, ifindex);
-    rtnl_route_nh_set_gateway(hop, gw_addr);
+    if (gateway) {
+      rtnl_route_nh_set_gateway(hop, gw_addr);
+      if (onlink) rtnl_route_nh_set_flags(hop, RTNH_F_ONLINK);
+    }
     if (r >= 0) {
       rtnl_route_add_nexthop(route, hop);
       hop = NULL; /* owned by the route now */
@@ -194,6 +201,16 @@ int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gat
   if (gw_addr) nl_addr_put(gw_addr);
   if (route) rtnl_route_put(route);
   return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
+                  dome_error *err) {
+  return route_add4(sock, dst, gateway, false, ifindex, err);
+}
+
+int net_route_add_onlink(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
+                         dome_error *err) {
+  return route_add4(sock, dst, gateway, true, ifindex, err);
 }
 
 int net_link_delete(struct nl_sock *sock, const char *name, dome_error *err) {

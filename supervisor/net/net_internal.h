@@ -89,6 +89,11 @@ int net_link_set_up(struct nl_sock *sock, const char *name, dome_error *err);
 int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t length, dome_error *err);
 int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
                   dome_error *err);
+/* As net_route_add, with gateway 0 for an on-link route (scope link), and a gateway taken as on the link
+ * whatever the link's own addresses (RTNH_F_ONLINK: an uplink slave holds only its /32). -EEXIST (err set)
+ * when the route is there already. */
+int net_route_add_onlink(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
+                         dome_error *err);
 int net_link_delete(struct nl_sock *sock, const char *name, dome_error *err); /* -ENODEV when absent */
 /* IPv6: address (no DAD) and route via a gateway; the host's IPv6 route prefixes (not the default routes,
  * which are reported in *default_route_out). */
