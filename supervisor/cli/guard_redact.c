@@ -324,7 +324,9 @@ static int redact_main(int argc, char **argv) {
   int r = guard_create(&guard_options, &guard, &err);
   secret_list_free(&secrets);
   if (r < 0) {
-    fprintf(stderr, "dome guard redact: %s\n", err.message);
+    /* name the flag the bad value came from */
+    const char *flag = strstr(err.message, "field classification") ? "--classification: " : "";
+    fprintf(stderr, "dome guard redact: %s%s\n", flag, err.message);
     return DOME_EXIT_FAILURE;
   }
   if (json_input) {
