@@ -83,11 +83,14 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   if ((rc = size_field(fields, "output_limit", &quota.output_bytes, err)) < 0) return rc;
   json_t *v;
   if ((v = json_object_get(fields, "cpus"))) {
+    /* the jail's own range (jail_run: 0.01 .. 4096 CPUs), the whole text a number */
+    char *end = NULL;
     double cpus = json_is_number(v)   ? json_number_value(v)
-                  : json_is_string(v) ? strtod(json_string_value(v), NULL)
+                  : json_is_string(v) ? strtod(json_string_value(v), &end)
                                       : -1;
-    if (!(cpus > 0 && cpus <= 1024))
-      return dome_error_set(err, EINVAL, "--cpus: expected a number in (0, 1024]");
+    if (json_is_string(v) && (end == json_string_value(v) || *end)) cpus = -1;
+    if (!(cpus >= 0.01 && cpus <= 4096))
+      return dome_error_set(err, EINVAL, "--cpus: expected a number of CPUs between 0.01 and 4096");
     quota.cpus = cpus;
   }
   if ((v = json_object_get(fields, "pids"))) {

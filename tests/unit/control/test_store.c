@@ -125,6 +125,19 @@ static void test_quotas(void **state) {
   json_decref(fields);
   control_quota_get(store, "code-execution", &quota); /* unchanged by the failures */
   assert_int_equal(quota.memory_bytes, 512u << 20);
+  /* --cpus: the jail's own range, the whole text a number (nothing changes when refused) */
+  static const char *const bad_cpus[] = {"0", "0.001", "5000", "2abc", ""};
+  for (size_t i = 0; i < sizeof bad_cpus / sizeof bad_cpus[0]; i++) {
+    fields = json_pack("{s:s}", "cpus", bad_cpus[i]);
+    assert_int_equal(control_quota_set(store, "code-execution", fields, &err), -EINVAL);
+    assert_non_null(strstr(err.message, "--cpus"));
+    json_decref(fields);
+  }
+  fields = json_pack("{s:s}", "cpus", "2048");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), 0);
+  json_decref(fields);
+  control_quota_get(store, "code-execution", &quota);
+  assert_true(quota.cpus == 2048.0);
   /* the capability's egress byte quota: a size, 0 hands it back to domed's egress_quota */
   assert_int_equal(quota.egress_bytes, 0);
   fields = json_pack("{s:s}", "egress_bytes", "64M");
