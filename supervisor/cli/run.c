@@ -21,38 +21,39 @@
 #define MAX_ENV 256
 
 static void usage(FILE *out) {
-  fprintf(out,
-          "usage: dome run [options] -- PROGRAM [ARG...]\n"
-          "\n"
-          "Run PROGRAM in a fresh jail (namespaces, cgroup leaf, seccomp, Landlock, no capabilities) and\n"
-          "remove the jail afterwards. Without --json, output passes through and dome exits with the\n"
-          "program's status (128+N for signal N, 124 on timeout); 125 is dome's own failure.\n"
-          "\n"
-          "options (sizes in bytes or with K/M/G; times in seconds, decimals allowed):\n"
-          "  --image NAME           image (default host-ro; others from $DOME_IMAGE_STORE or %s)\n"
-          "  --memory SIZE          memory limit (default 256M)\n"
-          "  --cpus N               CPU quota in CPUs (default 1)\n"
-          "  --pids N               process limit (default 64)\n"
-          "  --timeout SEC          wall-clock limit (default 10)\n"
-          "  --workspace DIR        host directory copied in as /workspace (default: empty)\n"
-          "  --copy-out             copy files created or modified in /workspace back to DIR (through\n"
-          "                         the directory opened before the run, never following symlinks):\n"
-          "                         files 0644, directories 0755 (never executable), at most the\n"
-          "                         workspace size and 4096 entries; never .git/.hg/.svn paths, git\n"
-          "                         repository layouts or names that are not UTF-8 (see copy_out_errors)\n"
-          "  --workspace-size SIZE  size of /workspace and /tmp (default 64M)\n"
-          "  --output-limit SIZE    bytes kept per stream (default 1M)\n"
-          "  --env KEY=VALUE        environment of the program (repeatable); nothing of the caller's is passed,\n"
-          "                         only PATH, HOME=/tmp and LANG=C.UTF-8 unless given here\n"
-          "  --stdin                forward dome's stdin to the program (default: /dev/null)\n"
-          "  --json                 print one JSON object with the result instead\n"
-          "  --rules FILE           enforce Cedar fs/net rules (with the shipped baseline) compiled for\n"
-          "                         --agent NAME, in the kernel; refusals are listed in `denials`\n"
-          "  --agent NAME           the agent (Dome::Agent::\"NAME\") the rules are compiled for\n"
-          "  --entities FILE        the agent's entity data (JSON entities; default: none)\n"
-          "  --allow-degraded       run even when Landlock cannot express a file rule (a forbid inside a\n"
-          "                         permitted subtree, on hosts without BPF-LSM); recorded in the result\n",
-          JAIL_DEFAULT_IMAGE_STORE);
+  fprintf(
+      out,
+      "usage: dome run [options] -- PROGRAM [ARG...]\n"
+      "\n"
+      "Run PROGRAM in a fresh jail (namespaces, cgroup leaf, seccomp, Landlock, no capabilities) and\n"
+      "remove the jail afterwards. Without --json, output passes through and dome exits with the\n"
+      "program's status (128+N for signal N, 124 on timeout); 125 is dome's own failure.\n"
+      "\n"
+      "options (sizes in bytes or with K/M/G; times in seconds, decimals allowed):\n"
+      "  --image NAME           image (default host-ro; others from $DOME_IMAGE_STORE or %s)\n"
+      "  --memory SIZE          memory limit (default 256M)\n"
+      "  --cpus N               CPU quota in CPUs (default 1)\n"
+      "  --pids N               process limit (default 64)\n"
+      "  --timeout SEC          wall-clock limit (default 10)\n"
+      "  --workspace DIR        host directory copied in as /workspace (default: empty)\n"
+      "  --copy-out             copy files created or modified in /workspace back to DIR (through\n"
+      "                         the directory opened before the run, never following symlinks):\n"
+      "                         files 0644, directories 0755 (never executable), at most the\n"
+      "                         workspace size and 4096 entries; never .git/.hg/.svn paths, git\n"
+      "                         repository layouts or names that are not UTF-8 (see copy_out_errors)\n"
+      "  --workspace-size SIZE  size of /workspace and /tmp (default 64M)\n"
+      "  --output-limit SIZE    bytes kept per stream (default 1M)\n"
+      "  --env KEY=VALUE        environment of the program (repeatable); nothing of the caller's is passed,\n"
+      "                         only PATH, HOME=/tmp and LANG=C.UTF-8 unless given here\n"
+      "  --stdin                forward dome's stdin to the program (default: /dev/null)\n"
+      "  --json                 print one JSON object with the result instead\n"
+      "  --rules FILE           enforce Cedar fs/net rules (with the shipped baseline) compiled for\n"
+      "                         --agent NAME, in the kernel; refusals are listed in `denials`\n"
+      "  --agent NAME           the agent (Dome::Agent::\"NAME\") the rules are compiled for\n"
+      "  --entities FILE        the agent's entity data (JSON entities; default: none)\n"
+      "  --allow-degraded       run even when Landlock cannot express a file rule (a forbid inside a\n"
+      "                         permitted subtree, on hosts without BPF-LSM); recorded in the result\n",
+      JAIL_DEFAULT_IMAGE_STORE);
 }
 
 static int bad(const char *flag, const char *message) {
