@@ -42,11 +42,12 @@ enum mask_index {
 
 /* The classes of exactly one byte, X(class, byte), for the vector classifiers (prefilter.c,
  * prefilter_super.c) and the byte table. */
-#define GUARD_SINGLE_BYTE_CLASSES(X)                                                               \
-  X(M_DOT, '.')                                                                                    \
-  X(M_DASH, '-')                                                                                   \
-  X(M_SPACE, ' ') X(M_COLON, ':') X(M_PLUS, '+') X(M_LPAREN, '(') X(M_RPAREN, ')') X(M_TILDE, '~') \
-      X(M_SLASH, '/') X(M_UNDERSCORE, '_') X(M_NEWLINE, '\n') X(M_EQUALS, '=') X(M_AT, '@')
+// clang-format off
+#define GUARD_SINGLE_BYTE_CLASSES(X)                                                        \
+  X(M_DOT, '.') X(M_DASH, '-') X(M_SPACE, ' ') X(M_COLON, ':') X(M_PLUS, '+')               \
+  X(M_LPAREN, '(') X(M_RPAREN, ')') X(M_TILDE, '~') X(M_SLASH, '/') X(M_UNDERSCORE, '_')    \
+  X(M_NEWLINE, '\n') X(M_EQUALS, '=') X(M_AT, '@')
+// clang-format on
 
 /* Bit k set when a byte is in class k (guard_prefilter_init fills it). */
 extern uint32_t guard_byte_classes[256];
