@@ -162,6 +162,7 @@ typedef struct journal_verify_result {
   uint64_t last_seq;         /* last seq seen */
   uint64_t checkpoints;      /* signatures checked */
   uint64_t signed_tree_size; /* tree size of the last valid checkpoint (events it vouches for) */
+  uint64_t checkpoint_seq;   /* seq of that checkpoint event itself (signed_tree_size + 1), 0 if none */
   uint64_t segments;
   uint64_t json_bytes;       /* uncompressed bytes of event lines */
   uint64_t compressed_bytes; /* bytes of segment files */

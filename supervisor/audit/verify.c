@@ -206,6 +206,7 @@ static int ordered_pass(verifier *v, const char *content, const uint32_t *offset
       v->last_good_checkpoint = seq - 1;
       v->result->checkpoints++;
       v->result->signed_tree_size = seq - 1;
+      v->result->checkpoint_seq = seq;
     }
     size_t run = i + 1; /* lines up to the next checkpoint go into the tree together */
     while (run < n && !checkpoint[run]) run++;
