@@ -325,20 +325,16 @@ static int apply_v1(const struct jail_leaf *leaf, const struct jail_limits *limi
     uint64_t expected = limits->memory_bytes / (uint64_t)page * (uint64_t)page;
     int r = set_checked(memory, "memory.limit_in_bytes", limits->memory_bytes, expected, err);
     if (r < 0) return r;
-    /* With swap accounting, memory+swap = memory means no swap at all. */
+    /* With swap accounting, memory+swap = memory means no swap at all (the file exists only with swap
+     * accounting: its absence, ENOENT at open, is no error). */
     dome_error ignored;
-    char probe[32];
-    if (read_file(memory, "memory.memsw.limit_in_bytes", probe, sizeof probe) >= 0) {
-      r = set_checked(memory, "memory.memsw.limit_in_bytes", limits->memory_bytes, expected, err);
-      if (r < 0) return r;
-    }
+    r = set_checked(memory, "memory.memsw.limit_in_bytes", limits->memory_bytes, expected, err);
+    if (r < 0 && r != -ENOENT) return r;
     write_file(memory, "memory.swappiness", "0", &ignored);
     /* v1 does not charge TCP socket buffers to the memcg unless a tcp limit is set (memory.rst 2.7.1):
      * setting it turns accounting on, so loopback buffers count against the jail's memory. */
-    if (read_file(memory, "memory.kmem.tcp.limit_in_bytes", probe, sizeof probe) >= 0) {
-      r = set_checked(memory, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes, expected, err);
-      if (r < 0) return r;
-    }
+    r = set_checked(memory, "memory.kmem.tcp.limit_in_bytes", limits->memory_bytes, expected, err);
+    if (r < 0 && r != -ENOENT) return r;
   }
   struct cgroup_dir pids = v1_dir(leaf, JAIL_V1_PIDS);
   if (pids.path[0]) {
