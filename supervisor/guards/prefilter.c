@@ -314,23 +314,8 @@ static inline __attribute__((always_inline)) void scan_step(const char *data, si
      * through each name and lands on the byte after it. */
     uint64_t S = (cur->m[M_NEWLINE] << 1 | (before >> M_NEWLINE & 1)) &
                  (cur->m[M_UPPER] | cur->m[M_UNDERSCORE]) & valid;
-    if (S) {
-      u128 N = WIDE(M_UPPER) | WIDE(M_DIGIT) | WIDE(M_UNDERSCORE);
-      u128 sum = N + S;
-      u128 ends = sum & ~N & WIDE(M_EQUALS);
-      for (u128 rest = ends; rest; rest &= rest - 1) {
-        uint64_t low = (uint64_t)rest;
-        unsigned q =
-            low ? (unsigned)__builtin_ctzll(low) : 64 + (unsigned)__builtin_ctzll((uint64_t)(rest >> 64));
-        uint64_t starts = q >= 64 ? S : S & (((uint64_t)1 << q) - 1);
-        size_t p = o + 63 - (size_t)__builtin_clzll(starts);
-        hit(context, GUARD_TRIGGER_ENV, p, p + 1);
-      }
-      if (sum < N) { /* the last name runs past the 128 bytes seen: its '=' may follow */
-        size_t p = o + 63 - (size_t)__builtin_clzll(S);
-        hit(context, GUARD_TRIGGER_ENV, p, p + 1);
-      }
-    }
+    if (S)
+      env_name_ends(S, WIDE(M_UPPER) | WIDE(M_DIGIT) | WIDE(M_UNDERSCORE), WIDE(M_EQUALS), o, hit, context);
   }
 }
 

@@ -94,6 +94,28 @@ static inline bool alnum_before(const char *data, size_t at) {
 
 typedef unsigned __int128 u128;
 
+/* The env shape's candidates in 64 bytes at offset o: S holds the line starts that begin a name, N the name
+ * characters and `equals` the '=' bytes of those 64 and the next 64. Adding S to N carries through each
+ * name and lands on the byte after it: every name that ends on an '=' reports its line start, and a name
+ * that runs past the 128 bytes seen (its '=' may follow) reports the last start. */
+static inline __attribute__((always_inline)) void env_name_ends(uint64_t S, u128 N, u128 equals, size_t o,
+                                                                guard_prefilter_hit_fn hit, void *context) {
+  u128 sum = N + S;
+  u128 ends = sum & ~N & equals;
+  for (u128 rest = ends; rest; rest &= rest - 1) {
+    uint64_t low = (uint64_t)rest;
+    unsigned q =
+        low ? (unsigned)__builtin_ctzll(low) : 64 + (unsigned)__builtin_ctzll((uint64_t)(rest >> 64));
+    uint64_t starts = q >= 64 ? S : S & (((uint64_t)1 << q) - 1);
+    size_t p = o + 63 - (size_t)__builtin_clzll(starts);
+    hit(context, GUARD_TRIGGER_ENV, p, p + 1);
+  }
+  if (sum < N) {
+    size_t p = o + 63 - (size_t)__builtin_clzll(S);
+    hit(context, GUARD_TRIGGER_ENV, p, p + 1);
+  }
+}
+
 /* The byte classes each shape reads. */
 static inline __attribute__((always_inline)) uint32_t classes_needed(unsigned kinds) {
   uint32_t need = 1u << M_DIGIT;

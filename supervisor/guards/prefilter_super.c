@@ -132,24 +132,9 @@ static inline __attribute__((always_inline)) void lane_follow_up(
   }
   if (kinds & 1u << GUARD_TRIGGER_HOME)
     EACH_BIT(r->tilde[j], i) hit(context, GUARD_TRIGGER_HOME, o + i, o + i + 1);
-  if (kinds & 1u << GUARD_TRIGGER_ENV && r->env[j]) {
-    uint64_t S = r->env[j];
-    u128 N = (u128)r->name_lo[j] | (u128)r->name_hi[j] << 64;
-    u128 sum = N + S;
-    u128 ends = sum & ~N & ((u128)r->equals_lo[j] | (u128)r->equals_hi[j] << 64);
-    for (u128 rest = ends; rest; rest &= rest - 1) {
-      uint64_t low = (uint64_t)rest;
-      unsigned q =
-          low ? (unsigned)__builtin_ctzll(low) : 64 + (unsigned)__builtin_ctzll((uint64_t)(rest >> 64));
-      uint64_t starts = q >= 64 ? S : S & (((uint64_t)1 << q) - 1);
-      size_t p = o + 63 - (size_t)__builtin_clzll(starts);
-      hit(context, GUARD_TRIGGER_ENV, p, p + 1);
-    }
-    if (sum < N) {
-      size_t p = o + 63 - (size_t)__builtin_clzll(S);
-      hit(context, GUARD_TRIGGER_ENV, p, p + 1);
-    }
-  }
+  if (kinds & 1u << GUARD_TRIGGER_ENV && r->env[j])
+    env_name_ends(r->env[j], (u128)r->name_lo[j] | (u128)r->name_hi[j] << 64,
+                  (u128)r->equals_lo[j] | (u128)r->equals_hi[j] << 64, o, hit, context);
 }
 
 /* Test the shapes of the superblock at o (masks `cs`, the next superblock's `ns`). */
