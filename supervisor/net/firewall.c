@@ -230,25 +230,34 @@ static bool names_own_address6(const struct dome_net_filter6 *f, const struct ne
   return false;
 }
 
+/* The accept rule of one permitted (prefix, protocol, ports) of jail `slot`; `family` is "ip" or "ip6" and
+ * `prefix` the address as text. */
+static int append_accept(char **commands, size_t *used, size_t *capacity, uint32_t slot, const char *family,
+                         const char *prefix, unsigned length, int protocol_number, unsigned port_first,
+                         unsigned port_last) {
+  const char *protocol = protocol_number == DOME_PROTOCOL_TCP ? "tcp" : "udp";
+  if (port_first == 0 && port_last == 65535)
+    return append(commands, used, capacity,
+                  "add rule inet " DOME_NET_TABLE
+                  " jail%u %s daddr %s/%u meta l4proto %s counter name \"jail%u_conn\" accept\n",
+                  slot, family, prefix, length, protocol, slot);
+  if (port_first == port_last)
+    return append(commands, used, capacity,
+                  "add rule inet " DOME_NET_TABLE
+                  " jail%u %s daddr %s/%u %s dport %u counter name \"jail%u_conn\" accept\n",
+                  slot, family, prefix, length, protocol, port_first, slot);
+  return append(commands, used, capacity,
+                "add rule inet " DOME_NET_TABLE
+                " jail%u %s daddr %s/%u %s dport %u-%u counter name \"jail%u_conn\" accept\n",
+                slot, family, prefix, length, protocol, port_first, port_last, slot);
+}
+
 static int append_filter6(char **commands, size_t *used, size_t *capacity, uint32_t slot,
                           const struct dome_net_filter6 *f) {
   char prefix[INET6_ADDRSTRLEN];
-  const char *protocol = f->protocol == DOME_PROTOCOL_TCP ? "tcp" : "udp";
   inet_ntop(AF_INET6, f->prefix.address, prefix, sizeof prefix);
-  if (f->port_first == 0 && f->port_last == 65535)
-    return append(commands, used, capacity,
-                  "add rule inet " DOME_NET_TABLE
-                  " jail%u ip6 daddr %s/%u meta l4proto %s counter name \"jail%u_conn\" accept\n",
-                  slot, prefix, f->prefix.length, protocol, slot);
-  if (f->port_first == f->port_last)
-    return append(commands, used, capacity,
-                  "add rule inet " DOME_NET_TABLE
-                  " jail%u ip6 daddr %s/%u %s dport %u counter name \"jail%u_conn\" accept\n",
-                  slot, prefix, f->prefix.length, protocol, f->port_first, slot);
-  return append(commands, used, capacity,
-                "add rule inet " DOME_NET_TABLE
-                " jail%u ip6 daddr %s/%u %s dport %u-%u counter name \"jail%u_conn\" accept\n",
-                slot, prefix, f->prefix.length, protocol, f->port_first, f->port_last, slot);
+  return append_accept(commands, used, capacity, slot, "ip6", prefix, f->prefix.length, f->protocol,
+                       f->port_first, f->port_last);
 }
 
 static bool names_own_address(const struct dome_net_filter *f, const struct net_local_address *own,
@@ -263,22 +272,9 @@ static bool names_own_address(const struct dome_net_filter *f, const struct net_
 static int append_filter(char **commands, size_t *used, size_t *capacity, uint32_t slot,
                          const struct dome_net_filter *f) {
   char prefix[16];
-  const char *protocol = f->protocol == DOME_PROTOCOL_TCP ? "tcp" : "udp";
   net_format_ipv4(f->prefix.address, prefix);
-  if (f->port_first == 0 && f->port_last == 65535)
-    return append(commands, used, capacity,
-                  "add rule inet " DOME_NET_TABLE
-                  " jail%u ip daddr %s/%u meta l4proto %s counter name \"jail%u_conn\" accept\n",
-                  slot, prefix, f->prefix.length, protocol, slot);
-  if (f->port_first == f->port_last)
-    return append(commands, used, capacity,
-                  "add rule inet " DOME_NET_TABLE
-                  " jail%u ip daddr %s/%u %s dport %u counter name \"jail%u_conn\" accept\n",
-                  slot, prefix, f->prefix.length, protocol, f->port_first, slot);
-  return append(commands, used, capacity,
-                "add rule inet " DOME_NET_TABLE
-                " jail%u ip daddr %s/%u %s dport %u-%u counter name \"jail%u_conn\" accept\n",
-                slot, prefix, f->prefix.length, protocol, f->port_first, f->port_last, slot);
+  return append_accept(commands, used, capacity, slot, "ip", prefix, f->prefix.length, f->protocol,
+                       f->port_first, f->port_last);
 }
 
 /* A rejection of the jail chain, counted (its argument: the slot). */
