@@ -208,44 +208,35 @@ int net_uplink_open(struct dome_net *net, const struct dome_net_config *config, 
 
 /* ---- one jail ---- */
 
-static void state_path(const struct dome_net *net, uint32_t slot, char *out, size_t size) {
-  snprintf(out, size, "%s/uplink-%u", net->state_dir, slot);
+struct uplink_slot {
+  const struct dome_net *net;
+  const struct stat *netns;
+};
+
+/* An uplink slot's record: the mode, the uplink and the device:inode of the jail's namespace, by which
+ * reclaim finds an orphan still holding it. */
+static int uplink_slot_text(uint32_t slot, char *text, size_t size, void *context) {
+  (void)slot;
+  const struct uplink_slot *u = context;
+  return snprintf(text, size, "%s %s %llu:%llu\n", dome_net_mode_name(u->net->mode), u->net->uplink,
+                  (unsigned long long)u->netns->st_dev, (unsigned long long)u->netns->st_ino);
 }
 
 static int slot_take(struct dome_net *net, struct dome_net_jail *jail, const struct stat *netns,
                      dome_error *err) {
-  for (uint32_t slot = 0; slot < net->slot_count; slot++) {
-    if (net->slot_used[slot]) continue;
-    char path[PATH_MAX + 32], content[128];
-    state_path(net, slot, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      if (errno == EEXIST) continue;
-      return dome_error_set_errno(err, errno, "record slot in `%s`", path);
-    }
-    int n = snprintf(content, sizeof content, "%s %s %llu:%llu\n", dome_net_mode_name(net->mode), net->uplink,
-                     (unsigned long long)netns->st_dev, (unsigned long long)netns->st_ino);
-    ssize_t written = write(fd, content, (size_t)n);
-    close(fd);
-    if (written != n) {
-      unlink(path);
-      return dome_error_set_errno(err, errno ? errno : EIO, "record slot in `%s`", path);
-    }
-    net->slot_used[slot] = 1;
-    jail->slot = slot;
-    jail->address = net->uplink_pool.address + slot;
-    jail->gateway = net->uplink_gateway;
-    snprintf(jail->link_name, sizeof jail->link_name, JAIL_LINK_NAME);
-    return 0;
-  }
-  return dome_error_set(err, ENOSPC, "address pool (net_uplink_pool) exhausted");
+  struct uplink_slot u = {net, netns};
+  int slot =
+      net_slot_take(net, "uplink", 0, uplink_slot_text, &u, "address pool (net_uplink_pool) exhausted", err);
+  if (slot < 0) return slot;
+  jail->slot = (uint32_t)slot;
+  jail->address = net->uplink_pool.address + jail->slot;
+  jail->gateway = net->uplink_gateway;
+  snprintf(jail->link_name, sizeof jail->link_name, JAIL_LINK_NAME);
+  return 0;
 }
 
 static void slot_release(struct dome_net *net, uint32_t slot) {
-  char path[PATH_MAX + 32];
-  state_path(net, slot, path, sizeof path);
-  unlink(path);
-  net->slot_used[slot] = 0;
+  net_slot_release(net, "uplink", slot);
 }
 
 struct jail_side {

@@ -14,45 +14,67 @@
 
 #define JAIL_LINK_NAME "eth0"
 
-static void slot_path(const struct dome_net *net, uint32_t slot, char *out, size_t size) {
-  snprintf(out, size, "%s/slot-%u", net->state_dir, slot);
-}
-
-/* Take the lowest free slot and record it (O_EXCL: a second supervisor on the same state directory
- * cannot take it too). The file names the egress-side link so that reclaim can remove it. */
-static int slot_take(struct dome_net *net, struct dome_net_jail *jail, dome_error *err) {
-  for (uint32_t slot = 1; slot < net->slot_count; slot++) {
+int net_slot_take(struct dome_net *net, const char *prefix, uint32_t first, net_slot_text_fn text,
+                  void *context, const char *exhausted, dome_error *err) {
+  for (uint32_t slot = first; slot < net->slot_count; slot++) {
     if (net->slot_used[slot]) continue;
-    char path[PATH_MAX + 32], content[64];
-    slot_path(net, slot, path, sizeof path);
+    char path[PATH_MAX + 32], content[160];
+    snprintf(path, sizeof path, "%s/%s-%u", net->state_dir, prefix, slot);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
       if (errno == EEXIST) continue;
       return dome_error_set_errno(err, errno, "record slot in `%s`", path);
     }
-    snprintf(jail->link_name, sizeof jail->link_name, DOME_NET_LINK_PREFIX "%u", slot);
-    int n = snprintf(content, sizeof content, "%s %s\n",
-                     net->mode == DOME_NET_MODE_ROUTED ? "routed" : "user", jail->link_name);
-    ssize_t written = write(fd, content, (size_t)n);
+    int n = text(slot, content, sizeof content, context);
+    ssize_t written = n > 0 && (size_t)n < sizeof content ? write(fd, content, (size_t)n) : -1;
     close(fd);
     if (written != n) {
       unlink(path);
       return dome_error_set_errno(err, errno ? errno : EIO, "record slot in `%s`", path);
     }
     net->slot_used[slot] = 1;
-    jail->slot = slot;
-    if (jail->has_ipv6 && dome_net_slot_addresses6(net->pool6, slot, jail->gateway6, jail->address6, err) < 0)
-      return -ERANGE;
-    return dome_net_slot_addresses(net->pool, net->block_length, slot, &jail->gateway, &jail->address, err);
+    return (int)slot;
   }
-  return dome_error_set(err, ENOSPC, "address pool exhausted (%u jails)", net->slot_count - 1);
+  return dome_error_set(err, ENOSPC, "%s", exhausted);
+}
+
+void net_slot_release(struct dome_net *net, const char *prefix, uint32_t slot) {
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/%s-%u", net->state_dir, prefix, slot);
+  unlink(path);
+  net->slot_used[slot] = 0;
+}
+
+struct veth_slot {
+  const struct dome_net *net;
+  struct dome_net_jail *jail;
+};
+
+/* A veth slot's record: the mode and the egress-side link's name, which reclaim removes. */
+static int veth_slot_text(uint32_t slot, char *text, size_t size, void *context) {
+  struct veth_slot *v = context;
+  snprintf(v->jail->link_name, sizeof v->jail->link_name, DOME_NET_LINK_PREFIX "%u", slot);
+  return snprintf(text, size, "%s %s\n", v->net->mode == DOME_NET_MODE_ROUTED ? "routed" : "user",
+                  v->jail->link_name);
+}
+
+/* Take the lowest free slot (slot 0 is the egress side's own addresses) and its addresses. */
+static int slot_take(struct dome_net *net, struct dome_net_jail *jail, dome_error *err) {
+  char exhausted[64];
+  snprintf(exhausted, sizeof exhausted, "address pool exhausted (%u jails)", net->slot_count - 1);
+  struct veth_slot v = {net, jail};
+  int slot = net_slot_take(net, "slot", 1, veth_slot_text, &v, exhausted, err);
+  if (slot < 0) return slot;
+  jail->slot = (uint32_t)slot;
+  if (jail->has_ipv6 &&
+      dome_net_slot_addresses6(net->pool6, jail->slot, jail->gateway6, jail->address6, err) < 0)
+    return -ERANGE;
+  return dome_net_slot_addresses(net->pool, net->block_length, jail->slot, &jail->gateway, &jail->address,
+                                 err);
 }
 
 static void slot_release(struct dome_net *net, uint32_t slot) {
-  char path[PATH_MAX + 32];
-  slot_path(net, slot, path, sizeof path);
-  unlink(path);
-  net->slot_used[slot] = 0;
+  net_slot_release(net, "slot", slot);
 }
 
 struct egress_side {

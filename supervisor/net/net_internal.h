@@ -59,6 +59,16 @@ struct dome_net {
   pthread_mutex_t lock; /* serializes set-up, teardown and counting (shared sockets, slots, list) */
 };
 
+/* Jail slots (jail.c): slot n of a mode is held by the file <state_dir>/<prefix>-<n>, created O_EXCL (a
+ * second supervisor on the same state directory cannot take it too) and holding what reclaim needs after a
+ * crash, as text(slot, buffer, size, context) writes it (its length, or < 0). net_slot_take takes the lowest
+ * free slot from `first`: the slot, or -ENOSPC (`exhausted` as the message) or -errno creating or writing
+ * the file. net_slot_release removes the file and frees the slot. */
+typedef int (*net_slot_text_fn)(uint32_t slot, char *text, size_t size, void *context);
+int net_slot_take(struct dome_net *net, const char *prefix, uint32_t first, net_slot_text_fn text,
+                  void *context, const char *exhausted, dome_error *err);
+void net_slot_release(struct dome_net *net, const char *prefix, uint32_t slot);
+
 /* Run fn(arg, err) with the calling thread's network namespace switched to netns_fd: in a short-lived
  * thread (setns(2) CLONE_NEWNET affects only that thread). netns_fd < 0 runs fn here, unchanged. */
 typedef int (*net_netns_fn)(void *arg, dome_error *err);
