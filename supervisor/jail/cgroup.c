@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -585,9 +586,16 @@ void jail_cgroup_read_stats(const struct jail_leaf *leaf, struct jail_cgroup_sta
 }
 
 bool jail_cgroup_has_pids_peak(const struct jail_leaf *leaf) {
-  struct cgroup_dir pids = pids_dir(leaf);
-  uint64_t value;
-  return pids.path[0] && read_u64(pids, "pids.peak", &value) == 0;
+  /* a property of the kernel: read at the first leaf, then remembered (-1: not known yet) */
+  static _Atomic int known = -1;
+  int has = atomic_load(&known);
+  if (has < 0) {
+    struct cgroup_dir pids = pids_dir(leaf);
+    uint64_t value;
+    has = pids.path[0] && read_u64(pids, "pids.peak", &value) == 0;
+    atomic_store(&known, has);
+  }
+  return has;
 }
 
 static bool leaf_empty(const char *dir) {

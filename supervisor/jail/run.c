@@ -93,9 +93,16 @@ static unsigned host_id_hint(pid_t pid, unsigned seq) {
   return ((unsigned)pid + seq * 40503u) % JAIL_HOST_ID_COUNT;
 }
 
+/* What every jail of this process needs from /proc and that does not change while it runs: read once. */
+static struct {
+  uintptr_t arg_start, arg_end, env_start, env_end; /* 0 when unknown */
+  int last_capability;
+} process_facts;
+static pthread_once_t process_facts_once = PTHREAD_ONCE_INIT;
+
 /* arg_start, arg_end, env_start, env_end of this process: fields 48..51 of /proc/self/stat (proc(5)),
  * counted after the `)` that closes the command name. Left 0 when unreadable. */
-static void read_arg_areas(struct jail_plan *plan) {
+static void read_arg_areas(void) {
   char text[2048];
   _cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
   ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
@@ -112,10 +119,10 @@ static void read_arg_areas(struct jail_plan *plan) {
     if (field == 51) break;
   }
   if (field < 51 || value[0] > value[1] || value[2] > value[3]) return;
-  plan->arg_start = (uintptr_t)value[0];
-  plan->arg_end = (uintptr_t)value[1];
-  plan->env_start = (uintptr_t)value[2];
-  plan->env_end = (uintptr_t)value[3];
+  process_facts.arg_start = (uintptr_t)value[0];
+  process_facts.arg_end = (uintptr_t)value[1];
+  process_facts.env_start = (uintptr_t)value[2];
+  process_facts.env_end = (uintptr_t)value[3];
 }
 
 static int validate(const struct jail_config *c, dome_error *err) {
@@ -162,6 +169,11 @@ static int last_capability(void) {
   text[n] = '\0';
   int value = atoi(text);
   return value > 0 && value < 64 ? value : 63;
+}
+
+static void read_process_facts(void) {
+  read_arg_areas();
+  process_facts.last_capability = last_capability();
 }
 
 /* Workspace entries in the child's staging view: parents first, then each file. */
@@ -638,8 +650,12 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.seccomp = seccomp;
   plan.fsize_limit = workspace_bytes;
   plan.nofile_limit = 1024;
-  plan.last_capability = last_capability();
-  read_arg_areas(&plan);
+  pthread_once(&process_facts_once, read_process_facts);
+  plan.last_capability = process_facts.last_capability;
+  plan.arg_start = process_facts.arg_start;
+  plan.arg_end = process_facts.arg_end;
+  plan.env_start = process_facts.env_start;
+  plan.env_end = process_facts.env_end;
 
   struct clone_args args;
   memset(&args, 0, sizeof args);
