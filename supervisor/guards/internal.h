@@ -158,9 +158,6 @@ extern const size_t guard_home_root_count;
  * continue the keyword there, 1 when one may, -1 when the bytes up to `length` do not decide it. */
 int guard_precheck_assignment(const char *data, size_t length, size_t at);
 
-/* Shannon entropy of bytes in bits per byte. */
-double guard_shannon_entropy(const char *data, size_t length);
-
 /* HMAC-SHA-256 of data under the guard's key, as 64 lower-case hex digits + NUL. */
 void guard_hmac_hex(const struct guard *guard, const void *data, size_t length, char out[65]);
 

@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/platform/x86.h>
 
 #include "supervisor/guards/prefilter.h"
 
@@ -67,10 +68,13 @@ static bool have_avx512, have_avx2, have_vbmi2;
 static void init_once(void) {
   for (int c = 0; c < 256; c++) guard_byte_classes[c] = byte_class((unsigned char)c);
 #ifdef HAVE_AVX512BW
-  __builtin_cpu_init();
-  have_avx512 = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f");
-  have_avx2 = __builtin_cpu_supports("avx2");
-  have_vbmi2 = have_avx512 && __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vbmi2");
+  /* glibc's answer (<sys/platform/x86.h>, glibc 2.33): what its loader found at start-up and the kernel
+   * enabled (XSAVE state), read from memory. Not GCC's __builtin_cpu_supports: that links libgcc's
+   * constructor, which runs its CPUID probe in every dome process — a VM exit per CPUID instruction on a
+   * virtual machine (~5 us each here), paid by `dome run` too, which never scans. */
+  have_avx512 = CPU_FEATURE_ACTIVE(AVX512BW) && CPU_FEATURE_ACTIVE(AVX512F);
+  have_avx2 = CPU_FEATURE_ACTIVE(AVX2);
+  have_vbmi2 = have_avx512 && CPU_FEATURE_ACTIVE(AVX512_VBMI) && CPU_FEATURE_ACTIVE(AVX512_VBMI2);
 #endif
 }
 

@@ -2,24 +2,21 @@
  * the jail's path view), and the HMAC of redacted values. */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <math.h>
 #include <stdlib.h>
 #include <sodium.h>
 #include <string.h>
 
+#include "guards_log2_table.h" /* $(BUILD)/gen: static const double guard_log2_of[] */
+#include "supervisor/guards/entropy.h"
 #include "supervisor/guards/internal.h"
 
 double guard_shannon_entropy(const char *data, size_t length) {
-  if (length == 0) return 0.0;
-  size_t counts[256] = {0};
+  if (length == 0 || length > GUARD_ENTROPY_MAX_LENGTH) return 0.0;
+  unsigned counts[256] = {0};
   for (size_t i = 0; i < length; i++) counts[(unsigned char)data[i]]++;
-  double entropy = 0.0;
-  for (int c = 0; c < 256; c++) {
-    if (counts[c] == 0) continue;
-    double p = (double)counts[c] / (double)length;
-    entropy -= p * log2(p);
-  }
-  return entropy;
+  double weighted = 0.0;
+  for (int c = 0; c < 256; c++) weighted += counts[c] * guard_log2_of[counts[c]];
+  return guard_log2_of[length] - weighted / (double)length;
 }
 
 void guard_hmac_hex(const struct guard *guard, const void *data, size_t length, char out[65]) {
