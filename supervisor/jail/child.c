@@ -3,17 +3,18 @@
  * malloc, no stdio, no locks. Everything it needs was prepared by the parent in struct jail_plan.
  *
  * Order and why:
- *  1. what needs no ids (capabilities in the new user namespace suffice): signal dispositions, hostname,
- *     loopback up, mounts made private; meanwhile the parent writes uid_map/gid_map. Then wait for
- *     SYNC_GO: the ids are mapped.
+ *  1. what needs no ids (capabilities in the new user namespace suffice): the network namespace helper
+ *     started (or, when clone3 made the namespace, loopback up), signal dispositions, hostname, mounts
+ *     made private; meanwhile the parent writes uid_map/gid_map. Then wait for SYNC_GO: the ids are
+ *     mapped.
  *  2. mounts in the new mount namespace, assembled under JAIL_STAGING.
  *  3. wait for the second SYNC_GO, which brings the v1 cgroup leaves the parent made meanwhile (we join
  *     them); the parent has placed us in the cgroup2 leaf if needed and run the
  *     on_namespaces_ready hook; new cgroup namespace (rooted at the leaves); workspace files (charged to
  *     the jail); pivot_root: the host's tree is detached entirely, so no path (and no "..") leads back.
- *  4. Landlock ruleset, rlimits, new session, stdio, close every other fd (a leaked host fd is the
- *     CVE-2024-21626 escape), capabilities and securebits, no_new_privs, Landlock, seccomp last (it
- *     refuses the mount and namespace calls used above).
+ *  4. rlimits, new session, the helper's network namespace joined, stdio, close every other fd (a leaked
+ *     host fd is the CVE-2024-21626 escape), Landlock ruleset, capabilities and securebits, no_new_privs,
+ *     Landlock, seccomp last (it refuses the mount and namespace calls used above).
  *  5. fork: the child execs the program, this process stays as the jail's init (run_init). */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -34,6 +36,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 #include <unistd.h>
 
 #include "supervisor/jail/internal.h"
@@ -74,6 +80,97 @@ __attribute__((noreturn)) static void fail(const struct jail_plan *plan, int err
   }
   send(plan->sync_fd, &message, sizeof message, MSG_NOSIGNAL);
   _exit(127);
+}
+
+/* ---- the network namespace, made beside the mounts ----
+ *
+ * A network namespace costs about half a millisecond of kernel work (every protocol's per-namespace
+ * tables), more than all of our mounts together. Unless an on_namespaces_ready hook needs the namespace
+ * while we still assemble, clone3 leaves us in the supervisor's network namespace and we start, first
+ * thing, a helper process that shares our memory and fd table (CLONE_VM | CLONE_FILES): it makes the
+ * namespace (owned by the jail's user namespace, as if clone3 had), brings `lo` up and opens the
+ * namespace, while we build the mounts and the supervisor makes the cgroup leaves. We join it (setns)
+ * after pivot_root, while we still hold CAP_SYS_ADMIN and before any fd is closed, long before anything
+ * of the program exists; a failure to make or join it fails the run. The helper runs on its own stack and
+ * issues only direct system calls (it shares our thread-local storage, so not even errno is written, and
+ * it is not instrumented by the sanitizers, whose per-thread state it would share). What it saves is in
+ * docs/architecture.md, "Start-up cost".
+ *
+ * The helper took pid 2 of the jail: once it is reaped, ns_last_pid (opened before /proc/sys turned
+ * read-only) is set back so that the program is pid 2, as without a helper. */
+struct network_helper {
+  int namespace_fd; /* the namespace, opened through /proc/self/ns/net; -1 until then */
+  int error;        /* errno of the failed step */
+  const char *step;
+  int pidfd;
+  int last_pid_fd; /* /proc/sys/kernel/ns_last_pid of the jail, writable; -1 if unavailable */
+  struct ifreq loopback;
+};
+static struct network_helper network_helper = {.namespace_fd = -1, .pidfd = -1, .last_pid_fd = -1};
+static char network_helper_stack[16384] __attribute__((aligned(64)));
+
+/* A system call without libc: returns the result or -errno (x86_64 convention, the only architecture the
+ * seccomp rules are written for). */
+static inline long direct_syscall(long number, long first, long second, long third) {
+  long result;
+  __asm__ volatile("syscall"
+                   : "=a"(result)
+                   : "a"(number), "D"(first), "S"(second), "d"(third)
+                   : "rcx", "r11", "memory");
+  return result;
+}
+
+__attribute__((no_sanitize_address)) static int network_helper_failed(long result, const char *step) {
+  network_helper.error = (int)-result;
+  network_helper.step = step;
+  return 1;
+}
+
+__attribute__((no_sanitize_address)) static int make_network_namespace(void *unused) {
+  (void)unused;
+  struct network_helper *h = &network_helper;
+  long r = direct_syscall(SYS_unshare, CLONE_NEWNET, 0, 0);
+  if (r < 0) return network_helper_failed(r, "create network namespace");
+  long socket_fd = direct_syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (socket_fd < 0) return network_helper_failed(socket_fd, "socket for loopback");
+  r = direct_syscall(SYS_ioctl, socket_fd, SIOCGIFFLAGS, (long)&h->loopback);
+  if (r == 0) {
+    h->loopback.ifr_flags |= IFF_UP;
+    r = direct_syscall(SYS_ioctl, socket_fd, SIOCSIFFLAGS, (long)&h->loopback);
+  }
+  direct_syscall(SYS_close, socket_fd, 0, 0);
+  if (r < 0) return network_helper_failed(r, "bring up `lo`");
+  r = direct_syscall(SYS_open, (long)"/proc/self/ns/net", O_RDONLY | O_CLOEXEC, 0);
+  if (r < 0) return network_helper_failed(r, "open the network namespace");
+  h->namespace_fd = (int)r;
+  return 0;
+}
+
+static void start_network_helper(const struct jail_plan *plan) {
+  memset(&network_helper.loopback, 0, sizeof network_helper.loopback);
+  memcpy(network_helper.loopback.ifr_name, "lo", 3);
+  /* exit_signal 0: nobody is signalled; join_network_namespace waits through the pidfd. */
+  if (clone(make_network_namespace, network_helper_stack + sizeof network_helper_stack,
+            CLONE_VM | CLONE_FILES | CLONE_PIDFD, NULL, &network_helper.pidfd) < 0)
+    fail(plan, errno, "start the network namespace helper", NULL);
+}
+
+static void join_network_namespace(const struct jail_plan *plan) {
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  if (waitid((idtype_t)P_PIDFD, (id_t)network_helper.pidfd, &info, WEXITED | __WALL) < 0)
+    fail(plan, errno, "wait for the network namespace helper", NULL);
+  close(network_helper.pidfd);
+  if (info.si_code != CLD_EXITED || info.si_status != 0 || network_helper.namespace_fd < 0)
+    fail(plan, network_helper.error, network_helper.step ? network_helper.step : "network namespace helper",
+         NULL);
+  if (setns(network_helper.namespace_fd, CLONE_NEWNET) < 0)
+    fail(plan, errno, "join the network namespace", NULL);
+  close(network_helper.namespace_fd);
+  if (network_helper.last_pid_fd >= 0) {
+    if (write(network_helper.last_pid_fd, "1", 1) != 1) fail(plan, errno, "reset ns_last_pid", NULL);
+    close(network_helper.last_pid_fd);
+  }
 }
 
 static int mount_setattr_path(const char *path, unsigned flags, uint64_t set) {
@@ -170,6 +267,8 @@ static void setup_dev(const struct jail_plan *plan) {
 static void setup_proc(const struct jail_plan *plan) {
   if (mount("proc", STAGED("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
     fail(plan, errno, "mount proc", STAGED("/proc"));
+  if (plan->network_namespace_helper) /* before /proc/sys turns read-only; see join_network_namespace */
+    network_helper.last_pid_fd = open(STAGED("/proc/sys/kernel/ns_last_pid"), O_WRONLY | O_CLOEXEC);
   /* Masked (as the OCI runtimes do): kernel memory and state that is nobody's business in a jail. */
   static const char *const masked_files[] = {STAGED("/proc/kcore"),      STAGED("/proc/keys"),
                                              STAGED("/proc/timer_list"), STAGED("/proc/sched_debug"),
@@ -474,6 +573,7 @@ void jail_child_main(const struct jail_plan *plan) {
    * change below, which clears it). */
   close(plan->supervisor_sync_fd);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (plan->network_namespace_helper) start_network_helper(plan);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. clone3 reset
    * the handled signals (CLONE_CLEAR_SIGHAND); ignored ones stay ignored across execve, so reset those. */
   reset_ignored_signals();
@@ -482,7 +582,7 @@ void jail_child_main(const struct jail_plan *plan) {
   sigprocmask(SIG_SETMASK, &none, NULL);
   /* Before our ids are mapped: these need only capabilities in the new namespaces, which we hold. */
   if (sethostname("sandbox", 7) < 0) fail(plan, errno, "sethostname", NULL);
-  loopback_up(plan);
+  if (!plan->network_namespace_helper) loopback_up(plan);
   /* Nothing we mount propagates back to the host. */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(plan, errno, "make mounts private", "/");
   wait_go(plan);
@@ -502,6 +602,9 @@ void jail_child_main(const struct jail_plan *plan) {
   set_limit(plan, RLIMIT_SIGPENDING, JAIL_SIGPENDING_MAX, "RLIMIT_SIGPENDING");
   if (setsid() < 0) fail(plan, errno, "setsid", NULL);
 
+  /* The helper has had the supervisor's set-up time and ours; joining needs CAP_SYS_ADMIN (dropped below)
+   * and the helper's fds (closed below). */
+  if (plan->network_namespace_helper) join_network_namespace(plan);
   /* stdio, then the control socket as fd 3 (close-on-exec), then nothing else. */
   if (dup2(plan->stdin_fd, 0) < 0 || dup2(plan->stdout_fd, 1) < 0 || dup2(plan->stderr_fd, 2) < 0)
     fail(plan, errno, "dup2 stdio", NULL);

@@ -179,6 +179,9 @@ struct jail_plan {
   /* The supervisor's argv and environment areas (from /proc/self/stat, 0 when unknown): the child wipes
    * its copy so the jail's pid 1 shows none of them in /proc/1/cmdline or /proc/1/environ. */
   uintptr_t arg_start, arg_end, env_start, env_end;
+  /* clone3 made no network namespace: the child has a helper make it while it assembles its mounts, and
+   * joins it before the second hand-over (see child.c). */
+  bool network_namespace_helper;
 };
 
 /* Messages on the control socket (SOCK_SEQPACKET). */

@@ -659,8 +659,12 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
 
   struct clone_args args;
   memset(&args, 0, sizeof args);
-  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
-               CLONE_NEWTIME | CLONE_PIDFD | CLONE_CLEAR_SIGHAND; /* handlers back to SIG_DFL (Linux 5.5) */
+  args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWTIME |
+               CLONE_PIDFD | CLONE_CLEAR_SIGHAND; /* handlers back to SIG_DFL (Linux 5.5) */
+  /* The network namespace: made by clone3 when on_namespaces_ready needs it at once, otherwise by the
+   * child's helper beside the mounts (child.c, "the network namespace, made beside the mounts"). */
+  plan.network_namespace_helper = c->on_namespaces_ready == NULL;
+  if (!plan.network_namespace_helper) args.flags |= CLONE_NEWNET;
   args.pidfd = (uint64_t)(uintptr_t)&s.pidfd;
   args.exit_signal = 0; /* no SIGCHLD: nobody else's waitpid(-1) can reap the jail */
   bool into_cgroup = s.leaf.v2_fd >= 0;
