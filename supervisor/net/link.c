@@ -146,16 +146,16 @@ static struct nl_addr *ipv4_addr(uint32_t address, uint8_t length) {
   return addr;
 }
 
-int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t length, dome_error *err) {
-  char text[16], what[80];
-  net_format_ipv4(address, text);
-  snprintf(what, sizeof what, "add address %s/%u to link %d", text, length, ifindex);
+/* Add `local` (consumed) to link ifindex with the address flags given; `what` describes it for errors. One
+ * builder for both families: the caller formats the address and chooses the flags. */
+static int address_add(struct nl_sock *sock, int ifindex, int family, struct nl_addr *local, unsigned flags,
+                       const char *what, dome_error *err) {
   struct rtnl_addr *rtaddr = rtnl_addr_alloc();
-  struct nl_addr *local = ipv4_addr(address, length);
   int r = -NLE_NOMEM;
   if (rtaddr && local) {
     rtnl_addr_set_ifindex(rtaddr, ifindex);
-    rtnl_addr_set_family(rtaddr, AF_INET);
+    rtnl_addr_set_family(rtaddr, family);
+    if (flags) rtnl_addr_set_flags(rtaddr, flags);
     r = rtnl_addr_set_local(rtaddr, local);
     if (r >= 0) r = rtnl_addr_add(sock, rtaddr, 0);
   }
@@ -164,30 +164,23 @@ int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t
   return r < 0 ? net_nl_error(err, r, what) : 0;
 }
 
-/* dst on link ifindex: via `gateway`, or on-link (scope link) when gateway is 0; `onlink` marks the
- * gateway reachable on the link whatever the link's own addresses (RTNH_F_ONLINK: a jail's uplink slave
- * holds only a /32). */
-static int route_add4(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, bool onlink,
-                      int ifindex, dome_error *err) {
-  char dst_text[16], gw_text[16], what[96];
-  net_format_ipv4(dst.address, dst_text);
-  net_format_ipv4(gateway, gw_text);
-  snprintf(what, sizeof what, "add route %s/%u %s%s", dst_text, dst.length, gateway ? "via " : "on-link",
-           gateway ? gw_text : "");
+/* Add a route to `dst` (consumed) on link ifindex, via `gateway` (consumed; NULL: on-link, scope link);
+ * `onlink` marks the gateway reachable on the link whatever the link's own addresses (RTNH_F_ONLINK).
+ * One builder for both families; `what` describes the route for errors. */
+static int route_add(struct nl_sock *sock, int family, struct nl_addr *dst, struct nl_addr *gateway,
+                     bool onlink, int ifindex, const char *what, dome_error *err) {
   struct rtnl_route *route = rtnl_route_alloc();
   struct rtnl_nexthop *hop = rtnl_route_nh_alloc();
-  struct nl_addr *dst_addr = ipv4_addr(dst.address, dst.length);
-  struct nl_addr *gw_addr = gateway ? ipv4_addr(gateway, 32) : NULL;
   int r = -NLE_NOMEM;
-  if (route && hop && dst_addr && (gw_addr || !gateway)) {
-    rtnl_route_set_family(route, AF_INET);
+  if (route && hop && dst) {
+    rtnl_route_set_family(route, (uint8_t)family);
     rtnl_route_set_table(route, RT_TABLE_MAIN);
     rtnl_route_set_scope(route, gateway ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK);
     rtnl_route_set_protocol(route, RTPROT_STATIC);
-    r = rtnl_route_set_dst(route, dst_addr);
+    r = rtnl_route_set_dst(route, dst);
     rtnl_route_nh_set_ifindex(hop, ifindex);
     if (gateway) {
-      rtnl_route_nh_set_gateway(hop, gw_addr);
+      rtnl_route_nh_set_gateway(hop, gateway);
       if (onlink) rtnl_route_nh_set_flags(hop, RTNH_F_ONLINK);
     }
     if (r >= 0) {
@@ -197,10 +190,32 @@ static int route_add4(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t
     }
   }
   if (hop) rtnl_route_nh_free(hop);
-  if (dst_addr) nl_addr_put(dst_addr);
-  if (gw_addr) nl_addr_put(gw_addr);
+  if (dst) nl_addr_put(dst);
+  if (gateway) nl_addr_put(gateway);
   if (route) rtnl_route_put(route);
   return r < 0 ? net_nl_error(err, r, what) : 0;
+}
+
+int net_address_add(struct nl_sock *sock, int ifindex, uint32_t address, uint8_t length, dome_error *err) {
+  char text[16], what[80];
+  net_format_ipv4(address, text);
+  snprintf(what, sizeof what, "add address %s/%u to link %d", text, length, ifindex);
+  return address_add(sock, ifindex, AF_INET, ipv4_addr(address, length), 0, what, err);
+}
+
+/* dst on link ifindex: via `gateway`, or on-link when gateway is 0; `onlink` for a jail's uplink slave,
+ * which holds only a /32. */
+static int route_add4(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, bool onlink,
+                      int ifindex, dome_error *err) {
+  char dst_text[16], gw_text[16], what[96];
+  net_format_ipv4(dst.address, dst_text);
+  net_format_ipv4(gateway, gw_text);
+  snprintf(what, sizeof what, "add route %s/%u %s%s", dst_text, dst.length, gateway ? "via " : "on-link",
+           gateway ? gw_text : "");
+  struct nl_addr *gateway_addr = NULL;
+  if (gateway && (gateway_addr = ipv4_addr(gateway, 32)) == NULL) return net_nl_error(err, -NLE_NOMEM, what);
+  return route_add(sock, AF_INET, ipv4_addr(dst.address, dst.length), gateway_addr, onlink, ifindex, what,
+                   err);
 }
 
 int net_route_add(struct nl_sock *sock, struct dome_net_prefix dst, uint32_t gateway, int ifindex,
@@ -346,21 +361,9 @@ int net_address_add6(struct nl_sock *sock, int ifindex, const uint8_t address[16
   char text[INET6_ADDRSTRLEN], what[96];
   inet_ntop(AF_INET6, address, text, sizeof text);
   snprintf(what, sizeof what, "add address %s/%u to link %d", text, length, ifindex);
-  struct rtnl_addr *rtaddr = rtnl_addr_alloc();
-  struct nl_addr *local = ipv6_addr(address, length);
-  int r = -NLE_NOMEM;
-  if (rtaddr && local) {
-    rtnl_addr_set_ifindex(rtaddr, ifindex);
-    rtnl_addr_set_family(rtaddr, AF_INET6);
-    /* no duplicate address detection: the /64 is the jail's alone, and a tentative address would make the
-     * jail's first connects fail (EADDRNOTAVAIL) for about a second */
-    rtnl_addr_set_flags(rtaddr, IFA_F_NODAD);
-    r = rtnl_addr_set_local(rtaddr, local);
-    if (r >= 0) r = rtnl_addr_add(sock, rtaddr, 0);
-  }
-  if (local) nl_addr_put(local);
-  if (rtaddr) rtnl_addr_put(rtaddr);
-  return r < 0 ? net_nl_error(err, r, what) : 0;
+  /* no duplicate address detection: the /64 is the jail's alone, and a tentative address would make the
+   * jail's first connects fail (EADDRNOTAVAIL) for about a second */
+  return address_add(sock, ifindex, AF_INET6, ipv6_addr(address, length), IFA_F_NODAD, what, err);
 }
 
 int net_route_add6(struct nl_sock *sock, const struct dome_net_prefix6 *dst, const uint8_t gateway[16],
@@ -369,30 +372,10 @@ int net_route_add6(struct nl_sock *sock, const struct dome_net_prefix6 *dst, con
   inet_ntop(AF_INET6, dst->address, dst_text, sizeof dst_text);
   inet_ntop(AF_INET6, gateway, gw_text, sizeof gw_text);
   snprintf(what, sizeof what, "add route %s/%u via %s", dst_text, dst->length, gw_text);
-  struct rtnl_route *route = rtnl_route_alloc();
-  struct rtnl_nexthop *hop = rtnl_route_nh_alloc();
-  struct nl_addr *dst_addr = ipv6_addr(dst->address, dst->length);
-  struct nl_addr *gw_addr = ipv6_addr(gateway, 128);
-  int r = -NLE_NOMEM;
-  if (route && hop && dst_addr && gw_addr) {
-    rtnl_route_set_family(route, AF_INET6);
-    rtnl_route_set_table(route, RT_TABLE_MAIN);
-    rtnl_route_set_scope(route, RT_SCOPE_UNIVERSE);
-    rtnl_route_set_protocol(route, RTPROT_STATIC);
-    r = rtnl_route_set_dst(route, dst_addr);
-    rtnl_route_nh_set_ifindex(hop, ifindex);
-    rtnl_route_nh_set_gateway(hop, gw_addr);
-    if (r >= 0) {
-      rtnl_route_add_nexthop(route, hop);
-      hop = NULL;
-      r = rtnl_route_add(sock, route, NLM_F_CREATE | NLM_F_EXCL);
-    }
-  }
-  if (hop) rtnl_route_nh_free(hop);
-  if (dst_addr) nl_addr_put(dst_addr);
-  if (gw_addr) nl_addr_put(gw_addr);
-  if (route) rtnl_route_put(route);
-  return r < 0 ? net_nl_error(err, r, what) : 0;
+  struct nl_addr *gateway_addr = ipv6_addr(gateway, 128);
+  if (gateway_addr == NULL) return net_nl_error(err, -NLE_NOMEM, what);
+  return route_add(sock, AF_INET6, ipv6_addr(dst->address, dst->length), gateway_addr, false, ifindex, what,
+                   err);
 }
 
 struct prefix6_collect {
