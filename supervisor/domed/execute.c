@@ -462,7 +462,9 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
                               err);
   if (rc == 0) {
     config.path_rules = domed_path_rules_list(path_rules, &config.path_rule_count);
-    config.on_namespaces_ready = on_namespaces_ready;
+    /* Only when an egress path is built into the jail's network namespace: without the hook the jail
+     * makes its namespace beside its mounts (supervisor/jail/child.c), which starts it sooner. */
+    if (run.egress.wanted) config.on_namespaces_ready = on_namespaces_ready;
     rc = jail_run(&config, &jail_result, err);
   }
   domed_egress_finish(&run.egress);
