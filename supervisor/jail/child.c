@@ -36,10 +36,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-
-#ifndef P_PIDFD
-#define P_PIDFD 3
-#endif
 #include <unistd.h>
 
 #include "supervisor/jail/internal.h"
@@ -51,6 +47,10 @@
 #endif
 
 #define STAGED(p) JAIL_STAGING p
+
+#ifndef P_PIDFD
+#define P_PIDFD 3 /* waitid(2): glibc < 2.36 */
+#endif
 
 /* ---- failure reporting ---- */
 
