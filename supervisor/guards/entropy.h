@@ -12,4 +12,9 @@
  * made at build time. 0.0 when length is 0 or over GUARD_ENTROPY_MAX_LENGTH. */
 double guard_shannon_entropy(const char *data, size_t length);
 
+/* Compare guard_shannon_entropy with a threshold as `entropy >= threshold - GUARD_ENTROPY_TOLERANCE`: the
+ * table's sum rounds differently from -sum p*log2(p), and a value exactly at a threshold (48 bytes with
+ * counts 6,6,6,6 and eight 3s is 3.5 bits) must not fall short of it by a rounding error. */
+#define GUARD_ENTROPY_TOLERANCE 1e-9
+
 #endif

@@ -91,7 +91,7 @@ static bool entropy_ok(const char *value, size_t length) {
   if (!digit && !other) return false; /* CamelCaseIdentifier */
   double entropy = guard_shannon_entropy(value, length);
   double threshold = length >= 20 ? 3.5 : 3.0;
-  return entropy >= threshold;
+  return entropy >= threshold - GUARD_ENTROPY_TOLERANCE;
 }
 
 static bool url_password_ok(const char *value, size_t length) {

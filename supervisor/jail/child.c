@@ -103,7 +103,7 @@ struct network_helper {
   int error;        /* errno of the failed step */
   const char *step;
   int pidfd;
-  int last_pid_fd; /* /proc/sys/kernel/ns_last_pid of the jail, writable; -1 if unavailable */
+  int last_pid_fd; /* /proc/sys/kernel/ns_last_pid of the jail, opened writable */
   struct ifreq loopback;
 };
 static struct network_helper network_helper = {.namespace_fd = -1, .pidfd = -1, .last_pid_fd = -1};
@@ -161,16 +161,15 @@ static void join_network_namespace(const struct jail_plan *plan) {
   if (waitid((idtype_t)P_PIDFD, (id_t)network_helper.pidfd, &info, WEXITED | __WALL) < 0)
     fail(plan, errno, "wait for the network namespace helper", NULL);
   close(network_helper.pidfd);
-  if (info.si_code != CLD_EXITED || info.si_status != 0 || network_helper.namespace_fd < 0)
-    fail(plan, network_helper.error, network_helper.step ? network_helper.step : "network namespace helper",
-         NULL);
+  if (info.si_code != CLD_EXITED) fail(plan, EIO, "network namespace helper killed by a signal", NULL);
+  if (info.si_status != 0 || network_helper.namespace_fd < 0)
+    fail(plan, network_helper.error ? network_helper.error : EIO,
+         network_helper.step ? network_helper.step : "network namespace helper", NULL);
   if (setns(network_helper.namespace_fd, CLONE_NEWNET) < 0)
     fail(plan, errno, "join the network namespace", NULL);
   close(network_helper.namespace_fd);
-  if (network_helper.last_pid_fd >= 0) {
-    if (write(network_helper.last_pid_fd, "1", 1) != 1) fail(plan, errno, "reset ns_last_pid", NULL);
-    close(network_helper.last_pid_fd);
-  }
+  if (write(network_helper.last_pid_fd, "1", 1) != 1) fail(plan, errno, "reset ns_last_pid", NULL);
+  close(network_helper.last_pid_fd);
 }
 
 static int mount_setattr_path(const char *path, unsigned flags, uint64_t set) {
@@ -267,8 +266,11 @@ static void setup_dev(const struct jail_plan *plan) {
 static void setup_proc(const struct jail_plan *plan) {
   if (mount("proc", STAGED("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
     fail(plan, errno, "mount proc", STAGED("/proc"));
-  if (plan->network_namespace_helper) /* before /proc/sys turns read-only; see join_network_namespace */
-    network_helper.last_pid_fd = open(STAGED("/proc/sys/kernel/ns_last_pid"), O_WRONLY | O_CLOEXEC);
+  /* before /proc/sys turns read-only; see join_network_namespace (the supervisor uses the helper only
+   * where the file exists) */
+  if (plan->network_namespace_helper &&
+      (network_helper.last_pid_fd = open(STAGED("/proc/sys/kernel/ns_last_pid"), O_WRONLY | O_CLOEXEC)) < 0)
+    fail(plan, errno, "open", STAGED("/proc/sys/kernel/ns_last_pid"));
   /* Masked (as the OCI runtimes do): kernel memory and state that is nobody's business in a jail. */
   static const char *const masked_files[] = {STAGED("/proc/kcore"),      STAGED("/proc/keys"),
                                              STAGED("/proc/timer_list"), STAGED("/proc/sched_debug"),

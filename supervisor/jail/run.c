@@ -97,6 +97,7 @@ static unsigned host_id_hint(pid_t pid, unsigned seq) {
 static struct {
   uintptr_t arg_start, arg_end, env_start, env_end; /* 0 when unknown */
   int last_capability;
+  bool ns_last_pid; /* /proc/sys/kernel/ns_last_pid exists (CONFIG_CHECKPOINT_RESTORE) */
 } process_facts;
 static pthread_once_t process_facts_once = PTHREAD_ONCE_INIT;
 
@@ -174,6 +175,7 @@ static int last_capability(void) {
 static void read_process_facts(void) {
   read_arg_areas();
   process_facts.last_capability = last_capability();
+  process_facts.ns_last_pid = access("/proc/sys/kernel/ns_last_pid", F_OK) == 0;
 }
 
 /* Workspace entries in the child's staging view: parents first, then each file. */
@@ -334,6 +336,29 @@ static int send_go_with_tasks(struct run_state *s, dome_error *err) {
   return 0;
 }
 
+/* The error the child reported (SYNC_ERROR), as the caller sees it. Returns -errno. */
+static int child_failure(struct jail_sync_message *failure, const struct jail_config *c, dome_error *err) {
+  failure->text[sizeof failure->text - 1] = '\0';
+  int e = failure->errno_value > 0 ? failure->errno_value : EIO;
+  if (strncmp(failure->text, "program not found", 17) == 0 ||
+      (strncmp(failure->text, "execute program", 15) == 0 && e == ENOENT))
+    return dome_error_set(err, ENOENT, "program `%s` not found in image `%s`", c->argv[0],
+                          c->image ? c->image : JAIL_DEFAULT_IMAGE);
+  if (strncmp(failure->text, "execute program", 15) == 0)
+    return dome_error_set_errno(err, e, "program `%s` in image `%s`: cannot execute", c->argv[0],
+                                c->image ? c->image : JAIL_DEFAULT_IMAGE);
+  return dome_error_set_errno(err, e, "set up jail: %s", failure->text);
+}
+
+/* A hand-over failed (the child is gone): if it said why before it went, that is the error (its message
+ * is still queued on the control socket); otherwise `err` keeps what the hand-over found. */
+static int child_failure_pending(struct run_state *s, const struct jail_config *c, int r, dome_error *err) {
+  struct jail_sync_message message;
+  ssize_t n = recv(s->sync_fd, &message, sizeof message, MSG_DONTWAIT);
+  if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) return child_failure(&message, c, err);
+  return r;
+}
+
 static int await_setup(struct run_state *s, const struct jail_config *c, struct jail_result *result,
                        dome_error *err) {
   uint64_t deadline = now_ms() + SETUP_BUDGET_MS;
@@ -375,19 +400,7 @@ static int await_setup(struct run_state *s, const struct jail_config *c, struct 
       }
     if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) failure = message;
   }
-  if (failure.kind == SYNC_ERROR) {
-    failure.text[sizeof failure.text - 1] = '\0';
-    int e = failure.errno_value > 0 ? failure.errno_value : EIO;
-    if (strncmp(failure.text, "program not found", 17) == 0 ||
-        (strncmp(failure.text, "execute program", 15) == 0 && e == ENOENT))
-      return dome_error_set(err, ENOENT, "program `%s` not found in image `%s`", c->argv[0],
-                            c->image ? c->image : JAIL_DEFAULT_IMAGE);
-    if (strncmp(failure.text, "execute program", 15) == 0)
-      return dome_error_set_errno(err, e, "program `%s` in image `%s`: cannot execute", c->argv[0],
-                                  c->image ? c->image : JAIL_DEFAULT_IMAGE);
-    return dome_error_set_errno(err, e, "set up jail: %s", failure.text);
-  }
-  return 0;
+  return failure.kind == SYNC_ERROR ? child_failure(&failure, c, err) : 0;
 }
 
 /* Supervise the running program: output, stdin, timeout, cancellation, exit. */
@@ -663,7 +676,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
                CLONE_PIDFD | CLONE_CLEAR_SIGHAND; /* handlers back to SIG_DFL (Linux 5.5) */
   /* The network namespace: made by clone3 when on_namespaces_ready needs it at once, otherwise by the
    * child's helper beside the mounts (child.c, "the network namespace, made beside the mounts"). */
-  plan.network_namespace_helper = c->on_namespaces_ready == NULL;
+  plan.network_namespace_helper = c->on_namespaces_ready == NULL && process_facts.ns_last_pid;
   if (!plan.network_namespace_helper) args.flags |= CLONE_NEWNET;
   args.pidfd = (uint64_t)(uintptr_t)&s.pidfd;
   args.exit_signal = 0; /* no SIGCHLD: nobody else's waitpid(-1) can reap the jail */
@@ -711,12 +724,14 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   if ((r = write_proc(pid, "setgroups", "deny", err)) < 0 || (r = write_proc(pid, "uid_map", map, err)) < 0 ||
       (r = write_proc(pid, "gid_map", map, err)) < 0) {
     dome_error_wrap(err, "map ids of jail `%s`", result->jail_id);
+    r = child_failure_pending(&s, c, r, err);
     goto out;
   }
   /* First hand-over: ids mapped; the child assembles its mounts while we make its v1 cgroup leaves. */
   struct jail_sync_message go = {.kind = SYNC_GO};
   if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
     r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
+    r = child_failure_pending(&s, c, r, err);
     goto out;
   }
   if ((r = jail_cgroup_create_v1(&s.leaf, &limits, err)) < 0) goto out;
@@ -726,6 +741,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
    * network ready; from here on the child works for the program. */
   if ((r = send_go_with_tasks(&s, err)) < 0) {
     dome_error_wrap(err, "start jail `%s`", result->jail_id);
+    r = child_failure_pending(&s, c, r, err);
     goto out;
   }
   jail_cgroup_sweep_stale(&s.leaf); /* while the child finishes its set-up */

@@ -35,6 +35,26 @@ static void exact_cases(void **state) {
   assert_true(guard_shannon_entropy("", 0) == 0.0);
 }
 
+/* Values whose entropy is exactly a validator threshold (3.0 or 3.5 bits) reach it within the tolerance
+ * (red-team finding: 48 bytes with counts 6,6,6,6 + eight 3s came out 3.4999999999999996). */
+static void exact_thresholds_reached(void **state) {
+  (void)state;
+  static const struct {
+    const char *value;
+    double bits;
+  } cases[] = {
+      {"2dCCB4BCc123bBADDC4aD4b1DAdCcB3abAACc31DBdAA2aBD", 3.5}, /* 6,6,6,6 + 3 x 8 */
+      {"QQQQQQQQQQQQabcdef123456abcdef123456abcdef123456", 3.5}, /* 12 + 3 x 12 */
+      {"abcdefghabcdefgh", 3.0},                                 /* 2 x 8 */
+      {"aabbccddeeffgghhiijjkkllmmnnoopp", 4.0},                 /* 2 x 16 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    double entropy = guard_shannon_entropy(cases[i].value, strlen(cases[i].value));
+    if (!(entropy >= cases[i].bits - GUARD_ENTROPY_TOLERANCE) || fabs(entropy - cases[i].bits) > 1e-12)
+      fail_msg("`%s`: %.17g, want %.1f", cases[i].value, entropy, cases[i].bits);
+  }
+}
+
 static void longer_than_measured_is_zero(void **state) {
   (void)state;
   char text[GUARD_ENTROPY_MAX_LENGTH + 1];
@@ -64,6 +84,7 @@ static void agrees_with_libm(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exact_cases),
+      cmocka_unit_test(exact_thresholds_reached),
       cmocka_unit_test(longer_than_measured_is_zero),
       cmocka_unit_test(agrees_with_libm),
   };

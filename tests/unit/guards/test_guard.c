@@ -214,6 +214,10 @@ static const struct sample samples[] = {
     {GUARD_CLASS_PUBLIC, "password = hX9#kL2$mQ7", NULL}, /* 11 value characters */
     {GUARD_CLASS_PUBLIC, "password ==hX9#kL2$mQ7pR4vZ",
      "password =[REDACTED:generic-secret]"}, /* value "=hX9..." */
+    /* entropy exactly at the 3.5-bit threshold (counts 6,6,6,6 + eight 3s): redacted (red-team finding F1,
+     * the build-time log2 table's sum came out 3.4999999999999996) */
+    {GUARD_CLASS_PUBLIC, "password = 2dCCB4BCc123bBADDC4aD4b1DAdCcB3abAACc31DBdAA2aBD",
+     "password = [REDACTED:generic-secret]"},
     {GUARD_CLASS_SENSITIVE, "open /etc/shadow failed", "open [REDACTED:host-path] failed"},
     {GUARD_CLASS_SENSITIVE, "File \"/usr/lib/python3.11/json/decoder.py\", line 3", NULL},
     {GUARD_CLASS_SENSITIVE, "wrote /workspace/out/report.csv and /tmp/x", NULL},
