@@ -120,6 +120,32 @@ static inline long direct_syscall(long number, long first, long second, long thi
   return result;
 }
 
+/* A new network namespace has only `lo`, and it is down: bring it up (SIOCSIFFLAGS; no netlink library,
+ * no allocation and direct system calls only, so that the network namespace helper runs it as well as the
+ * child). `request`: zeroed but for ifr_name "lo". Returns 0, or -errno with *step naming what failed. Any
+ * other interface is the on_namespaces_ready hook's business. */
+__attribute__((no_sanitize_address)) static long loopback_up(struct ifreq *request, const char **step) {
+  long socket_fd = direct_syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (socket_fd < 0) {
+    *step = "socket for loopback";
+    return socket_fd;
+  }
+  *step = "read flags of `lo`";
+  long r = direct_syscall(SYS_ioctl, socket_fd, SIOCGIFFLAGS, (long)request);
+  if (r == 0) {
+    *step = "bring up `lo`";
+    request->ifr_flags |= IFF_UP;
+    r = direct_syscall(SYS_ioctl, socket_fd, SIOCSIFFLAGS, (long)request);
+  }
+  direct_syscall(SYS_close, socket_fd, 0, 0);
+  return r;
+}
+
+static void loopback_request(struct ifreq *request) {
+  memset(request, 0, sizeof *request);
+  memcpy(request->ifr_name, "lo", 3);
+}
+
 __attribute__((no_sanitize_address)) static int network_helper_failed(long result, const char *step) {
   network_helper.error = (int)-result;
   network_helper.step = step;
@@ -131,15 +157,8 @@ __attribute__((no_sanitize_address)) static int make_network_namespace(void *unu
   struct network_helper *h = &network_helper;
   long r = direct_syscall(SYS_unshare, CLONE_NEWNET, 0, 0);
   if (r < 0) return network_helper_failed(r, "create network namespace");
-  long socket_fd = direct_syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (socket_fd < 0) return network_helper_failed(socket_fd, "socket for loopback");
-  r = direct_syscall(SYS_ioctl, socket_fd, SIOCGIFFLAGS, (long)&h->loopback);
-  if (r == 0) {
-    h->loopback.ifr_flags |= IFF_UP;
-    r = direct_syscall(SYS_ioctl, socket_fd, SIOCSIFFLAGS, (long)&h->loopback);
-  }
-  direct_syscall(SYS_close, socket_fd, 0, 0);
-  if (r < 0) return network_helper_failed(r, "bring up `lo`");
+  const char *step = "";
+  if ((r = loopback_up(&h->loopback, &step)) < 0) return network_helper_failed(r, step);
   r = direct_syscall(SYS_open, (long)"/proc/self/ns/net", O_RDONLY | O_CLOEXEC, 0);
   if (r < 0) return network_helper_failed(r, "open the network namespace");
   h->namespace_fd = (int)r;
@@ -147,8 +166,7 @@ __attribute__((no_sanitize_address)) static int make_network_namespace(void *unu
 }
 
 static void start_network_helper(const struct jail_plan *plan) {
-  memset(&network_helper.loopback, 0, sizeof network_helper.loopback);
-  memcpy(network_helper.loopback.ifr_name, "lo", 3);
+  loopback_request(&network_helper.loopback); /* here: the helper calls no libc function */
   /* exit_signal 0: nobody is signalled; join_network_namespace waits through the pidfd. */
   if (clone(make_network_namespace, network_helper_stack + sizeof network_helper_stack,
             CLONE_VM | CLONE_FILES | CLONE_PIDFD, NULL, &network_helper.pidfd) < 0)
@@ -425,20 +443,6 @@ static void setup_mounts(const struct jail_plan *plan) {
   if (chdir("/") < 0) fail(plan, errno, "chdir", "/");
 }
 
-/* A new network namespace has only `lo`, and it is down: bring it up (SIOCSIFFLAGS, no netlink library
- * and no allocation). Any other interface is the on_namespaces_ready hook's business. */
-static void loopback_up(const struct jail_plan *plan) {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) fail(plan, errno, "socket for loopback", NULL);
-  struct ifreq request;
-  memset(&request, 0, sizeof request);
-  memcpy(request.ifr_name, "lo", 3);
-  if (ioctl(fd, SIOCGIFFLAGS, &request) < 0) fail(plan, errno, "read flags of", "lo");
-  request.ifr_flags |= IFF_UP;
-  if (ioctl(fd, SIOCSIFFLAGS, &request) < 0) fail(plan, errno, "bring up", "lo");
-  close(fd);
-}
-
 /* ---- privileges ---- */
 
 static int landlock_prepare(const struct jail_plan *plan) {
@@ -584,7 +588,13 @@ void jail_child_main(const struct jail_plan *plan) {
   sigprocmask(SIG_SETMASK, &none, NULL);
   /* Before our ids are mapped: these need only capabilities in the new namespaces, which we hold. */
   if (sethostname("sandbox", 7) < 0) fail(plan, errno, "sethostname", NULL);
-  if (!plan->network_namespace_helper) loopback_up(plan);
+  if (!plan->network_namespace_helper) {
+    struct ifreq request;
+    loopback_request(&request);
+    const char *step = "";
+    long r = loopback_up(&request, &step);
+    if (r < 0) fail(plan, (int)-r, step, NULL);
+  }
   /* Nothing we mount propagates back to the host. */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) fail(plan, errno, "make mounts private", "/");
   wait_go(plan);
