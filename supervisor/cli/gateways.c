@@ -16,6 +16,20 @@ struct gateway_flags {
   bool json;
 };
 
+static void print_usage(const char *command) {
+  if (strcmp(command, "gateways create") == 0)
+    printf(
+        "usage: dome gateways create --name G [--control-socket PATH]\n"
+        "Creates gateway G, its own MCP endpoint /gateways/G/mcp (`Default` is /mcp).\n");
+  else if (strcmp(command, "gateways list") == 0)
+    printf("usage: dome gateways list [--json] [--control-socket PATH]\n");
+  else
+    printf(
+        "usage: dome %s --agent A --gateway G [--control-socket PATH]\n"
+        "A grant makes gateway G a parent of agent A in Cedar (`principal in Dome::Gateway::\"G\"`).\n",
+        command);
+}
+
 static int parse_flags(const char *command, int argc, char **argv, struct gateway_flags *flags,
                        const char **positional) {
   static const struct option options[] = {
@@ -48,9 +62,7 @@ static int parse_flags(const char *command, int argc, char **argv, struct gatewa
         flags->json = true;
         break;
       case 'h':
-        printf(
-            "usage: dome gateways create --name G | list [--json] | grant --agent A --gateway G |"
-            " revoke --agent A --gateway G   [--control-socket PATH]\n");
+        print_usage(command);
         return 1;
       default:
         fprintf(stderr, "dome %s: unknown or incomplete option `%s`\n", command, argv[optind - 1]);
