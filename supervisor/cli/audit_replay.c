@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,16 +96,47 @@ static int print_step(void *context, json_t *step, dome_error *err) {
   return 0;
 }
 
-/* domed holds the journal while it runs (the journal has one writer): the CLI must not write to it then.
- * Conservative: any domed answering on the control socket ($DOME_CONTROL_SOCKET or the default) counts. */
-static bool domed_running(void) {
+/* domed holds its journal while it runs (the journal has one writer): the CLI must not write to it then.
+ * Whether `dir` is the journal of the domed answering on the control socket ($DOME_CONTROL_SOCKET or the
+ * default), asked with `audit.stream` {describe}. Conservative: a domed that answers without naming a
+ * journal this process can compare with `dir` (same device and inode) counts as writing `dir`. */
+static bool domed_writes(const char *dir) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   struct sockaddr_un address = {.sun_family = AF_UNIX};
   snprintf(address.sun_path, sizeof address.sun_path, "%s", control_socket_path(NULL));
   bool running = connect(fd, (struct sockaddr *)&address, sizeof address) == 0;
   close(fd);
-  return running;
+  if (!running) return false;
+  json_t *args = json_pack("{s:b}", "describe", 1), *result = NULL;
+  dome_error err = {0};
+  int rc = control_call(control_socket_path(NULL), "audit.stream", args, &result, &err);
+  json_decref(args);
+  const char *live = rc == 0 ? json_string_value(json_object_get(result, "journal_dir")) : NULL;
+  struct stat live_status, dir_status;
+  bool same = live == NULL || stat(live, &live_status) < 0 || stat(dir, &dir_status) < 0 ||
+              (live_status.st_dev == dir_status.st_dev && live_status.st_ino == dir_status.st_ino);
+  json_decref(result);
+  return same;
+}
+
+/* The journal read must be an existing directory: opening it to append a re-run would create it, and a
+ * missing one is a mistyped --journal, not an execution missing from a journal. Prints the error. */
+static int journal_directory_check(const char *dir) {
+  struct stat status;
+  if (stat(dir, &status) < 0) {
+    if (errno == ENOENT)
+      fprintf(stderr, "dome audit replay: journal `%s` does not exist (--journal DIR; default %s)\n", dir,
+              JOURNAL_DEFAULT_DIRECTORY);
+    else
+      fprintf(stderr, "dome audit replay: journal `%s`: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  if (!S_ISDIR(status.st_mode)) {
+    fprintf(stderr, "dome audit replay: journal `%s` is not a directory\n", dir);
+    return -1;
+  }
+  return 0;
 }
 
 static int journal_append_event(void *context, json_t *event, dome_error *err) {
@@ -141,7 +173,7 @@ static int rerun(const char *journal_dir, const char *exec_id, const char *rules
   }
   journal *j = NULL;
   const char *target = record_dir ? record_dir : journal_dir;
-  if (record_dir == NULL && domed_running()) {
+  if (record_dir == NULL && domed_writes(journal_dir)) {
     fprintf(stderr,
             "dome audit replay: --rerun: domed is running and writes journal `%s`; pass --record DIR to "
             "journal the re-run elsewhere\n",
@@ -249,6 +281,7 @@ static int replay_main(int argc, char **argv) {
     fprintf(stderr, "dome audit replay: --rules needs --rerun\n");
     return DOME_EXIT_FAILURE;
   }
+  if (journal_directory_check(journal_dir) < 0) return DOME_EXIT_FAILURE;
   if (do_rerun) return rerun(journal_dir, exec_id, rules, record, json);
   dome_error err = {0};
   if (json) {

@@ -105,8 +105,15 @@ int control_agent_register_delegate(control_store *store, const char *name, cons
   char hash[65];
   new_token(token, hash);
   pthread_mutex_lock(&store->lock);
-  if (json_object_get(store->agents, name)) {
-    rc = dome_error_set(err, EEXIST, "agent `%s` already exists", name);
+  json_t *existing = json_object_get(store->agents, name);
+  if (existing && strcmp(json_string_value(json_object_get(existing, "status")), "revoked") == 0) {
+    rc = dome_error_set(err, EEXIST,
+                        "agent `%s` already exists and is revoked (the name stays taken); register "
+                        "another name",
+                        name);
+  } else if (existing) {
+    rc = dome_error_set(
+        err, EEXIST, "agent `%s` already exists; for a new token: dome agents token --name %s", name, name);
   } else if (delegates_to) {
     rc = delegate_parent_check_locked(store, "--delegates-to", name, delegates_to, err);
   }

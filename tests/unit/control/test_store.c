@@ -287,6 +287,28 @@ static void test_delegation(void **state) {
   control_store_close(store);
 }
 
+/* Registering a name taken says what to do instead: a new token for a live agent, another name for a
+ * revoked one (its name is never reused). */
+static void test_register_existing(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  dome_error err = {0};
+  char token[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_agent_register(store, "taken", "code-execution", token, &err), 0);
+  assert_int_equal(control_agent_register(store, "taken", "code-execution", token, &err), -EEXIST);
+  assert_string_equal(err.message,
+                      "agent `taken` already exists; for a new token: dome agents token --name taken");
+  assert_int_equal(control_agent_set_status(store, "taken", "suspended", &err), 0);
+  assert_int_equal(control_agent_register(store, "taken", "", token, &err), -EEXIST);
+  assert_non_null(strstr(err.message, "dome agents token --name taken"));
+  assert_int_equal(control_agent_set_status(store, "taken", "revoked", &err), 0);
+  assert_int_equal(control_agent_register(store, "taken", "", token, &err), -EEXIST);
+  assert_string_equal(
+      err.message,
+      "agent `taken` already exists and is revoked (the name stays taken); register another name");
+  control_store_close(store);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_agent_tokens, setup, teardown),
@@ -294,6 +316,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tools_and_parsers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rules_versions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delegation, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_register_existing, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
