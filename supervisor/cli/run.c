@@ -262,6 +262,17 @@ static int run_main(int argc, char **argv) {
         return DOME_EXIT_FAILURE;
     }
   }
+  /* The jail is built by this process: the cgroup leaf is made in root's cgroup hierarchy and the mounts
+   * and uid map of its namespaces need CAP_SYS_ADMIN in the initial user namespace. */
+  if (geteuid() != 0) {
+    fprintf(
+        stderr,
+        "dome run: needs root (running as uid %u): dome run builds the jail itself, making a cgroup leaf "
+        "in root's cgroup hierarchy and namespaces with mounts and a uid map; run it as root, or send the "
+        "code to domed over MCP\n",
+        (unsigned)geteuid());
+    return DOME_EXIT_FAILURE;
+  }
   if (optind < argc && strcmp(argv[optind], "--") == 0) optind++;
   if (optind >= argc) return bad("PROGRAM", "missing (usage: dome run [options] -- PROGRAM [ARG...])");
   if (config.copy_out && !config.workspace_dir) return bad("--copy-out", "needs --workspace DIR");
