@@ -118,12 +118,14 @@ static int compare_commands(const void *a, const void *b) {
                 (*(const struct dome_command *const *)b)->name);
 }
 
-/* "agents" for group words {"agents"}: words[0..depth) joined by spaces, each followed by `suffix`. */
-static const char *joined(int depth, char **words, const char *suffix, char *buffer, size_t size) {
+/* words[0..depth) separated by spaces ("rules" or "audit replay"), with one more space after them when
+ * `trailing_space` (for a prefix; nothing for depth 0). */
+static const char *joined(int depth, char **words, bool trailing_space, char *buffer, size_t size) {
   size_t used = 0;
   buffer[0] = '\0';
   for (int i = 0; i < depth && used < size; i++)
-    used += (size_t)snprintf(buffer + used, size - used, "%s%s", words[i], suffix);
+    used += (size_t)snprintf(buffer + used, size - used, "%s%s", words[i],
+                             i + 1 < depth || trailing_space ? " " : "");
   return buffer;
 }
 
@@ -140,7 +142,7 @@ static void print_commands(FILE *out, int depth, char **words) {
   }
   qsort(sorted, listed, sizeof *sorted, compare_commands);
   char group[256];
-  joined(depth, words, " ", group, sizeof group);
+  joined(depth, words, true, group, sizeof group);
   fprintf(out, "usage: dome %s<command> [options]\n\ncommands:\n", group);
   for (size_t i = 0; i < listed; i++)
     fprintf(out, "  %-*s%s\n", (int)width + 2, sorted[i]->name, sorted[i]->summary);
@@ -210,7 +212,7 @@ static size_t unknown_command(int depth, char **words) {
   command_word suggestions[SUGGESTIONS_MAX];
   size_t found = closest_words(depth, words, suggestions, SUGGESTIONS_MAX);
   char group[256];
-  joined(depth, words, " ", group, sizeof group);
+  joined(depth, words, true, group, sizeof group);
   fprintf(stderr, "dome: unknown command `%s", group);
   print_typed(stderr, words[depth]);
   fputc('`', stderr);
@@ -254,6 +256,16 @@ static int dispatch(int count, char **words, bool asking_help) {
     bool listing_asked = asking_help || help_flag;
     print_commands(listing_asked ? stdout : stderr, found.words, words);
     return listing_asked ? 0 : DOME_EXIT_FAILURE;
+  }
+  if (found.words > 0 && words[found.words][0] == '-') {
+    /* An option where the group's command belongs (`dome agents --json`). */
+    char group[256];
+    fprintf(stderr, "dome: `%s` needs a command before `",
+            joined(found.words, words, false, group, sizeof group));
+    print_typed(stderr, words[found.words]);
+    fputs("`\n", stderr);
+    print_commands(stderr, found.words, words);
+    return DOME_EXIT_FAILURE;
   }
   if (unknown_command(found.words, words) == 0 && found.words > 0) print_commands(stderr, found.words, words);
   return DOME_EXIT_FAILURE;
