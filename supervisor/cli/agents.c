@@ -193,19 +193,19 @@ static int token_main(int argc, char **argv) {
   struct agent_flags flags;
   if (parse(argc, argv, &flags) < 0 || refuse(argv[0], "--delegates-to", flags.delegates_to) < 0)
     return DOME_EXIT_FAILURE;
+  if (flags.name == NULL && !flags.help) {
+    fprintf(stderr, "dome agents token: --name is required\n");
+    return DOME_EXIT_FAILURE;
+  }
   if (flags.help) {
     printf(
-        "usage: dome agents token --name NAME [--act-as AGENT] [--json] [--control-socket PATH]\n"
+        "usage: dome agents token --name NAME [--act-as AGENT] [--control-socket PATH]\n"
         "Issues a new token; the old one (and every --act-as token of NAME) stops working.\n"
         "--act-as AGENT: issues an additional token with which NAME calls on behalf of AGENT (narrowed\n"
         "to AGENT's grants and capabilities); NAME's own token keeps working.\n"
         "--json: prints {\"name\": NAME, \"token\": TOKEN} (with \"act_as\": AGENT for --act-as), as\n"
         "`dome agents register --json` does.\n");
     return 0;
-  }
-  if (flags.name == NULL) {
-    fprintf(stderr, "dome agents token: --name is required\n");
-    return DOME_EXIT_FAILURE;
   }
   json_t *args = json_pack("{s:s}", "name", flags.name);
   if (flags.act_as) json_object_set_new(args, "act_as", json_string(flags.act_as));
