@@ -7,8 +7,10 @@
  *   commands on stderr and exit 125, as `dome` alone prints every command; followed by `-h`/`--help`,
  *   or as `dome help agents`: the same list on stdout, exit 0. (git does the same: `git worktree` alone
  *   is a usage error, its list on stderr.)
+ * - an option where a group's command belongs (`dome agents --json`): said so, then the group's list.
  * - anything else: one line on stderr naming the words up to the first that matches no command, with the
- *   words of that level closest to it ("did you mean"), exit 125. */
+ *   words of that level closest to it ("did you mean"), exit 125; after a group's words without a close
+ *   word, the group's list follows. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
