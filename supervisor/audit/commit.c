@@ -42,10 +42,26 @@ static int compress(journal *j, const void *data, size_t length, ZSTD_EndDirecti
   }
 }
 
+#ifdef DOME_TEST_HOOKS
+/* Fault injection for the fault tests (tests/audit/test_journal_faults), compiled only with
+ * DOME_TEST_HOOKS (TEST_HOOKS=1, supervisor/audit/module.mk): while the file named by the environment
+ * variable DOME_JOURNAL_FAULT_FILE exists, every write of a segment fails with EIO. */
+static ssize_t segment_pwrite(int fd, const void *data, size_t length, off_t offset) {
+  const char *fault = getenv("DOME_JOURNAL_FAULT_FILE");
+  if (fault && fault[0] && access(fault, F_OK) == 0) {
+    errno = EIO;
+    return -1;
+  }
+  return pwrite(fd, data, length, offset);
+}
+#else
+#define segment_pwrite pwrite
+#endif
+
 static int write_out(journal *j, dome_error *err) {
   size_t done = 0;
   while (done < j->out.length) {
-    ssize_t n = pwrite(j->fd, j->out.data + done, j->out.length - done, j->written + (off_t)done);
+    ssize_t n = segment_pwrite(j->fd, j->out.data + done, j->out.length - done, j->written + (off_t)done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       int e = n < 0 ? errno : EIO;

@@ -4,12 +4,44 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/common/units.h"
+#include "supervisor/control/control.h"
 #include "supervisor/jail/jail.h"
 #include "supervisor/kernel/kernel.h"
 #include "supervisor/net/net.h"
 
 static const char *yes(bool value) {
   return value ? "yes" : "no";
+}
+
+/* The running domed's journal side (control command `status`), or NULL when none answers. */
+static json_t *domed_status(void) {
+  json_t *status = NULL;
+  dome_error err = {0};
+  if (control_call(control_socket_path(NULL), "status", NULL, &status, &err) < 0) return NULL;
+  return status;
+}
+
+static void print_journal_side(json_t *status) {
+  if (status == NULL) {
+    printf("blob store       unknown (domed not reachable on its control socket)\n");
+    return;
+  }
+  json_t *blobs = json_object_get(status, "blobs");
+  char used[32], quota[32];
+  uint64_t quota_bytes = (uint64_t)json_integer_value(json_object_get(blobs, "quota_bytes"));
+  printf("blob store       %s in %lld blobs of %s (blob_quota), %lld refused by a quota\n",
+         dome_format_size((uint64_t)json_integer_value(json_object_get(blobs, "bytes")), used, sizeof used),
+         (long long)json_integer_value(json_object_get(blobs, "blobs")),
+         quota_bytes ? dome_format_size(quota_bytes, quota, sizeof quota) : "no limit",
+         (long long)json_integer_value(json_object_get(blobs, "refused")));
+  const char *owner;
+  json_t *bytes;
+  json_object_foreach(json_object_get(blobs, "owners"), owner, bytes)
+      printf("  capability %-20s %s\n", owner,
+             dome_format_size((uint64_t)json_integer_value(bytes), used, sizeof used));
+  printf("journal refused  %lld events (each failed its call closed)\n",
+         (long long)json_integer_value(json_object_get(status, "journal_refused")));
 }
 
 static int doctor_main(int argc, char **argv) {
@@ -73,6 +105,12 @@ static int doctor_main(int argc, char **argv) {
       json_object_set_new(egress, "macvlan", json_boolean(net.macvlan));
     }
     json_object_set_new(o, "egress", egress);
+    json_t *status = domed_status();
+    if (status) {
+      json_object_set(o, "blobs", json_object_get(status, "blobs"));
+      json_object_set(o, "journal_refused", json_object_get(status, "journal_refused"));
+      json_decref(status);
+    }
     json_dumpf(o, stdout, JSON_COMPACT);
     fputc('\n', stdout);
     json_decref(o);
@@ -98,6 +136,9 @@ static int doctor_main(int argc, char **argv) {
   printf("egress mode      %s\n", dome_net_mode_name(net.auto_mode));
   printf("egress uplink    ipvlan %s, macvlan %s (opt-in: net_mode = ipvlan | macvlan)\n", yes(net.ipvlan),
          yes(net.macvlan));
+  json_t *status = domed_status();
+  print_journal_side(status);
+  json_decref(status);
   if (report.reasons[0] || net.reasons[0]) {
     printf("\nmissing or degraded:\n");
     char copy[sizeof report.reasons];

@@ -19,6 +19,7 @@ static int set_main(int argc, char **argv) {
       {"output-limit", required_argument, NULL, 'o'},
       {"egress", required_argument, NULL, 'e'},
       {"egress-bytes", required_argument, NULL, 'b'},
+      {"blob-bytes", required_argument, NULL, 'B'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -61,13 +62,18 @@ static int set_main(int argc, char **argv) {
       case 'b':
         key = "egress_bytes";
         break;
+      case 'B':
+        key = "blob_bytes";
+        break;
       case 'h':
         printf(
             "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
             "                      [--workspace-size SIZE] [--output-limit SIZE] [--egress allow|deny]\n"
-            "                      [--egress-bytes SIZE]\n"
+            "                      [--egress-bytes SIZE] [--blob-bytes SIZE]\n"
             "  --egress-bytes: byte quota of each jail's egress path (both directions) for this capability;\n"
-            "                  0 (list: config): domed's egress_quota applies\n");
+            "                  0 (list: config): domed's egress_quota applies\n"
+            "  --blob-bytes:   bytes this capability's large inputs may take in the journal's blob store\n"
+            "                  (default 256M); beyond it inputs are journalled by digest only\n");
         json_decref(fields);
         return 0;
       default:

@@ -114,22 +114,24 @@ struct control_quota {
   bool egress;              /* network egress allowed at all (default false; rules refine) */
   uint64_t egress_bytes;    /* byte quota of a jail's egress path, both directions, bytes; 0 (default) =
                                domed's `egress_quota` configuration applies */
+  uint64_t blob_bytes;      /* bytes the capability's inputs may take in the blob store beside the journal
+                               (default 256 MiB); larger inputs are journalled by digest only */
 };
 
 void control_quota_defaults(struct control_quota *quota);
 
 /* Update the quota of `capability` with the members present in `fields` ({memory, cpus, pids,
- * timeout, workspace_size, output_limit, egress, egress_bytes}: sizes as numbers of bytes or strings with
- * IEC suffixes, durations as seconds, egress as boolean or "allow"/"deny"; egress_bytes may be 0, which
- * hands the jails of the capability back to domed's egress_quota). Unset members keep their
- * value. Errors: -EINVAL naming the field, -errno writing quotas.json. */
+ * timeout, workspace_size, output_limit, egress, egress_bytes, blob_bytes}: sizes as numbers of bytes or
+ * strings with IEC suffixes, durations as seconds, egress as boolean or "allow"/"deny"; egress_bytes may be
+ * 0, which hands the jails of the capability back to domed's egress_quota). Unset members keep their value.
+ * Errors: -EINVAL naming the field, -errno writing quotas.json. */
 int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err);
 
 /* The quota of `capability` (defaults when none was set). */
 void control_quota_get(control_store *store, const char *capability, struct control_quota *quota);
 
 /* Object capability -> {memory_bytes, cpus, pids, timeout_ms, workspace_bytes, output_bytes, egress,
- * egress_bytes}. */
+ * egress_bytes, blob_bytes}. */
 json_t *control_quota_list(control_store *store);
 
 /* --- tool registry --- */

@@ -18,15 +18,18 @@ void control_quota_defaults(struct control_quota *quota) {
       .output_bytes = 1u << 20,
       .egress = false,
       .egress_bytes = 0,
+      .blob_bytes = 256u << 20,
   };
 }
 
 static json_t *quota_json(const struct control_quota *quota) {
-  return json_pack("{s:I,s:f,s:I,s:I,s:I,s:I,s:b,s:I}", "memory_bytes", (json_int_t)quota->memory_bytes,
-                   "cpus", quota->cpus, "pids", (json_int_t)quota->pids, "timeout_ms",
-                   (json_int_t)quota->timeout_ms, "workspace_bytes", (json_int_t)quota->workspace_bytes,
-                   "output_bytes", (json_int_t)quota->output_bytes, "egress", quota->egress, "egress_bytes",
-                   (json_int_t)quota->egress_bytes);
+  json_t *object = json_pack(
+      "{s:I,s:f,s:I,s:I,s:I,s:I,s:b,s:I}", "memory_bytes", (json_int_t)quota->memory_bytes, "cpus",
+      quota->cpus, "pids", (json_int_t)quota->pids, "timeout_ms", (json_int_t)quota->timeout_ms,
+      "workspace_bytes", (json_int_t)quota->workspace_bytes, "output_bytes", (json_int_t)quota->output_bytes,
+      "egress", quota->egress, "egress_bytes", (json_int_t)quota->egress_bytes);
+  json_object_set_new(object, "blob_bytes", json_integer((json_int_t)quota->blob_bytes));
+  return object;
 }
 
 static void quota_from_json(json_t *object, struct control_quota *quota) {
@@ -42,6 +45,8 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
   if ((v = json_object_get(object, "egress"))) quota->egress = json_is_true(v);
   if ((v = json_object_get(object, "egress_bytes")) && json_integer_value(v) > 0)
     quota->egress_bytes = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "blob_bytes")) && json_integer_value(v) > 0)
+    quota->blob_bytes = (uint64_t)json_integer_value(v);
 }
 
 static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
@@ -64,8 +69,8 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   if (!control_name_valid(capability))
     return dome_error_set(err, EINVAL, "--capability: invalid capability `%s`", capability ? capability : "");
   if (!json_is_object(fields)) return dome_error_set(err, EINVAL, "quota fields must be an object");
-  static const char *const known[] = {"memory",         "cpus",         "pids",   "timeout",
-                                      "workspace_size", "output_limit", "egress", "egress_bytes"};
+  static const char *const known[] = {"memory",       "cpus",   "pids",         "timeout",   "workspace_size",
+                                      "output_limit", "egress", "egress_bytes", "blob_bytes"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
@@ -81,6 +86,7 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   if ((rc = size_field(fields, "memory", &quota.memory_bytes, err)) < 0) return rc;
   if ((rc = size_field(fields, "workspace_size", &quota.workspace_bytes, err)) < 0) return rc;
   if ((rc = size_field(fields, "output_limit", &quota.output_bytes, err)) < 0) return rc;
+  if ((rc = size_field(fields, "blob_bytes", &quota.blob_bytes, err)) < 0) return rc;
   json_t *v;
   if ((v = json_object_get(fields, "cpus"))) {
     /* the jail's own range (jail_run: 0.01 .. 4096 CPUs), the whole text a number */

@@ -13,11 +13,14 @@ static const char *arg_string(const struct control_request *request, const char 
   return json_string_value(json_object_get(request->args, key));
 }
 
+/* An administrative change is journalled after the store took it; a refusal is logged and counted
+ * (dome_journal_refused_total) but does not undo the change. */
 static void journal_admin(struct domed *domed, const struct control_request *request, json_t *event) {
   json_object_set_new(event, "operator_uid", json_integer((json_int_t)request->uid));
-  uint64_t seq = domed_audit_append(domed, event);
-  dome_error ignored;
-  domed_audit_sync(domed, seq, &ignored);
+  dome_error err = {0};
+  if (domed_audit_append_sync(domed, event, &err) < 0)
+    domed_log("error", "audit", "msg=\"administrative change not journalled: %s\" type=%s", err.message,
+              json_string_value(json_object_get(event, "type")));
   json_decref(event);
 }
 
@@ -222,11 +225,15 @@ json_t *domed_control_handle(void *context, const struct control_request *reques
     if (strcmp(command, "status") == 0) {
       struct mcp_server_stats stats;
       mcp_server_get_stats(domed->mcp, &stats);
-      return json_pack("{s:s,s:i,s:s,s:I,s:I,s:i}", "version", DOME_VERSION_STRING, "port",
-                       (int)mcp_server_port(domed->mcp), "path", domed->config.path, "sessions",
-                       (json_int_t)stats.sessions_active, "active_jails",
-                       (json_int_t)atomic_load(&domed->metrics.active_jails), "rules_version",
-                       control_rules_active(domed->store));
+      json_t *status = json_pack("{s:s,s:i,s:s,s:I,s:I,s:i}", "version", DOME_VERSION_STRING, "port",
+                                 (int)mcp_server_port(domed->mcp), "path", domed->config.path, "sessions",
+                                 (json_int_t)stats.sessions_active, "active_jails",
+                                 (json_int_t)atomic_load(&domed->metrics.active_jails), "rules_version",
+                                 control_rules_active(domed->store));
+      json_object_set_new(status, "blobs", domed_audit_blob_usage(domed));
+      json_object_set_new(status, "journal_refused",
+                          json_integer((json_int_t)atomic_load(&domed->metrics.journal_refused)));
+      return status;
     }
     dome_error_set(err, EINVAL, "unknown command `%s`", command);
     return NULL;

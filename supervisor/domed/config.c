@@ -38,6 +38,7 @@ void domed_config_defaults(struct domed_config *config) {
   config->journal_commit_window_ms = 2;
   snprintf(config->net_mode, sizeof config->net_mode, "auto");
   config->gateway_timeout_ms = 30000;
+  config->blob_quota_bytes = 1ull << 30;
 }
 
 static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
@@ -137,6 +138,15 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     c->egress_quota_bytes = bytes;
     return 0;
   }
+  if (strcmp(key, "blob_quota") == 0 || strcmp(key, "journal_retention") == 0) {
+    uint64_t bytes;
+    int rc = dome_parse_size(value, &bytes, err);
+    if (rc < 0) return dome_error_wrap(err, "%s", key);
+    *(key[0] == 'b' ? &c->blob_quota_bytes : &c->journal_retention_bytes) = bytes;
+    return 0;
+  }
+  if (strcmp(key, "journal_retention_age_s") == 0)
+    return set_unsigned(&c->journal_retention_age_s, key, value, 0, 86400u * 3650, err);
   if (strcmp(key, "gateway_timeout_ms") == 0)
     return set_unsigned(&c->gateway_timeout_ms, key, value, 100, 3600000, err);
   if (strcmp(key, "max_batch") == 0) return set_unsigned(&c->max_batch, key, value, 1, 1024, err);

@@ -58,7 +58,12 @@ struct domed_config {
   bool net_tcp_relay;          /* net_tcp_relay = false: user mode carries TCP through the splice relay */
   uint64_t egress_quota_bytes; /* egress_quota = 0: bytes a jail may send and receive (0: no quota) */
   unsigned gateway_timeout_ms; /* gateway_timeout_ms = 30000: a gateway backend's answer to one request */
-  char config_file[1024];      /* the file read, "" for embedded defaults */
+  uint64_t blob_quota_bytes;   /* blob_quota = 1G: bytes of all blobs beside the journal (0: no quota) */
+  /* journal_retention = 0 (bytes, 0: none) and journal_retention_age_s = 0 (0: none): sealed segments
+   * are removed oldest first beyond either, and the blobs only they could name with them */
+  uint64_t journal_retention_bytes;
+  unsigned journal_retention_age_s;
+  char config_file[1024]; /* the file read, "" for embedded defaults */
 };
 
 void domed_config_defaults(struct domed_config *config);
@@ -91,6 +96,8 @@ struct domed_metrics {
   atomic_uint_fast64_t redactions;
   atomic_uint_fast64_t denials_kernel;
   atomic_uint_fast64_t overloaded;
+  atomic_uint_fast64_t journal_refused; /* events the journal could not take or make durable */
+  atomic_uint_fast64_t digest_only;     /* members recorded by digest whose bytes the blob store refused */
   atomic_uint_fast64_t active_jails;
   atomic_uint_fast64_t queued;
   /* tools/call latency histogram, milliseconds: buckets <= 5,10,25,50,100,250,500,1000,2500,5000,10000,+Inf
@@ -135,10 +142,14 @@ struct domed {
   control_store *store;
   mcp_server *mcp;
   control_server *control;
-  void *journal;  /* struct journal * when the journal is built in */
-  void *engine;   /* engine-wide state (schema) of the authorizer */
-  void *kernel;   /* struct domed_kernel *: BPF enforcement, NULL when unavailable */
-  void *gateways; /* gateway_registry *: clients of external MCP backends (gateway.h) */
+  void *journal; /* struct journal *; replaced under journal_lock (write) when it failed and reopens */
+  void *blobs;   /* blob_store * beside the journal */
+  pthread_rwlock_t journal_lock;
+  uint64_t journal_generation; /* incremented by every reopen (journal_lock held for writing) */
+  int64_t journal_retry_ns;    /* a failed journal is reopened at most once a second (journal_lock) */
+  void *engine;                /* engine-wide state (schema) of the authorizer */
+  void *kernel;                /* struct domed_kernel *: BPF enforcement, NULL when unavailable */
+  void *gateways;              /* gateway_registry *: clients of external MCP backends (gateway.h) */
   pthread_mutex_t rules_lock;
   struct domed_rules *rules; /* the active version; swapped atomically under rules_lock */
   /* concurrency cap on jails */
@@ -198,12 +209,46 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
                               json_t *arguments, struct domed_decision *decision);
 void domed_decision_release(struct domed_decision *decision);
 
-/* Journal: open/close, append an event (returns seq > 0, or 0 when not journalled), sync up to seq.
- * domed_audit_sync returns 0, or -errno when the event is not durable (the caller fails the call). */
+/* Journal (audit.c). The rule: nothing runs and nothing is answered unless its events are durable
+ * (docs/threat-model.md). Every event goes through domed_audit_append; a caller that cannot append or
+ * sync fails its call closed (a tool error or a JSON-RPC internal error) before acting on it.
+ *
+ * Events are bounded: an identifier (request id, tool name) over DOMED_EVENT_TEXT_MAX bytes is recorded
+ * by domed_audit_set_text as digest and size; an input (code, stdin, file) by domed_audit_record_input;
+ * and an event still larger than the journal takes has its largest members replaced by their digest
+ * and size until it fits DOMED_EVENT_BUDGET_BYTES (the bytes kept in the blob store when its quotas
+ * allow, `<member>_stored` false when not). */
+#define DOMED_EVENT_TEXT_MAX 256                /* bytes of an identifier kept inline */
+#define DOMED_REQUEST_ID_MAX 256                /* bytes of a JSON-RPC id (its JSON text) domed accepts */
+#define DOMED_EVENT_BUDGET_BYTES (256 * 1024)   /* canonical size an oversized event is cut down to */
+#define DOMED_INPUTS_INLINE_BUDGET (128 * 1024) /* input bytes one exec.start keeps inline, in all */
+#define DOMED_BLOB_OWNER_EVENTS "-events"       /* blob owner of members cut from oversized events */
 int domed_audit_open(struct domed *domed, dome_error *err);
 void domed_audit_close(struct domed *domed);
-uint64_t domed_audit_append(struct domed *domed, json_t *event /* borrowed */);
-int domed_audit_sync(struct domed *domed, uint64_t seq, dome_error *err);
+/* Append `event` (borrowed; it may be changed: oversized members are replaced by their digest).
+ * Returns 0 and *ticket (for domed_audit_sync; may be NULL), or -errno with *err saying why the event
+ * was refused (-E2BIG: still too large, -ENOSPC/-EIO/-EROFS: the journal failed, -ESHUTDOWN); the refusal
+ * is logged and counted (dome_journal_refused_total). A failed journal is reopened (its durable events
+ * recovered) at most once a second, so domed serves again once space returns. */
+int domed_audit_append(struct domed *domed, json_t *event, uint64_t *ticket, dome_error *err);
+/* Block until the event of `ticket` and every earlier one is durable. Returns 0, or -errno (the event is
+ * not durable: the caller fails its call; counted like a refused append). */
+int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err);
+/* domed_audit_append then domed_audit_sync. */
+int domed_audit_append_sync(struct domed *domed, json_t *event, dome_error *err);
+/* Set holder[member] to text[0..length) when length <= DOMED_EVENT_TEXT_MAX, else holder[member_sha256]
+ * and holder[member_bytes] (the text is not kept). */
+void domed_audit_set_text(json_t *holder, const char *member, const char *text, size_t length);
+/* Record an input: holder[member_sha256], holder[member_bytes], and holder[member] inline when length <=
+ * inline_max, else the bytes in the blob store for `owner` (a capability, within owner_quota bytes; 0: no
+ * quota) with holder[member_stored] true, or false when a quota refused them (counted in /metrics).
+ * Returns 0, or -errno when the blob store could not write (disk full, I/O error): the call fails. */
+int domed_audit_record_input(struct domed *domed, json_t *holder, const char *member, const char *data,
+                             size_t length, size_t inline_max, const char *owner, uint64_t owner_quota,
+                             dome_error *err);
+/* The blob store's use for /metrics and `dome doctor`: {bytes, blobs, quota_bytes, refused, pruned,
+ * owners: {capability: bytes}}. New reference. */
+json_t *domed_audit_blob_usage(struct domed *domed);
 /* The `authz.decision` event of `decision` (docs/journal-format.md), members in this order: type,
  * agent, gateway (the identity's), action, tool (the registry name: the built-in backend or an external
  * one), mcp_tool, decision ("allow"/"deny"), determining, errors (empty arrays when the decision has
@@ -297,8 +342,11 @@ void domed_principal_of(struct domed *domed, const mcp_identity *identity, struc
                         json_t **capabilities);
 
 /* ---- gateway_route.c: external MCP backends registered with `dome tool add --url` (gateway.h) ---- */
-/* Append to `tools` the backend tools on the identity's gateway that mcp:discover allows (journalled). */
-void domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *tools);
+/* Append to `tools` the backend tools on the identity's gateway that mcp:discover allows (journalled;
+ * *ticket: the last event's, for domed_audit_sync). Returns 0, or -errno when an event was refused (the
+ * listing must not be answered). */
+int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *tools,
+                             uint64_t *ticket, dome_error *err);
 /* tools/call of `<backend>.<tool>`: returns 1 with *result (or NULL with *rpc_error and *err) when `name`
  * names a backend tool on the identity's gateway, 0 when it does not. */
 int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, const char *name,

@@ -6,6 +6,7 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "supervisor/common/utf8.h"
 #include "supervisor/guards/guard.h"
@@ -31,11 +32,31 @@ struct run_context {
   uint64_t bytes[3];
   json_t *capabilities; /* the agent's, for the kernel tables and the denials' requests */
   struct domed_kernel_run kernel_run;
-  uint64_t attach_us;             /* time attaching the kernel layer (inside jail_run), microseconds */
+  uint64_t attach_us; /* time attaching the kernel layer (inside jail_run), microseconds */
+  /* The first event of the execution the journal refused (0: none): the program is cancelled and the
+   * call fails closed; journal_err says why. */
+  int journal_rc;
+  dome_error journal_err;
   struct domed_egress_run egress; /* egress.c: the jail's network path, when its rules permit one */
 };
 
 static json_t *base_event(const struct domed_execution *execution, const char *type);
+
+/* Append an event of the running execution; on a refusal remember it and cancel the program (its
+ * result is never answered). Returns 0 or the refusal. */
+static int append_running(struct run_context *run, json_t *event) {
+  dome_error err = {0};
+  int rc = domed_audit_append(run->domed, event, NULL, &err);
+  if (rc < 0 && run->journal_rc == 0) {
+    run->journal_rc = rc;
+    run->journal_err = err;
+    uint64_t one = 1;
+    int cancel_fd = mcp_call_cancel_fd(run->execution->call);
+    if (cancel_fd >= 0 && write(cancel_fd, &one, sizeof one) < 0)
+      domed_log("error", "execute", "msg=\"cannot cancel the execution: %s\"", strerror(errno));
+  }
+  return rc;
+}
 
 static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_error *err) {
   struct run_context *run = context;
@@ -58,8 +79,9 @@ static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_e
    * kernel ruleset (0: every connect/bind/send denied) */
   json_object_set_new(event, "kernel", json_string(run->kernel_run.level ? run->kernel_run.level : "none"));
   json_object_set_new(event, "ruleset", json_integer(run->kernel_run.ruleset));
-  domed_audit_append(run->domed, event);
+  rc = append_running(run, event);
   json_decref(event);
+  if (rc < 0) return dome_error_set(err, -rc, "exec.jail not journalled: %s", run->journal_err.message);
   return 0;
 }
 
@@ -90,7 +112,7 @@ static void record_output(struct run_context *run, int stream, json_t *text) {
   json_object_set_new(event, "offset_ms", json_integer((json_int_t)run->offset_ms));
   json_object_set_new(event, "bytes", json_integer((json_int_t)length));
   json_object_set(event, "data", text);
-  domed_audit_append(run->domed, event);
+  append_running(run, event);
   json_decref(event);
   if (!mcp_call_wants_progress(run->execution->call)) return;
   char *message = NULL;
@@ -203,24 +225,24 @@ static json_t *tool_error(const char *text) {
   return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
 }
 
-/* An input of exec.start: inline up to REPLAY_BLOB_INLINE_MAX bytes, else only its digest, the content
- * kept in the journal's blob store (docs/simulate-replay.md). Returns 0 or replay_blob_put's error. */
-static int record_input(json_t *holder, const char *member, const char *data, size_t length,
-                        const char *journal_dir, dome_error *err) {
-  unsigned char digest[crypto_hash_sha256_BYTES];
-  char hex[crypto_hash_sha256_BYTES * 2 + 1];
-  crypto_hash_sha256(digest, (const unsigned char *)data, length);
-  sodium_bin2hex(hex, sizeof hex, digest, sizeof digest);
-  char key[64];
-  snprintf(key, sizeof key, "%s_sha256", member);
-  json_object_set_new(holder, key, json_string(hex));
-  snprintf(key, sizeof key, "%s_bytes", member);
-  json_object_set_new(holder, key, json_integer((json_int_t)length));
-  if (length <= REPLAY_BLOB_INLINE_MAX)
-    return json_object_set_new(holder, member, json_stringn(data, length)) < 0
-               ? dome_error_set(err, ENOMEM, "exec.start `%s`", member)
-               : 0;
-  return replay_blob_put(journal_dir, data, length, hex, err);
+/* Where the inputs of one exec.start go: inline while each is at most REPLAY_BLOB_INLINE_MAX bytes and
+ * all together at most DOMED_INPUTS_INLINE_BUDGET, else by digest with the bytes in the blob store
+ * (charged to the tool's capability, within its blob_bytes quota) or `<member>_stored` false. */
+struct input_budget {
+  struct domed *domed;
+  const char *capability;
+  uint64_t blob_bytes;
+  size_t inline_left;
+};
+
+/* An input of exec.start (docs/simulate-replay.md). Returns 0 or the blob store's write error. */
+static int record_input(struct input_budget *budget, json_t *holder, const char *member, const char *data,
+                        size_t length, dome_error *err) {
+  size_t inline_max =
+      budget->inline_left < REPLAY_BLOB_INLINE_MAX ? budget->inline_left : REPLAY_BLOB_INLINE_MAX;
+  if (length <= inline_max) budget->inline_left -= length;
+  return domed_audit_record_input(budget->domed, holder, member, data, length, inline_max, budget->capability,
+                                  budget->blob_bytes, err);
 }
 
 /* exec.start with every input a re-run needs: code, stdin, files, image, limits, classification, and the
@@ -230,7 +252,13 @@ static int record_input(json_t *holder, const char *member, const char *data, si
 static json_t *start_event(struct domed *domed, const struct domed_execution *execution, json_t *secrets,
                            json_t *agent_env, const char *classification, dome_error *err) {
   json_t *arguments = execution->arguments;
-  const char *journal_dir = domed->config.journal_dir;
+  const char *capability = json_string_value(json_object_get(execution->tool, "capability"));
+  struct input_budget budget = {
+      .domed = domed,
+      .capability = capability ? capability : DOMED_BUILTIN_CAPABILITY,
+      .blob_bytes = execution->quota.blob_bytes,
+      .inline_left = DOMED_INPUTS_INLINE_BUDGET,
+  };
   json_t *start = base_event(execution, "exec.start");
   json_object_set(start, "language", json_object_get(arguments, "language"));
   json_object_set_new(start, "image", json_string(domed->config.image));
@@ -243,19 +271,18 @@ static json_t *start_event(struct domed *domed, const struct domed_execution *ex
                 (json_int_t)execution->quota.output_bytes));
   json_object_set_new(start, "classification", json_string(classification ? classification : ""));
   json_t *code = json_object_get(arguments, "code");
-  int rc = record_input(start, "code", json_string_value(code), json_string_length(code), journal_dir, err);
+  int rc = record_input(&budget, start, "code", json_string_value(code), json_string_length(code), err);
   json_t *stdin_value = json_object_get(arguments, "stdin");
   if (rc == 0 && json_is_string(stdin_value))
-    rc = record_input(start, "stdin", json_string_value(stdin_value), json_string_length(stdin_value),
-                      journal_dir, err);
+    rc = record_input(&budget, start, "stdin", json_string_value(stdin_value),
+                      json_string_length(stdin_value), err);
   json_t *files = json_array();
   const char *path;
   json_t *content;
   json_object_foreach(json_object_get(arguments, "files"), path, content) {
     if (rc < 0) break;
     json_t *file = json_pack("{s:s}", "path", path);
-    rc = record_input(file, "content", json_string_value(content), json_string_length(content), journal_dir,
-                      err);
+    rc = record_input(&budget, file, "content", json_string_value(content), json_string_length(content), err);
     json_array_append_new(files, file);
   }
   json_object_set_new(start, "files", files);
@@ -424,8 +451,16 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
     dome_error_wrap(err, "journal the inputs");
     goto out;
   }
-  domed_audit_append(domed, start);
+  /* nothing runs before its decision and its start are durable (the start's sync covers the decision) */
+  uint64_t start_ticket = 0;
+  rc = domed_audit_append(domed, start, &start_ticket, err);
   json_decref(start);
+  if (rc == 0) rc = domed_audit_sync(domed, start_ticket, err);
+  if (rc < 0) {
+    *rpc_error = MCP_INTERNAL_ERROR;
+    dome_error_wrap(err, "exec.start could not be journalled (fail closed)");
+    goto out;
+  }
 
   struct jail_config config;
   jail_config_init(&config);
@@ -481,7 +516,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   json_t *denial;
   json_array_foreach(denials, d, denial) {
     json_t *event = denial_event(&run, denial);
-    domed_audit_append(domed, event);
+    append_running(&run, event);
     json_decref(event);
   }
   json_t *end = base_event(execution, "exec.end");
@@ -501,10 +536,12 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   if (rc < 0) {
     atomic_fetch_add(&domed->metrics.execution_errors, 1);
     json_object_set_new(end, "error", json_string(err->message));
-    uint64_t seq = domed_audit_append(domed, end);
-    json_decref(end);
+    uint64_t seq = 0;
     dome_error sync_err = {0};
-    if (domed_audit_sync(domed, seq, &sync_err) < 0) {
+    int appended = domed_audit_append(domed, end, &seq, &sync_err);
+    json_decref(end);
+    if (appended < 0 || run.journal_rc < 0 || domed_audit_sync(domed, seq, &sync_err) < 0) {
+      if (appended == 0 && run.journal_rc < 0) sync_err = run.journal_err;
       *rpc_error = MCP_INTERNAL_ERROR;
       *err = sync_err;
       goto out;
@@ -572,7 +609,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
           strcmp(findings.items[k].detector, json_string_value(json_object_get(entry, "detector"))) == 0)
         json_array_append_new(hashes, json_string(findings.items[k].hmac_hex));
     json_object_set_new(event, "hmac", hashes);
-    domed_audit_append(domed, event);
+    append_running(&run, event);
     json_decref(event);
   }
   json_decref(redactions);
@@ -590,12 +627,17 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   json_object_set_new(end, "output_paths", json_integer((json_int_t)jail_result.output_path_count));
   json_object_set_new(end, "enforcement", json_string(jail_enforcement_name(jail_result.enforcement)));
   domed_egress_report(&run.egress, end);
-  uint64_t seq = domed_audit_append(domed, end);
+  uint64_t seq = 0;
+  int appended = domed_audit_append(domed, end, &seq, err);
   json_decref(end);
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_REDACT], domed_now_us() - phase_start);
   phase_start = domed_now_us();
+  if (appended == 0 && run.journal_rc < 0) {
+    appended = run.journal_rc;
+    *err = run.journal_err;
+  }
   /* the result goes back only once every event of the execution is durable */
-  if (domed_audit_sync(domed, seq, err) < 0) {
+  if (appended < 0 || domed_audit_sync(domed, seq, err) < 0) {
     json_decref(structured);
     *rpc_error = MCP_INTERNAL_ERROR;
     dome_error_wrap(err, "journal");

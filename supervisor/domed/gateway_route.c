@@ -31,9 +31,10 @@ static json_t *tool_entity(json_t *entry) {
   return entity;
 }
 
-/* Decide `action` on backend tool `tool` of `entry`, journal it; returns the decision's allow. */
+/* Decide `action` on backend tool `tool` of `entry`, journal it; returns the decision's allow, false
+ * with *journal_rc < 0 (*err) when the decision could not be journalled. */
 static bool decide(struct domed *domed, const mcp_identity *identity, const char *exec_id, const char *action,
-                   json_t *entry, const char *tool, uint64_t *seq) {
+                   json_t *entry, const char *tool, uint64_t *seq, int *journal_rc, dome_error *err) {
   json_t *capabilities;
   struct domed_principal principal;
   domed_principal_of(domed, identity, &principal, &capabilities);
@@ -44,10 +45,9 @@ static bool decide(struct domed *domed, const mcp_identity *identity, const char
   domed_authorize_resource(domed, rules, &principal, action, backend, entity, tool, NULL, &decision);
   atomic_fetch_add(decision.allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
   json_t *event = domed_decision_event(exec_id, identity, action, backend, tool, &decision, "policy");
-  uint64_t appended = domed_audit_append(domed, event);
-  if (seq) *seq = appended;
+  *journal_rc = domed_audit_append(domed, event, seq, err);
   json_decref(event);
-  bool allow = decision.allow;
+  bool allow = decision.allow && *journal_rc == 0;
   domed_decision_release(&decision);
   domed_rules_release(rules);
   json_decref(entity);
@@ -56,12 +56,15 @@ static bool decide(struct domed *domed, const mcp_identity *identity, const char
   return allow;
 }
 
-void domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *visible) {
-  if (domed->gateways == NULL) return;
+int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *visible,
+                             uint64_t *ticket, dome_error *error) {
+  if (domed->gateways == NULL) return 0;
+  int rc = 0;
   json_t *entries = control_tool_list(domed->store);
   size_t i;
   json_t *entry;
   json_array_foreach(entries, i, entry) {
+    if (rc < 0) break;
     if (!on_gateway(entry, identity)) continue;
     const char *backend = json_string_value(json_object_get(entry, "name"));
     json_t *tools = NULL;
@@ -73,21 +76,23 @@ void domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity,
     if (listed < 0) {
       json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "gateway.error", "agent", identity->agent,
                                 "tool", backend, "error", err.message);
-      domed_audit_append(domed, event);
-      json_decref(event);
       domed_log("warn", "gateway", "backend=%s msg=\"%s\"", backend, err.message);
+      rc = domed_audit_append(domed, event, ticket, error);
+      json_decref(event);
       continue;
     }
     size_t j;
     json_t *tool;
     json_array_foreach(tools, j, tool) {
       const char *original = json_string_value(json_object_get(tool, "x-dome-tool"));
-      if (original && decide(domed, identity, NULL, "mcp:discover", entry, original, NULL))
+      if (original && decide(domed, identity, NULL, "mcp:discover", entry, original, ticket, &rc, error))
         json_array_append_new(visible, gateway_tool_public(tool));
+      if (rc < 0) break;
     }
     json_decref(tools);
   }
   json_decref(entries);
+  return rc;
 }
 
 static json_t *tool_error(const char *text) {
@@ -193,9 +198,10 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
   char exec_id[24];
   sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
   uint64_t seq = 0;
-  bool allow = decide(domed, identity, exec_id, "mcp:call", entry, tool, &seq);
+  int journal_rc = 0;
+  bool allow = decide(domed, identity, exec_id, "mcp:call", entry, tool, &seq, &journal_rc, err);
   if (!allow) {
-    if (domed_audit_sync(domed, seq, err) < 0) {
+    if (journal_rc < 0 || domed_audit_sync(domed, seq, err) < 0) {
       *rpc_error = MCP_INTERNAL_ERROR;
     } else {
       char text[300];
@@ -205,15 +211,21 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
     json_decref(candidates);
     return 1;
   }
+  /* nothing is forwarded before the decision is durable */
+  if (domed_audit_sync(domed, seq, err) < 0) {
+    *rpc_error = MCP_INTERNAL_ERROR;
+    json_decref(candidates);
+    return 1;
+  }
   json_t *end = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "type", "gateway.call", "exec_id", exec_id, "agent",
                           identity->agent, "gateway", identity->gateway, "tool", backend, "mcp_tool", tool);
   if (identity->actas[0]) json_object_set_new(end, "actas", json_string(identity->actas));
   *result = forward(domed, entry, tool, arguments, call, end);
   json_object_set_new(end, "duration_ms", json_integer((json_int_t)((domed_now_us() - start) / 1000u)));
-  seq = domed_audit_append(domed, end);
+  int appended = domed_audit_append(domed, end, &seq, err);
   json_decref(end);
   json_decref(candidates);
-  if (domed_audit_sync(domed, seq, err) < 0) {
+  if (appended < 0 || domed_audit_sync(domed, seq, err) < 0) {
     json_decref(*result);
     *result = NULL;
     *rpc_error = MCP_INTERNAL_ERROR;

@@ -55,6 +55,31 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   COUNTER("dome_redactions_total", "Redactions applied to results.", atomic_load(&m->redactions));
   COUNTER("dome_overloaded_total", "Calls refused because every jail slot and the queue were full.",
           atomic_load(&m->overloaded));
+  COUNTER("dome_journal_refused_total",
+          "Events the journal could not take or make durable; each failed its call closed.",
+          atomic_load(&m->journal_refused));
+  COUNTER("dome_journal_digest_only_total",
+          "Members journalled by digest whose bytes the blob store's quotas refused (stored=false).",
+          atomic_load(&m->digest_only));
+  json_t *blobs = domed_audit_blob_usage(domed);
+  GAUGE("dome_blob_bytes", "Bytes of the blob store beside the journal.",
+        json_integer_value(json_object_get(blobs, "bytes")));
+  GAUGE("dome_blob_count", "Blobs in the blob store.", json_integer_value(json_object_get(blobs, "blobs")));
+  GAUGE("dome_blob_quota_bytes", "The blob store's total quota (blob_quota; 0: none).",
+        json_integer_value(json_object_get(blobs, "quota_bytes")));
+  COUNTER("dome_blob_refused_total", "Blobs not stored because a quota was reached.",
+          json_integer_value(json_object_get(blobs, "refused")));
+  COUNTER("dome_blob_pruned_total", "Blobs removed with the journal's retention.",
+          json_integer_value(json_object_get(blobs, "pruned")));
+  fprintf(out,
+          "# HELP dome_blob_capability_bytes Bytes of the blob store held per capability.\n"
+          "# TYPE dome_blob_capability_bytes gauge\n");
+  const char *owner;
+  json_t *bytes;
+  json_object_foreach(json_object_get(blobs, "owners"), owner, bytes)
+      fprintf(out, "dome_blob_capability_bytes{capability=\"%s\"} %lld\n", owner,
+              (long long)json_integer_value(bytes));
+  json_decref(blobs);
   domed_egress_metrics(out);
   GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));
   GAUGE("dome_queued_calls", "Calls waiting for a jail slot.", atomic_load(&m->queued));

@@ -47,7 +47,9 @@ static int authenticate(void *context, const char *token, mcp_identity *identity
     json_t *event = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "gateway.access", "agent", identity->agent,
                               "gateway", identity->gateway, "decision", "deny", "reason", err->message);
     if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
-    domed_audit_append(domed, event);
+    dome_error journal_err = {0};
+    if (domed_audit_append_sync(domed, event, &journal_err) < 0) /* still refused; counted and logged */
+      domed_log("error", "audit", "msg=\"gateway.access deny not journalled: %s\"", journal_err.message);
     json_decref(event);
   }
   return rc;
@@ -136,13 +138,21 @@ static json_t *list_tools(void *context, const mcp_identity *identity) {
     atomic_fetch_add(&domed->metrics.decisions_deny, 1);
   json_t *event = domed_decision_event(NULL, identity, "mcp:discover", DOMED_BUILTIN_TOOL, DOMED_EXECUTE_TOOL,
                                        &d.decision, "policy");
-  domed_audit_append(domed, event);
+  dome_error err = {0};
+  uint64_t ticket = 0;
+  int rc = domed_audit_append(domed, event, &ticket, &err);
   json_decref(event);
-  if (d.decision.allow &&
+  if (rc == 0 && d.decision.allow &&
       strcmp(json_string_value(json_object_get(d.tool, "gateway")), identity->gateway) == 0)
     json_array_append_new(tools, domed_execute_code_tool());
   builtin_release(&d);
-  domed_gateway_list_tools(domed, identity, tools);
+  /* the listing is answered only once every discovery decision it reflects is durable */
+  if (rc == 0) rc = domed_gateway_list_tools(domed, identity, tools, &ticket, &err);
+  if (rc == 0) rc = domed_audit_sync(domed, ticket, &err);
+  if (rc < 0) {
+    json_decref(tools);
+    return NULL;
+  }
   return tools;
 }
 
@@ -197,16 +207,50 @@ static void release_slot(struct domed *domed) {
   pthread_mutex_unlock(&domed->slots_lock);
 }
 
+/* A call refused before any authorization (its request id too long, its tool unknown): journalled as a
+ * deny with `reason`, the long members by digest. Returns 0 once durable, else -errno (*err). */
+static int journal_refusal(struct domed *domed, const mcp_identity *identity, const char *name,
+                           mcp_call *call, const char *reason, dome_error *err) {
+  struct domed_decision decision = {.allow = false};
+  json_t *event = domed_decision_event(NULL, identity, "mcp:call", "", name, &decision, reason);
+  json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
+  const char *request_id = mcp_call_request_id(call) ? mcp_call_request_id(call) : "null";
+  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+  int rc = domed_audit_append_sync(domed, event, err);
+  json_decref(event);
+  return rc;
+}
+
 static json_t *call_tool(void *context, const mcp_identity *identity, const char *name, json_t *arguments,
                          mcp_call *call, int *rpc_error, dome_error *err) {
   struct domed *domed = context;
   uint64_t start = now_us();
+  /* JSON-RPC 2.0 leaves the id's size to the server: a longer one is refused before any work, and the
+   * refusal journalled with the id's digest. */
+  size_t id_length = mcp_call_request_id(call) ? strlen(mcp_call_request_id(call)) : 0;
+  if (id_length > DOMED_REQUEST_ID_MAX) {
+    char reason[128];
+    snprintf(reason, sizeof reason, "request id of %zu bytes (at most %d)", id_length, DOMED_REQUEST_ID_MAX);
+    atomic_fetch_add(&domed->metrics.decisions_deny, 1);
+    if (journal_refusal(domed, identity, name, call, reason, err) < 0) {
+      *rpc_error = MCP_INTERNAL_ERROR;
+      return NULL;
+    }
+    *rpc_error = MCP_INVALID_REQUEST;
+    dome_error_set(err, E2BIG, "tools/call refused: %s", reason);
+    return NULL;
+  }
   if (strcmp(name, DOMED_EXECUTE_TOOL) != 0) {
     json_t *routed = NULL;
     if (domed_gateway_call_tool(domed, identity, name, arguments, call, &routed, rpc_error, err) > 0)
       return routed;
+    atomic_fetch_add(&domed->metrics.decisions_deny, 1);
+    if (journal_refusal(domed, identity, name, call, "unknown tool", err) < 0) {
+      *rpc_error = MCP_INTERNAL_ERROR;
+      return NULL;
+    }
     *rpc_error = MCP_INVALID_PARAMS;
-    dome_error_set(err, ENOENT, "unknown tool: %.100s", name);
+    dome_error_set(err, ENOENT, "unknown tool: %.100s%s", name, strlen(name) > 100 ? "..." : "");
     return NULL;
   }
   uint64_t received = mcp_call_received_us(call);
@@ -235,10 +279,17 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   json_t *event =
       domed_decision_event(exec_id, identity, "mcp:call", DOMED_BUILTIN_TOOL, name, &d.decision, reason);
   json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
-  json_object_set_new(event, "request_id", json_string(mcp_call_request_id(call)));
-  uint64_t seq = domed_audit_append(domed, event);
+  const char *request_id = mcp_call_request_id(call) ? mcp_call_request_id(call) : "null";
+  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+  uint64_t seq = 0;
+  int appended = domed_audit_append(domed, event, &seq, err);
   json_decref(event);
   json_t *result = NULL;
+  if (appended < 0) { /* no decision on record: nothing runs */
+    *rpc_error = MCP_INTERNAL_ERROR;
+    dome_error_wrap(err, "the decision could not be journalled (fail closed)");
+    goto out;
+  }
   if (!allow) {
     int rc = domed_audit_sync(domed, seq, err);
     if (rc < 0) {
@@ -255,7 +306,10 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   }
   dome_error check = {0};
   if (domed_execute_arguments_check(arguments, &check) < 0) {
-    result = tool_error(check.message);
+    if (domed_audit_sync(domed, seq, err) < 0)
+      *rpc_error = MCP_INTERNAL_ERROR;
+    else
+      result = tool_error(check.message);
     goto out;
   }
   struct domed_execution execution = {
@@ -267,6 +321,18 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
       .call = call,
   };
   control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &execution.quota);
+  /* stdin is written into the jail's workspace: at most its size */
+  json_t *stdin_value = json_object_get(arguments, "stdin");
+  if (json_string_length(stdin_value) > execution.quota.workspace_bytes) {
+    char text[200];
+    snprintf(text, sizeof text, "stdin of %zu bytes exceeds the workspace size of %llu bytes",
+             json_string_length(stdin_value), (unsigned long long)execution.quota.workspace_bytes);
+    if (domed_audit_sync(domed, seq, err) < 0)
+      *rpc_error = MCP_INTERNAL_ERROR;
+    else
+      result = tool_error(text);
+    goto out;
+  }
   json_t *timeout = json_object_get(arguments, "timeout_s");
   if (timeout) {
     uint64_t ms = (uint64_t)(json_number_value(timeout) * 1000.0);
@@ -279,6 +345,11 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   if (rc < 0) {
     if (rc == -EBUSY) atomic_fetch_add(&domed->metrics.overloaded, 1);
     *rpc_error = rc == -EBUSY ? MCP_SERVER_OVERLOADED : MCP_INTERNAL_ERROR;
+    dome_error journal_err = {0};
+    if (domed_audit_sync(domed, seq, &journal_err) < 0) { /* the refusal answers only once on record */
+      *rpc_error = MCP_INTERNAL_ERROR;
+      *err = journal_err;
+    }
     goto out;
   }
   atomic_fetch_add(&domed->metrics.active_jails, 1);

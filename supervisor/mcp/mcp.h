@@ -67,7 +67,8 @@ struct mcp_handlers {
    * missing, invalid, suspended or revoked token) or -EPERM (403: agent not granted this gateway),
    * with err->message a one-line reason that is sent to the client. */
   int (*authenticate)(void *context, const char *bearer_token, mcp_identity *identity, dome_error *err);
-  /* tools/list: a new reference to a JSON array of MCP Tool objects visible to the identity. */
+  /* tools/list: a new reference to a JSON array of MCP Tool objects visible to the identity, or NULL
+   * when the listing cannot be answered (its audit events were refused): a JSON-RPC internal error. */
   json_t *(*list_tools)(void *context, const mcp_identity *identity);
   /* tools/call: called in its own thread. Return a new reference to a CallToolResult object, or
    * NULL with *rpc_error set to a JSON-RPC error code and err->message (e.g. -32602 unknown tool,

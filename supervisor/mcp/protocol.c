@@ -125,7 +125,10 @@ static json_t *handle_request(mcp_server *server, struct mcp_session *session, c
   if (strcmp(method, "ping") == 0) return mcp_jsonrpc_result(id, json_object());
   if (strcmp(method, "tools/list") == 0) {
     json_t *tools = server->handlers.list_tools(server->handlers.context, &post->identity);
-    return mcp_jsonrpc_result(id, json_pack("{s:o}", "tools", tools ? tools : json_array()));
+    if (tools == NULL)
+      return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR,
+                               "tools/list: the server cannot record this listing (fail closed)");
+    return mcp_jsonrpc_result(id, json_pack("{s:o}", "tools", tools));
   }
   if (strcmp(method, "tools/call") == 0)
     return start_tools_call(server, session, post, id, params, stream, stream_response, http);
