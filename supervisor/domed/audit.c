@@ -47,8 +47,12 @@ static int64_t oldest_event_ns(const char *journal_dir) {
   return oldest;
 }
 
-/* Remove the blobs written before the oldest event kept: retention removed every event naming them. */
+/* Remove the blobs written before the oldest event kept: retention removed every event naming them.
+ * At most once every 10 s (it reads the journal's first frame), except the first time. */
 static void prune_blobs(struct domed *domed) {
+  static _Atomic int64_t next_ns;
+  int64_t now = realtime_ns(), due = atomic_load(&next_ns);
+  if (now < due || !atomic_compare_exchange_strong(&next_ns, &due, now + 10 * INT64_C(1000000000))) return;
   int64_t oldest = oldest_event_ns(domed->config.journal_dir);
   if (oldest == 0) return;
   dome_error err = {0};
@@ -85,6 +89,7 @@ void domed_audit_close(struct domed *domed) {
   domed->journal = NULL;
   blob_store_close(domed->blobs);
   domed->blobs = NULL;
+  pthread_rwlock_destroy(&domed->journal_lock);
 }
 
 /* A journal that failed (disk full, I/O error) refuses every append. Close it and open it again: the
