@@ -25,6 +25,13 @@ static int input_of(const char *journal_dir, json_t *holder, const char *member,
     if (!required) return 0;
     return dome_error_set(err, ENODATA, "exec.start records neither `%s` nor `%s`", member, key);
   }
+  snprintf(key, sizeof key, "%s_stored", member);
+  if (json_is_false(json_object_get(holder, key)))
+    return dome_error_set(
+        err, ENODATA,
+        "exec.start `%s` was recorded by digest only (%s_stored false: a blob quota refused "
+        "its bytes); it cannot be re-run",
+        member, member);
   char *data = NULL;
   size_t length = 0;
   int rc = replay_blob_get(journal_dir, hex, &data, &length, err);
@@ -90,9 +97,21 @@ int replay_inputs(const char *journal_dir, const char *exec_id, json_t **inputs,
         rc = input_of(journal_dir, event, "stdin", false, &value, err);
         if (rc == 0 && value) json_object_set_new(result, "stdin", value);
       }
+      /* a file list too large for one event is recorded by digest: its canonical JSON in the blob store */
+      json_t *listed = json_incref(json_object_get(event, "files"));
+      if (rc == 0 && listed == NULL && json_object_get(event, "files_sha256")) {
+        json_t *text = NULL;
+        rc = input_of(journal_dir, event, "files", true, &text, err);
+        if (rc == 0) {
+          listed = json_loadb(json_string_value(text), json_string_length(text), 0, NULL);
+          if (!json_is_array(listed))
+            rc = dome_error_set(err, EBADMSG, "exec.start `files_sha256`: the blob is not a JSON array");
+        }
+        json_decref(text);
+      }
       size_t i;
       json_t *file;
-      json_array_foreach(json_object_get(event, "files"), i, file) {
+      json_array_foreach(listed, i, file) {
         if (rc < 0) break;
         const char *path = json_string_value(json_object_get(file, "path"));
         if (path == NULL) {
@@ -102,6 +121,7 @@ int replay_inputs(const char *journal_dir, const char *exec_id, json_t **inputs,
         rc = input_of(journal_dir, file, "content", true, &value, err);
         if (rc == 0) json_object_set_new(json_object_get(result, "files"), path, value);
       }
+      json_decref(listed);
     } else if (strcmp(type, "exec.output") == 0) {
       const char *stream = json_string_value(json_object_get(event, "stream"));
       json_t *data = json_object_get(event, "data");
