@@ -49,6 +49,16 @@ uint64_t blob_store_owner_bytes(blob_store *store, const char *owner);
 struct json_t;
 struct json_t *blob_store_owners(blob_store *store);
 
+/* Store data[0..length) under its SHA-256 without accounting (offline writers: re-runs recorded by
+ * `dome audit replay --rerun`; written to a temp file, fsync'd, renamed; a blob already present is left as
+ * is). hex receives the 64 hex digits + NUL. Returns 0 or -errno. */
+int blob_content_put(const char *journal_dir, const void *data, size_t length, char hex[65], dome_error *err);
+/* Read the blob `hex` of the store beside journal_dir (malloc'd into *data, *length bytes, NUL-terminated
+ * for convenience; at most 1 GiB) and check its digest. Returns 0, -ENOENT (not kept: removed by
+ * retention, refused by a quota or never stored), -EBADMSG (content does not match its digest), -EINVAL
+ * (hex is not 64 hex digits), -E2BIG, -errno. */
+int blob_content_get(const char *journal_dir, const char *hex, char **data, size_t *length, dome_error *err);
+
 /* Remove every blob last stored or refreshed before before_ns (CLOCK_REALTIME, Unix ns), with its
  * owners' links: the journal's retention removed every event that could name it. Returns the number
  * of blobs removed, or -errno reading the store. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "supervisor/blob/blob.h"
 #include "supervisor/common/utf8.h"
 #include "supervisor/guards/guard.h"
 #include "supervisor/jail/jail.h"
@@ -141,7 +142,7 @@ static int record_input(json_t *start, const char *member, const char *data, siz
   json_object_set_new(start, key, json_integer((json_int_t)length));
   if (length <= REPLAY_BLOB_INLINE_MAX || journal_dir == NULL)
     return json_object_set_new(start, member, json_stringn(data, length)) < 0 ? -ENOMEM : 0;
-  return replay_blob_put(journal_dir, data, length, hex, err);
+  return blob_content_put(journal_dir, data, length, hex, err);
 }
 
 static json_t *start_event(const json_t *inputs, const char *journal_dir, const char *image,

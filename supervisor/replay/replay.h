@@ -138,13 +138,7 @@ int replay_timeline_json(const char *journal_dir, const char *exec_id, json_t **
  * are recorded in exec.start `env_short_values`; longer values are recorded by name only. */
 #define REPLAY_SECRET_MIN_BYTES 8
 
-/* Store data[0..length) under its SHA-256 (written to a temp file, fsync'd, renamed; a blob already
- * present is left as is). hex receives the 64 hex digits + NUL. Returns 0 or -errno. */
-int replay_blob_put(const char *journal_dir, const void *data, size_t length, char hex[65], dome_error *err);
-/* Read the blob `hex` (malloc'd into *data, *length bytes, NUL-terminated for convenience) and check its
- * digest. Returns 0, -ENOENT (not kept: removed by retention or never stored), -EBADMSG (content does not
- * match its digest), -EINVAL (hex is not 64 hex digits), -errno. */
-int replay_blob_get(const char *journal_dir, const char *hex, char **data, size_t *length, dome_error *err);
+/* The blobs themselves are read and written through supervisor/blob/blob.h. */
 
 /* ---------------------------------------------------------------------------------------------
  * Replay: re-run
@@ -190,10 +184,11 @@ typedef struct replay_execute_options {
 
 /* Run `inputs` (the replay_inputs shape; "exec_id", "agent", "policy_version" name the record) in a fresh
  * jail and record it in the documented shape through options->append: exec.start (inputs inline up to
- * REPLAY_BLOB_INLINE_MAX, else as SHA-256 with the content stored by replay_blob_put under journal_dir),
- * exec.jail, exec.output chunks (redacted, UTF-8, offset_ms), exec.denial, exec.redaction, exec.end.
- * Secrets: the values of inputs.env (an object; only env_names are recorded) are redacted from every output.
- * This is the reference of what domed records (docs/simulate-replay.md); the generator of the tests and
+ * REPLAY_BLOB_INLINE_MAX, else as SHA-256 with the content stored by blob_content_put
+ * (supervisor/blob/blob.h) under journal_dir), exec.jail, exec.output chunks (redacted, UTF-8, offset_ms),
+ * exec.denial, exec.redaction, exec.end. Secrets: the values of inputs.env (an object; only env_names are
+ * recorded) are redacted from every output. This is the reference of what domed records
+ * (docs/simulate-replay.md); the generator of the tests and
  * --rerun use it. *outcome (new reference, may be NULL): {"exit_code", "signal", "timed_out", "oom_killed",
  * "stdout", "stderr" (redacted), "redactions": [{field, detector, count}], "denials": [{hook, object}],
  * "kernel": "none"|"reduced"|"full"}.

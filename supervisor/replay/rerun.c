@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "supervisor/audit/journal.h"
+#include "supervisor/blob/blob.h"
 #include "supervisor/replay/replay_internal.h"
 
 /* An input member of exec.start: inline text, or its blob. */
@@ -34,7 +35,7 @@ static int input_of(const char *journal_dir, json_t *holder, const char *member,
         member, member);
   char *data = NULL;
   size_t length = 0;
-  int rc = replay_blob_get(journal_dir, hex, &data, &length, err);
+  int rc = blob_content_get(journal_dir, hex, &data, &length, err);
   if (rc < 0) return dome_error_wrap(err, "exec.start `%s`", key);
   *out = json_stringn(data, length);
   free(data);

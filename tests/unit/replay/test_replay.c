@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "supervisor/audit/journal.h"
+#include "supervisor/blob/blob.h"
 #include "supervisor/replay/replay.h"
 
 static const char *rules_v2 =
@@ -270,23 +271,23 @@ static void test_blobs(void **state) {
   char *dir = make_directory();
   char hex[65];
   dome_error err = {0};
-  assert_int_equal(replay_blob_put(dir, "hello", 5, hex, &err), 0);
+  assert_int_equal(blob_content_put(dir, "hello", 5, hex, &err), 0);
   assert_string_equal(hex, "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
   char *data = NULL;
   size_t length = 0;
-  assert_int_equal(replay_blob_get(dir, hex, &data, &length, &err), 0);
+  assert_int_equal(blob_content_get(dir, hex, &data, &length, &err), 0);
   assert_int_equal(length, 5);
   assert_memory_equal(data, "hello", 5);
   free(data);
-  assert_int_equal(replay_blob_get(dir, "xyz", &data, &length, &err), -EINVAL);
+  assert_int_equal(blob_content_get(dir, "xyz", &data, &length, &err), -EINVAL);
   char path[4300];
   snprintf(path, sizeof path, "%s/blobs/sha256/2c/%s", dir, hex);
   FILE *f = fopen(path, "w");
   fputs("jello", f);
   fclose(f);
-  assert_int_equal(replay_blob_get(dir, hex, &data, &length, &err), -EBADMSG);
-  assert_int_equal(replay_blob_get(dir, "0000000000000000000000000000000000000000000000000000000000000000",
-                                   &data, &length, &err),
+  assert_int_equal(blob_content_get(dir, hex, &data, &length, &err), -EBADMSG);
+  assert_int_equal(blob_content_get(dir, "0000000000000000000000000000000000000000000000000000000000000000",
+                                    &data, &length, &err),
                    -ENOENT);
   remove_directory(dir);
 }

@@ -1,5 +1,5 @@
-/* Content-addressed blobs beside the journal: <journal>/blobs/sha256/<2 hex>/<64 hex>. Inputs of an
- * execution larger than REPLAY_BLOB_INLINE_MAX are kept here and named by their SHA-256 in exec.start. */
+/* The content files of the blob store without its accounting (blob.h): what `dome audit replay --rerun`
+ * reads back and what its re-runs record. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "supervisor/common/cleanup.h"
-#include "supervisor/replay/replay.h"
+#include "supervisor/blob/blob.h"
 
 #define BLOB_MAX_BYTES (1ull << 30) /* largest blob read back, bytes */
 
-static bool is_hex64(const char *hex) {
+static bool content_hex_valid(const char *hex) {
   if (hex == NULL || strlen(hex) != 64) return false;
   for (int i = 0; i < 64; i++)
     if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f'))) return false;
@@ -37,7 +37,8 @@ static int make_dirs(const char *journal_dir, const char *hex, dome_error *err) 
   return 0;
 }
 
-int replay_blob_put(const char *journal_dir, const void *data, size_t length, char hex[65], dome_error *err) {
+int blob_content_put(const char *journal_dir, const void *data, size_t length, char hex[65],
+                     dome_error *err) {
   unsigned char digest[crypto_hash_sha256_BYTES];
   crypto_hash_sha256(digest, data, length);
   sodium_bin2hex(hex, 65, digest, sizeof digest);
@@ -70,10 +71,10 @@ int replay_blob_put(const char *journal_dir, const void *data, size_t length, ch
   return 0;
 }
 
-int replay_blob_get(const char *journal_dir, const char *hex, char **data, size_t *length, dome_error *err) {
+int blob_content_get(const char *journal_dir, const char *hex, char **data, size_t *length, dome_error *err) {
   *data = NULL;
   *length = 0;
-  if (!is_hex64(hex))
+  if (!content_hex_valid(hex))
     return dome_error_set(err, EINVAL, "blob `%.80s`: not a SHA-256 in hex", hex ? hex : "");
   char path[4200];
   blob_path(journal_dir, hex, path, sizeof path);
