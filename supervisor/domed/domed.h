@@ -42,10 +42,11 @@ struct domed_config {
   unsigned max_sessions;      /* max_sessions = 4096 */
   unsigned session_idle_s;    /* session_idle_s = 3600 */
   unsigned shutdown_grace_s;  /* shutdown_grace_s = 10: running jails may finish, then are killed */
-  /* journal_commit_window_ms = 2: an event no call waits for (an execution's events before its end,
-   * discovery decisions) is made durable by the journal's writer at the latest this long after it was
-   * appended. Larger windows save background fdatasyncs (1.4 instead of 2.3 per call at 100 ms) but
-   * leave more for the call's own sync before it answers: measured slower per call (docs/domed.md). */
+  /* journal_commit_window_ms = 2: an event no call waits for yet (an execution's output, denial and
+   * redaction events before its end) is made durable by the journal's writer at the latest this long
+   * after it was appended; decisions, exec.start and exec.end are synced by their call. Larger windows
+   * save background fdatasyncs but leave more for the call's own sync before it answers: measured slower
+   * per call (docs/domed.md). */
   unsigned journal_commit_window_ms;
   char net_mode[16]; /* net_mode = auto: egress path of jails, auto | user | routed | ipvlan | macvlan
                       * (docs/networking.md) */
