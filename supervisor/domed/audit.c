@@ -227,6 +227,17 @@ int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err) {
   return rc;
 }
 
+int domed_audit_sync_span(struct domed *domed, uint64_t first, uint64_t last, dome_error *err) {
+  if (first == 0 || last == 0) return dome_error_set(err, EIO, "event not journalled");
+  if (first >> TICKET_SEQ_BITS != last >> TICKET_SEQ_BITS) {
+    atomic_fetch_add(&domed->metrics.journal_refused, 1);
+    return dome_error_set(err, EIO,
+                          "the journal failed and was reopened since this call's first event: its "
+                          "earlier events are lost (fail closed)");
+  }
+  return domed_audit_sync(domed, last, err);
+}
+
 int domed_audit_append_sync(struct domed *domed, json_t *event, dome_error *err) {
   uint64_t ticket = 0;
   int rc = domed_audit_append(domed, event, &ticket, err);

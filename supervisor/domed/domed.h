@@ -235,6 +235,10 @@ int domed_audit_append(struct domed *domed, json_t *event, uint64_t *ticket, dom
 /* Block until the event of `ticket` and every earlier one is durable. Returns 0, or -errno (the event is
  * not durable: the caller fails its call; counted like a refused append). */
 int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err);
+/* Block until every event from ticket `first` to ticket `last` (appended later) is durable. Returns 0,
+ * -EIO when the journal failed and was reopened in between (the events before the failure are lost: the
+ * call they belong to must fail), or domed_audit_sync's error. */
+int domed_audit_sync_span(struct domed *domed, uint64_t first, uint64_t last, dome_error *err);
 /* domed_audit_append then domed_audit_sync. */
 int domed_audit_append_sync(struct domed *domed, json_t *event, dome_error *err);
 /* Set holder[member] to text[0..length) when length <= DOMED_EVENT_TEXT_MAX, else holder[member_sha256]
@@ -271,6 +275,7 @@ struct domed_execution {
   struct domed_rules *rules;
   const char *exec_id;
   mcp_call *call;
+  uint64_t decision_ticket; /* of the call's authz.decision: every later sync of the call covers it */
 };
 json_t *domed_execute(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
                       dome_error *err);

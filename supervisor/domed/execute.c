@@ -455,7 +455,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   uint64_t start_ticket = 0;
   rc = domed_audit_append(domed, start, &start_ticket, err);
   json_decref(start);
-  if (rc == 0) rc = domed_audit_sync(domed, start_ticket, err);
+  if (rc == 0) rc = domed_audit_sync_span(domed, execution->decision_ticket, start_ticket, err);
   if (rc < 0) {
     *rpc_error = MCP_INTERNAL_ERROR;
     dome_error_wrap(err, "exec.start could not be journalled (fail closed)");
@@ -540,7 +540,8 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
     dome_error sync_err = {0};
     int appended = domed_audit_append(domed, end, &seq, &sync_err);
     json_decref(end);
-    if (appended < 0 || run.journal_rc < 0 || domed_audit_sync(domed, seq, &sync_err) < 0) {
+    if (appended < 0 || run.journal_rc < 0 ||
+        domed_audit_sync_span(domed, execution->decision_ticket, seq, &sync_err) < 0) {
       if (appended == 0 && run.journal_rc < 0) sync_err = run.journal_err;
       *rpc_error = MCP_INTERNAL_ERROR;
       *err = sync_err;
@@ -637,7 +638,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
     *err = run.journal_err;
   }
   /* the result goes back only once every event of the execution is durable */
-  if (appended < 0 || domed_audit_sync(domed, seq, err) < 0) {
+  if (appended < 0 || domed_audit_sync_span(domed, execution->decision_ticket, seq, err) < 0) {
     json_decref(structured);
     *rpc_error = MCP_INTERNAL_ERROR;
     dome_error_wrap(err, "journal");

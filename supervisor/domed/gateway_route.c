@@ -222,10 +222,11 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
   if (identity->actas[0]) json_object_set_new(end, "actas", json_string(identity->actas));
   *result = forward(domed, entry, tool, arguments, call, end);
   json_object_set_new(end, "duration_ms", json_integer((json_int_t)((domed_now_us() - start) / 1000u)));
+  uint64_t decision_ticket = seq;
   int appended = domed_audit_append(domed, end, &seq, err);
   json_decref(end);
   json_decref(candidates);
-  if (appended < 0 || domed_audit_sync(domed, seq, err) < 0) {
+  if (appended < 0 || domed_audit_sync_span(domed, decision_ticket, seq, err) < 0) {
     json_decref(*result);
     *result = NULL;
     *rpc_error = MCP_INTERNAL_ERROR;

@@ -147,8 +147,9 @@ static json_t *list_tools(void *context, const mcp_identity *identity) {
     json_array_append_new(tools, domed_execute_code_tool());
   builtin_release(&d);
   /* the listing is answered only once every discovery decision it reflects is durable */
+  uint64_t first = ticket;
   if (rc == 0) rc = domed_gateway_list_tools(domed, identity, tools, &ticket, &err);
-  if (rc == 0) rc = domed_audit_sync(domed, ticket, &err);
+  if (rc == 0) rc = domed_audit_sync_span(domed, first, ticket, &err);
   if (rc < 0) {
     json_decref(tools);
     return NULL;
@@ -319,6 +320,7 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
       .rules = d.rules,
       .exec_id = exec_id,
       .call = call,
+      .decision_ticket = seq,
   };
   control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &execution.quota);
   /* stdin is written into the jail's workspace: at most its size */
