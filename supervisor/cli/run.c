@@ -27,7 +27,8 @@ static void usage(FILE *out) {
       "\n"
       "Run PROGRAM in a fresh jail (namespaces, cgroup leaf, seccomp, Landlock, no capabilities) and\n"
       "remove the jail afterwards. Without --json, output passes through and dome exits with the\n"
-      "program's status (128+N for signal N, 124 on timeout); 125 is dome's own failure.\n"
+      "program's status (128+N for signal N, 124 on timeout); 125 is dome's own failure. A program ended\n"
+      "by a limit gets a line on stderr naming it (`dome: killed: timeout (limit 10 s)`).\n"
       "\n"
       "options (sizes in bytes or with K/M/G; times in seconds, decimals allowed):\n"
       "  --image NAME           image (default host-ro; others from $DOME_IMAGE_STORE or %s)\n"
@@ -44,7 +45,8 @@ static void usage(FILE *out) {
       "  --workspace-size SIZE  size of /workspace and /tmp (default 64M)\n"
       "  --output-limit SIZE    bytes kept per stream (default 1M)\n"
       "  --env KEY=VALUE        environment of the program (repeatable); nothing of the caller's is passed,\n"
-      "                         only PATH, HOME=/tmp and LANG=C.UTF-8 unless given here\n"
+      "                         only PATH, HOME=/workspace and LANG=C.UTF-8 unless given here; the\n"
+      "                         program starts in /workspace\n"
       "  --stdin                forward dome's stdin to the program (default: /dev/null)\n"
       "  --json                 print one JSON object with the result instead\n"
       "  --rules FILE           enforce Cedar fs/net rules (with the shipped baseline) compiled for\n"
@@ -118,7 +120,21 @@ static int print_json(const struct jail_result *r, const struct run_rules *rules
   json_object_set_new(o, "cpu_ms", json_integer((json_int_t)r->cpu_ms));
   json_object_set_new(o, "peak_memory_bytes", json_integer((json_int_t)r->peak_memory_bytes));
   json_object_set_new(o, "stdout", text_value(r->stdout_data, r->stdout_length));
-  json_object_set_new(o, "stderr", text_value(r->stderr_data, r->stderr_length));
+  /* the line naming the limit that ended the program, as domed's result has it */
+  char notice[512];
+  size_t notice_length = jail_limit_notice(r, notice, sizeof notice);
+  if (notice_length >= sizeof notice) notice_length = sizeof notice - 1;
+  json_t *stderr_text = text_value(r->stderr_data, r->stderr_length);
+  if (notice_length) {
+    char *joined = NULL;
+    if (asprintf(&joined, "%s%s%s", json_string_value(stderr_text),
+                 r->stderr_length && r->stderr_data[r->stderr_length - 1] != '\n' ? "\n" : "", notice) >= 0) {
+      json_decref(stderr_text);
+      stderr_text = json_string(joined);
+      free(joined);
+    }
+  }
+  json_object_set_new(o, "stderr", stderr_text);
   json_object_set_new(o, "truncated", json_boolean(r->truncated));
   json_object_set_new(o, "output_paths", paths);
   if (r->copy_out_error_count > 0) {
@@ -286,7 +302,8 @@ static int run_main(int argc, char **argv) {
                "needs --rules FILE");
 
   /* Defaults for what every program expects, unless given with --env. */
-  static const char *const defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"};
+  static const char *const defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace",
+                                         "LANG=C.UTF-8"};
   for (size_t d = 0; d < sizeof defaults / sizeof defaults[0]; d++) {
     size_t key = (size_t)(strchr(defaults[d], '=') - defaults[d]) + 1;
     bool given = false;
@@ -373,7 +390,11 @@ static int run_main(int argc, char **argv) {
     }
     for (size_t i = 0; i < result.copy_out_error_count; i++)
       print_escaped("dome run: --copy-out: not copied: ", result.copy_out_errors[i]);
-    if (result.timed_out) fprintf(stderr, "dome run: timed out (--timeout)\n");
+    char notice[512];
+    if (jail_limit_notice(&result, notice, sizeof notice)) {
+      if (result.stderr_length && result.stderr_data[result.stderr_length - 1] != '\n') fputc('\n', stderr);
+      fputs(notice, stderr);
+    }
     status = result.timed_out ? 124 : result.signal ? 128 + result.signal : result.exit_code;
     if (result.cancelled && cancel_signal) status = 128 + cancel_signal;
   }

@@ -441,6 +441,7 @@ static void setup_mounts(const struct jail_plan *plan) {
   if (syscall(SYS_pivot_root, ".", ".") < 0) fail(plan, errno, "pivot_root", JAIL_STAGING);
   if (umount2(".", MNT_DETACH) < 0) fail(plan, errno, "detach the host root", NULL);
   if (chdir("/") < 0) fail(plan, errno, "chdir", "/");
+  if (chdir(plan->working_directory) < 0) fail(plan, errno, "working directory", plan->working_directory);
 }
 
 /* ---- privileges ---- */

@@ -161,6 +161,7 @@ struct jail_plan {
   char *const *argv;
   char *const *envp;
   const char *search_path;            /* PATH used to resolve argv[0] */
+  const char *working_directory;      /* in the final root (jail_config.working_directory) */
   int stdin_fd, stdout_fd, stderr_fd; /* host fds the child dup2s to 0, 1, 2 */
   int sync_fd;                        /* the child's end of the control socket */
   int supervisor_sync_fd; /* the supervisor's end, inherited by clone: the child closes it first, so that

@@ -127,6 +127,11 @@ struct jail_config {
   const char *workspace_dir;
   bool copy_out;
 
+  /* The program's working directory inside the jail, absolute, at most 1024 bytes; NULL = "/workspace"
+   * (where input_files and workspace_dir land). A directory missing in the jail fails the run (-ENOENT
+   * naming it). */
+  const char *working_directory;
+
   const char *image;       /* NULL = JAIL_DEFAULT_IMAGE ("host-ro"); others: <image_store>/<image>/rootfs */
   const char *image_store; /* NULL = JAIL_DEFAULT_IMAGE_STORE */
 
@@ -168,6 +173,11 @@ struct jail_config {
   /* Each chunk of output as it arrives (stream 1 stdout, 2 stderr; only the bytes kept within
    * output_limit); offset_ms = time since the program started. */
   void (*on_output)(void *context, int stream, const char *data, size_t length, uint64_t offset_ms);
+  /* Called about every tick_ms milliseconds while the jail's output is read (also when none arrives;
+   * never from inside on_output); offset_ms as on_output. tick_ms 0 = 50. For callers that hold output
+   * back (coalescing, the redaction hold-back) and release it after a quiet time. */
+  void (*on_tick)(void *context, uint64_t offset_ms);
+  uint64_t tick_ms;
 };
 
 /* Fill *config with defaults: every limit 0 (= default), stdin_fd -1, cancel_fd -1, everything else
@@ -245,6 +255,14 @@ struct jail_result {
  * result->copy_out_errors and the other files are still copied.
  * Nothing is left behind (cgroup leaves, mounts, processes, fds, temporary files) in every case. */
 int jail_run(const struct jail_config *config, struct jail_result *result, dome_error *err);
+
+/* The lines a program's end by one of its limits adds to its stderr, each ending in '\n', in this order:
+ *   "dome: killed: out of memory (limit 256 MiB)"           (oom_killed; limits.memory_bytes)
+ *   "dome: fork failed: pids limit reached (limit 64 processes)"   (pids_limited; limits.pids)
+ *   "dome: killed: timeout (limit 10 s)"                    (timed_out; limits.timeout_ms)
+ * written NUL-terminated to buffer (truncated to size - 1 bytes). Returns the length of the whole text
+ * (0 when no limit was reached), as snprintf does. */
+size_t jail_limit_notice(const struct jail_result *result, char *buffer, size_t size);
 
 /* Free what jail_run allocated in *result and zero it. Safe on a zeroed or already released result. */
 void jail_result_release(struct jail_result *result);

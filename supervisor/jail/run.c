@@ -147,6 +147,11 @@ static int validate(const struct jail_config *c, dome_error *err) {
                           c->output_limit, JAIL_MAX_OUTPUT_LIMIT_BYTES >> 20);
   if (c->workspace_bytes && c->workspace_bytes < 4096)
     return dome_error_set(err, EINVAL, "workspace size: %" PRIu64 " bytes is below 4096", c->workspace_bytes);
+  if (c->working_directory &&
+      (c->working_directory[0] != '/' || strlen(c->working_directory) > 1024 ||
+       strstr(c->working_directory, "/../") || strcmp(c->working_directory, "/..") == 0))
+    return dome_error_set(err, EINVAL, "working directory: `%.1024s` is not an absolute path",
+                          c->working_directory);
   if (c->path_rules && c->path_rule_count > JAIL_MAX_PATH_RULES)
     return dome_error_set(err, EINVAL, "path rules: more than %u", JAIL_MAX_PATH_RULES);
   for (size_t i = 0; c->path_rules && i < c->path_rule_count; i++) {
@@ -412,6 +417,7 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
   size_t relay_length = 0, relay_offset = 0;
   bool relay_eof = c->stdin_fd < 0, killed = false;
   char buffer[65536];
+  uint64_t tick_ms = c->on_tick ? (c->tick_ms ? c->tick_ms : 50) : 0, next_tick = start + tick_ms;
   if (s->stdin_write >= 0) fcntl(s->stdin_write, F_SETFL, O_NONBLOCK);
   while (!s->reaped || s->out.fd >= 0 || s->err.fd >= 0) {
     struct pollfd fds[7];
@@ -437,9 +443,15 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
     else
       wait_ms = now >= deadline ? 0 : (int)(deadline - now);
     if (sample_pids && !s->reaped && wait_ms > 20) wait_ms = 20;
+    if (tick_ms && wait_ms > (int)(next_tick > now ? next_tick - now : 0))
+      wait_ms = (int)(next_tick > now ? next_tick - now : 0);
     int ready = poll(fds, (nfds_t)count, wait_ms);
     if (ready < 0 && errno != EINTR) break;
     now = now_ms();
+    if (tick_ms && now >= next_tick) {
+      c->on_tick(c->hook_context, now - start);
+      next_tick = now + tick_ms;
+    }
     if (sample_pids && !s->reaped) {
       uint64_t pids = jail_cgroup_current_pids(&s->leaf);
       if (pids > result->peak_pids) result->peak_pids = pids;
@@ -651,6 +663,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   plan.argv = s.argv_copy;
   plan.envp = s.env_copy;
   plan.search_path = search_path_of(s.env_copy);
+  plan.working_directory = c->working_directory ? c->working_directory : "/workspace";
   plan.stdin_fd = s.stdin_read;
   plan.stdout_fd = s.stdout_write;
   plan.stderr_fd = s.stderr_write;
