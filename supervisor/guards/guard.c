@@ -48,7 +48,10 @@ static void free_strings(char **strings, size_t count) {
 
 void guard_free(struct guard *guard) {
   if (guard == NULL) return;
-  for (size_t i = 0; i < guard->rule_count; i++) pcre2_code_free(guard->rules[i].code);
+  for (size_t i = 0; i < guard->rule_count; i++) {
+    pcre2_code_free(guard->rules[i].code);
+    free(guard->rules[i].literal);
+  }
   free(guard->rules);
   for (int c = 0; c < GUARD_CLASS_COUNT; c++) hs_free_database(guard->database[c]);
   hs_free_scratch(guard->scratch_prototype);
@@ -151,8 +154,13 @@ static int add_literal(struct guard *guard, struct pattern_list *patterns, const
   int detector = guard_detector_index(detector_id);
   int r = add_rule(guard, patterns, detector, hs_literal(bytes, length), flags, false, err);
   if (r < 0) return r;
-  guard->rules[guard->rule_count - 1].length = (unsigned)length;
-  guard->rules[guard->rule_count - 1].back = (unsigned)length;
+  struct guard_rule *rule = &guard->rules[guard->rule_count - 1];
+  rule->length = (unsigned)length;
+  rule->back = (unsigned)length;
+  rule->caseless = (flags & HS_FLAG_CASELESS) != 0;
+  if ((rule->literal = malloc(length)) == NULL)
+    return dome_error_set(err, ENOMEM, "detector `%s`: out of memory", detector_id);
+  memcpy(rule->literal, bytes, length);
   return 0;
 }
 

@@ -203,6 +203,19 @@ int guard_stream_open_class(const struct guard *guard, const char *field, enum g
 int guard_stream_feed(struct guard_stream *stream, const void *data, size_t length,
                       const struct guard_sink *sink, dome_error *err);
 
+/* A pause in the input (the program wrote nothing for a while): emit the held-back bytes that no
+ * detector can still match whatever bytes follow, so that a short line reaches the reader before the
+ * hold-back fills. Bytes from the earliest position where some detector's pattern matches partially
+ * (the input ends inside it), or where a match is complete but not yet decided, stay held; a redaction
+ * that would end beyond the flushed bytes is held whole. The output and the findings of the stream stay
+ * exactly those of one guard_redact_buffer over the whole input, wherever the flushes fall. Cost: one
+ * PCRE2 search per detector of the stream's class over the held-back bytes. Returns as
+ * guard_stream_feed; the stream accepts further feeds. */
+int guard_stream_flush(struct guard_stream *stream, const struct guard_sink *sink, dome_error *err);
+
+/* Bytes fed but not yet emitted (held back by pending candidates and the hold-back). */
+uint64_t guard_stream_held_bytes(const struct guard_stream *stream);
+
 /* End of input: confirm the pending candidates, emit the held-back bytes and the last findings.
  * Returns as guard_stream_feed. The stream accepts no further feed. */
 int guard_stream_finish(struct guard_stream *stream, const struct guard_sink *sink, dome_error *err);

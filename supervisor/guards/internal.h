@@ -114,11 +114,13 @@ int guard_detector_index(const char *id);
 
 /* A rule: one pattern of a compiled guard's vectorscan databases (the hs id is the rule index). */
 struct guard_rule {
-  int detector;               /* index into guard_detectors */
-  pcre2_code *code;           /* NULL for literal rules (exact values): the hs match is the span */
-  int secret_group;           /* capture group replaced, 0 = whole match */
-  unsigned back;              /* bytes from a reported end back to the earliest possible match start */
-  unsigned length;            /* literal rules: the literal's length */
+  int detector;           /* index into guard_detectors */
+  pcre2_code *code;       /* NULL for literal rules (exact values): the hs match is the span */
+  int secret_group;       /* capture group replaced, 0 = whole match */
+  unsigned back;          /* bytes from a reported end back to the earliest possible match start */
+  unsigned length;        /* literal rules: the literal's length */
+  unsigned char *literal; /* literal rules: its bytes (owned), compared case-insensitively if caseless */
+  bool caseless;
   enum guard_trigger trigger; /* GUARD_TRIGGER_HS: in the vectorscan database; else the prefilter */
   enum guard_precheck precheck;
 };

@@ -9,6 +9,7 @@
  * match begins), and a pending candidate holds its bytes until it is decided. The window keeps CONTEXT
  * bytes before the earliest byte still needed so lookbehinds see the same bytes as in one buffer; its
  * size is bounded by CONTEXT + hold_back + the longest pending candidate (64 KiB) + one piece. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,21 +296,26 @@ static int emit_until(struct guard_stream *s, uint64_t limit, const struct guard
   return 0;
 }
 
-/* Confirm pending rules, emit what is decided, drop window bytes no longer needed. */
-static int settle(struct guard_stream *s, const struct guard_sink *sink, bool final, dome_error *err) {
-  int r;
-  size_t rules = s->guard->rule_count;
-  for (size_t i = 0; i < rules; i++)
-    if (s->pending[i].count && (r = confirm(s, i, final, err)) < 0) return r;
-  uint64_t end = s->base + s->length;
-  size_t hold_back = s->guard->hold_back[s->class_];
-  uint64_t limit = final ? end : (end > hold_back ? end - hold_back : 0);
-  uint64_t keep = limit;
-  for (size_t i = 0; i < rules; i++)
-    if (s->pending[i].count && s->pending[i].items[0].start < limit) limit = s->pending[i].items[0].start;
-  if ((r = emit_until(s, limit, sink, err)) < 0) return r;
-  keep = s->emitted;
-  for (size_t i = 0; i < rules; i++)
+/* `limit` lowered to the start of every span that crosses it. A span is emitted only once every byte it
+ * covers is decided: a match found later may start inside it, and overlapping spans are merged into one
+ * redaction, as in one buffer (emitting the first at once made that depend on the chunking). */
+static uint64_t spans_whole(const struct guard_stream *s, uint64_t limit) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t k = 0; k < s->span_count; k++)
+      if (s->spans[k].start < limit && s->spans[k].end > limit) {
+        limit = s->spans[k].start;
+        moved = true;
+      }
+  }
+  return limit;
+}
+
+/* Drop the window bytes no longer needed: those before every pending candidate, span and unemitted
+ * byte, less CONTEXT bytes kept for lookbehinds. */
+static void trim_window(struct guard_stream *s) {
+  uint64_t keep = s->emitted;
+  for (size_t i = 0; i < s->guard->rule_count; i++)
     if (s->pending[i].count && s->pending[i].items[0].start < keep) keep = s->pending[i].items[0].start;
   if (s->span_count && s->spans[0].start < keep) keep = s->spans[0].start;
   keep = keep > s->base + CONTEXT ? keep - CONTEXT : s->base;
@@ -319,7 +325,110 @@ static int settle(struct guard_stream *s, const struct guard_sink *sink, bool fi
     s->length -= drop;
     s->base = keep;
   }
+}
+
+/* Confirm pending rules, emit what is decided, drop window bytes no longer needed. */
+static int settle(struct guard_stream *s, const struct guard_sink *sink, bool final, dome_error *err) {
+  int r;
+  size_t rules = s->guard->rule_count;
+  for (size_t i = 0; i < rules; i++)
+    if (s->pending[i].count && (r = confirm(s, i, final, err)) < 0) return r;
+  uint64_t end = s->base + s->length;
+  size_t hold_back = s->guard->hold_back[s->class_];
+  uint64_t limit = final ? end : (end > hold_back ? end - hold_back : 0);
+  for (size_t i = 0; i < rules; i++)
+    if (s->pending[i].count && s->pending[i].items[0].start < limit) limit = s->pending[i].items[0].start;
+  if (!final) limit = spans_whole(s, limit);
+  if ((r = emit_until(s, limit, sink, err)) < 0) return r;
+  trim_window(s);
   return 0;
+}
+
+/* Earliest stream offset in [from, limit) at which rule `index` may still start a match that is not
+ * decided yet: a literal whose prefix ends the window, a PCRE2 partial match (hard: the window's end was
+ * reached while matching), or a complete match its validator accepts with no span recorded for it yet.
+ * `limit` when there is none. A PCRE2 failure (resource limit) answers `from`: nothing is flushed. */
+static uint64_t undecided_start(struct guard_stream *s, size_t index, uint64_t from, uint64_t limit) {
+  const struct guard_rule *rule = &s->guard->rules[index];
+  uint64_t end = s->base + s->length;
+  if (rule->code == NULL) {
+    uint64_t x = end > rule->length ? end - rule->length + 1 : 0;
+    for (x = x > from ? x : from; x < limit && x < end; x++) {
+      const unsigned char *tail = (const unsigned char *)s->window + (x - s->base);
+      size_t n = (size_t)(end - x), i = 0;
+      if (rule->caseless)
+        while (i < n && tolower(tail[i]) == tolower(rule->literal[i])) i++;
+      else
+        while (i < n && tail[i] == rule->literal[i]) i++;
+      if (i == n) return x;
+    }
+    return limit;
+  }
+  pcre2_set_offset_limit(s->match_context, PCRE2_UNSET);
+  uint32_t options = PCRE2_PARTIAL_HARD | (s->base > 0 ? PCRE2_NOTBOL : 0);
+  uint64_t start = from;
+  while (start < limit && start <= end) {
+    int rc = pcre2_match(rule->code, (PCRE2_SPTR)s->window, s->length, (PCRE2_SIZE)(start - s->base), options,
+                         s->match_data, s->match_context);
+    if (rc == PCRE2_ERROR_NOMATCH) return limit;
+    PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(s->match_data);
+    uint64_t match_start = s->base + ovector[0];
+    if (rc == PCRE2_ERROR_PARTIAL) return match_start < limit ? match_start : limit;
+    if (rc < 0) return from;
+    if (match_start >= limit) return limit;
+    size_t value_start = ovector[0], value_end = ovector[1];
+    int group = rule->secret_group;
+    if (group > 0 && rc > group && ovector[2 * group] != PCRE2_UNSET) {
+      value_start = ovector[2 * group];
+      value_end = ovector[2 * group + 1];
+    }
+    int detector = guard_validate(s->guard, rule->detector, s->window + ovector[0], ovector[1] - ovector[0],
+                                  s->window + value_start, value_end - value_start);
+    if (detector >= 0) {
+      /* accepted: decided only when its redaction is recorded (or already emitted) */
+      bool recorded = s->base + value_end <= s->emitted;
+      for (size_t k = 0; !recorded && k < s->span_count; k++)
+        recorded = s->spans[k].start <= s->base + value_start && s->spans[k].end >= s->base + value_end;
+      if (!recorded) return match_start;
+      start = s->base + (ovector[1] > ovector[0] ? ovector[1] : ovector[0] + 1);
+    } else {
+      start = match_start + 1; /* rejected: another match may start inside it (see confirm) */
+    }
+  }
+  return limit;
+}
+
+int guard_stream_flush(struct guard_stream *s, const struct guard_sink *sink, dome_error *err) {
+  if (s->failed || s->finished)
+    return dome_error_set(err, 0, "redact field `%s`: stream already %s", s->field,
+                          s->failed ? "failed" : "finished");
+  int r;
+  size_t rules = s->guard->rule_count;
+  for (size_t i = 0; i < rules; i++)
+    if (s->pending[i].count && (r = confirm(s, i, false, err)) < 0) {
+      s->failed = true;
+      return r;
+    }
+  uint64_t limit = s->base + s->length;
+  for (size_t i = 0; i < rules; i++)
+    if (s->pending[i].count && s->pending[i].items[0].start < limit) limit = s->pending[i].items[0].start;
+  for (size_t i = 0; i < rules && limit > s->emitted; i++) {
+    enum guard_class detector_class = guard_detectors[s->guard->rules[i].detector].info.class_;
+    if (detector_class != GUARD_CLASS_PUBLIC && detector_class != s->class_) continue;
+    limit = undecided_start(s, i, s->emitted, limit);
+  }
+  limit = spans_whole(s, limit);
+  if (limit <= s->emitted) return 0;
+  if ((r = emit_until(s, limit, sink, err)) < 0) {
+    s->failed = true;
+    return r;
+  }
+  trim_window(s);
+  return 0;
+}
+
+uint64_t guard_stream_held_bytes(const struct guard_stream *s) {
+  return s->base + s->length - s->emitted;
 }
 
 int guard_stream_open_class(const struct guard *guard, const char *field, enum guard_class class_,
