@@ -105,25 +105,28 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
 /* --- quotas per capability --- */
 
 struct control_quota {
-  uint64_t memory_bytes;    /* cgroup memory.max, bytes (default 256 MiB) */
-  double cpus;              /* cpu.max as CPUs (default 1) */
-  uint64_t pids;            /* pids.max (default 64) */
-  uint64_t timeout_ms;      /* wall-clock limit, milliseconds (default 10000) */
-  uint64_t workspace_bytes; /* /workspace tmpfs size, bytes (default 64 MiB) */
-  uint64_t output_bytes;    /* per stream, bytes (default 1 MiB) */
-  bool egress;              /* network egress allowed at all (default false; rules refine) */
-  uint64_t egress_bytes;    /* byte quota of a jail's egress path, both directions, bytes; 0 (default) =
-                               domed's `egress_quota` configuration applies */
-  uint64_t blob_bytes;      /* bytes the capability's inputs may take in the blob store beside the journal
-                               (default 256 MiB); larger inputs are journalled by digest only */
+  uint64_t memory_bytes;     /* cgroup memory.max, bytes (default 256 MiB) */
+  double cpus;               /* cpu.max as CPUs (default 1) */
+  uint64_t pids;             /* pids.max (default 64) */
+  uint64_t timeout_ms;       /* wall-clock limit, milliseconds (default 10000) */
+  uint64_t workspace_bytes;  /* /workspace tmpfs size, bytes (default 64 MiB) */
+  uint64_t output_bytes;     /* per stream, bytes (default 1 MiB) */
+  bool egress;               /* network egress allowed at all (default false; rules refine) */
+  uint64_t egress_bytes;     /* byte quota of a jail's egress path, both directions, bytes; 0 (default) =
+                                domed's `egress_quota` configuration applies */
+  uint64_t blob_bytes;       /* bytes the capability's inputs may take in the blob store beside the journal
+                                (default 256 MiB); larger inputs are journalled by digest only */
+  uint64_t mcp_output_bytes; /* bytes of each output stream in the MCP result; 0 (default) = domed's
+                                `mcp_output_limit` configuration applies */
 };
 
 void control_quota_defaults(struct control_quota *quota);
 
 /* Update the quota of `capability` with the members present in `fields` ({memory, cpus, pids,
- * timeout, workspace_size, output_limit, egress, egress_bytes, blob_bytes}: sizes as numbers of bytes or
- * strings with IEC suffixes, durations as seconds, egress as boolean or "allow"/"deny"; egress_bytes may be
- * 0, which hands the jails of the capability back to domed's egress_quota). Unset members keep their value.
+ * timeout, workspace_size, output_limit, egress, egress_bytes, blob_bytes, mcp_output_limit}: sizes as
+ * numbers of bytes or strings with IEC suffixes, durations as seconds, egress as boolean or
+ * "allow"/"deny"; egress_bytes may be 0, which hands the jails of the capability back to domed's
+ * egress_quota, and mcp_output_limit 0 likewise to mcp_output_limit). Unset members keep their value.
  * Errors: -EINVAL naming the field, -errno writing quotas.json. */
 int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err);
 

@@ -29,6 +29,7 @@ static json_t *quota_json(const struct control_quota *quota) {
       "workspace_bytes", (json_int_t)quota->workspace_bytes, "output_bytes", (json_int_t)quota->output_bytes,
       "egress", quota->egress, "egress_bytes", (json_int_t)quota->egress_bytes);
   json_object_set_new(object, "blob_bytes", json_integer((json_int_t)quota->blob_bytes));
+  json_object_set_new(object, "mcp_output_bytes", json_integer((json_int_t)quota->mcp_output_bytes));
   return object;
 }
 
@@ -47,6 +48,8 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
     quota->egress_bytes = (uint64_t)json_integer_value(v);
   if ((v = json_object_get(object, "blob_bytes")) && json_integer_value(v) > 0)
     quota->blob_bytes = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "mcp_output_bytes")) && json_integer_value(v) > 0)
+    quota->mcp_output_bytes = (uint64_t)json_integer_value(v);
 }
 
 static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
@@ -69,8 +72,9 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   if (!control_name_valid(capability))
     return dome_error_set(err, EINVAL, "--capability: invalid capability `%s`", capability ? capability : "");
   if (!json_is_object(fields)) return dome_error_set(err, EINVAL, "quota fields must be an object");
-  static const char *const known[] = {"memory",       "cpus",   "pids",         "timeout",   "workspace_size",
-                                      "output_limit", "egress", "egress_bytes", "blob_bytes"};
+  static const char *const known[] = {
+      "memory",       "cpus",   "pids",         "timeout",    "workspace_size",
+      "output_limit", "egress", "egress_bytes", "blob_bytes", "mcp_output_limit"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
@@ -136,6 +140,18 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
                                : dome_error_set(err, EINVAL, "--egress-bytes: expected a size");
     if (quota.egress_bytes > (uint64_t)INT64_MAX)
       return dome_error_set(err, EINVAL, "--egress-bytes: at most %lld bytes", (long long)INT64_MAX);
+  }
+  if ((v = json_object_get(fields, "mcp_output_limit"))) {
+    /* 0 is allowed: the capability goes back to domed's mcp_output_limit */
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+      quota.mcp_output_bytes = (uint64_t)json_integer_value(v);
+    else if (!json_is_string(v) ||
+             (rc = dome_parse_size(json_string_value(v), &quota.mcp_output_bytes, err)) < 0)
+      return json_is_string(v) ? dome_error_wrap(err, "--mcp-output-limit")
+                               : dome_error_set(err, EINVAL, "--mcp-output-limit: expected a size");
+    if (quota.mcp_output_bytes != 0 &&
+        (quota.mcp_output_bytes < 1024 || quota.mcp_output_bytes > (64u << 20)))
+      return dome_error_set(err, EINVAL, "--mcp-output-limit: expected 0 or 1K..64M");
   }
   pthread_mutex_lock(&store->lock);
   json_t *next = json_deep_copy(store->quotas);

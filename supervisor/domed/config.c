@@ -39,6 +39,10 @@ void domed_config_defaults(struct domed_config *config) {
   snprintf(config->net_mode, sizeof config->net_mode, "auto");
   config->gateway_timeout_ms = 30000;
   config->blob_quota_bytes = 1ull << 30;
+  config->mcp_output_limit_bytes = 64u << 10;
+  config->output_event_bytes = 64u << 10;
+  config->output_event_ms = 20;
+  config->progress_quiet_ms = 50;
 }
 
 static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
@@ -149,6 +153,20 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     return set_unsigned(&c->journal_retention_age_s, key, value, 0, 86400u * 3650, err);
   if (strcmp(key, "gateway_timeout_ms") == 0)
     return set_unsigned(&c->gateway_timeout_ms, key, value, 100, 3600000, err);
+  if (strcmp(key, "mcp_output_limit") == 0 || strcmp(key, "output_event_bytes") == 0) {
+    bool result = strcmp(key, "mcp_output_limit") == 0;
+    uint64_t bytes;
+    int rc = dome_parse_size(value, &bytes, err);
+    if (rc < 0) return dome_error_wrap(err, "%s", key);
+    /* an exec.output event stays far below the journal's 1 MiB per event, JSON escapes included */
+    if (result ? bytes < 1024 || bytes > (64u << 20) : bytes < 1 || bytes > (128u << 10))
+      return dome_error_set(err, EINVAL, "%s: expected %s", key, result ? "1K..64M" : "1..128K");
+    *(result ? &c->mcp_output_limit_bytes : &c->output_event_bytes) = bytes;
+    return 0;
+  }
+  if (strcmp(key, "output_event_ms") == 0) return set_unsigned(&c->output_event_ms, key, value, 0, 1000, err);
+  if (strcmp(key, "progress_quiet_ms") == 0)
+    return set_unsigned(&c->progress_quiet_ms, key, value, 1, 10000, err);
   if (strcmp(key, "max_batch") == 0) return set_unsigned(&c->max_batch, key, value, 1, 1024, err);
   if (strcmp(key, "max_batch_bytes") == 0) {
     uint64_t bytes;

@@ -64,6 +64,15 @@ struct domed_config {
    * are removed oldest first beyond either, and the blobs only they could name with them */
   uint64_t journal_retention_bytes;
   unsigned journal_retention_age_s;
+  /* What an agent reads of an execution: mcp_output_limit = 64K: bytes of each output stream in the MCP
+   * result (the rest is replaced by a marker; a capability's quota may set its own); output_event_bytes =
+   * 64K and output_event_ms = 20: redacted output of one stream is journalled (exec.output) and sent as
+   * progress in pieces of at most this many bytes, at most this long after it was written; a stream's
+   * held-back bytes are released progress_quiet_ms = 50 after the program last wrote to it. */
+  uint64_t mcp_output_limit_bytes;
+  uint64_t output_event_bytes;
+  unsigned output_event_ms;
+  unsigned progress_quiet_ms;
   char config_file[1024]; /* the file read, "" for embedded defaults */
 };
 
@@ -280,6 +289,17 @@ struct domed_execution {
 json_t *domed_execute(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
                       dome_error *err);
 
+/* ---- output_limit.c: what an agent reads of an execution's output ---- */
+/* Keep at most `limit` bytes of result[field] (a redacted output stream, valid UTF-8), cut before a
+ * UTF-8 sequence or a [REDACTED:...] marker it would split, and end it with the line
+ * "[... 4.9 MiB truncated: stdout was 5,242,880 bytes]" (bytes left out of the text and dropped by the
+ * jail beyond its output limit; the bytes the program wrote) and result.truncated true. Unchanged when
+ * the stream fits and the jail kept all of it (written_bytes <= kept_bytes). */
+void domed_output_limit(json_t *result, const char *field, uint64_t limit, uint64_t written_bytes,
+                        uint64_t kept_bytes);
+/* Append `lines` ('\n'-terminated) to the string result[field], on a line of their own. */
+void domed_output_append_line(json_t *result, const char *field, const char *lines);
+
 /* ---- guard_cache.c: compiled guards shared by calls with the same classification and secrets ---- */
 struct guard;
 struct guard_options;
@@ -335,8 +355,9 @@ json_t *domed_control_handle(void *context, const struct control_request *reques
 
 /* ---- sandbox.c: MCP handlers ---- */
 extern const struct mcp_handlers domed_mcp_handlers; /* context: struct domed * */
-/* The execute_code Tool object (name, description, inputSchema, outputSchema). New reference. */
-json_t *domed_execute_code_tool(void);
+/* The execute_code Tool object (name, description, inputSchema, outputSchema). The description states
+ * `quota`'s limits (mcp_output_limit: bytes shown per stream when the quota sets none). New reference. */
+json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_output_limit);
 /* Validate execute_code arguments; -EINVAL with a one-line message naming the argument. */
 int domed_execute_arguments_check(json_t *arguments, dome_error *err);
 /* The principal of a call by `identity` (its agent record from the control store; an unknown agent

@@ -14,8 +14,6 @@
 #include "supervisor/replay/replay.h"
 #include "supervisor/domed/domed.h"
 
-#define PROGRESS_CHUNK_MAX 16384 /* bytes of redacted output per progress notification */
-
 struct run_context {
   struct domed *domed;
   const struct domed_execution *execution;
@@ -24,6 +22,15 @@ struct run_context {
   uint64_t streamed;
   int stream;         /* being fed */
   uint64_t offset_ms; /* of the chunk being fed, since the program started */
+  /* The output event being gathered: redacted bytes of one stream, journalled as one exec.output and
+   * sent as one progress notification once it holds output_event_bytes, is output_event_ms old, the
+   * other stream emits, or the program is quiet. Events therefore keep the order of the two streams. */
+  char *event;
+  size_t event_length;
+  int event_stream;
+  uint64_t event_offset_ms;   /* when its first byte was emitted */
+  uint64_t last_output_ms[3]; /* when the program last wrote to each stream */
+  bool quiet_flushed[3];      /* its held-back bytes were released since */
   /* Redacted output as recorded in exec.output: an incomplete UTF-8 sequence at a chunk's end waits
    * for the next chunk; digest and size of each whole redacted stream for exec.end. */
   char carry[3][4];
@@ -102,14 +109,14 @@ static json_t *utf8_chunk(char carry[4], size_t *carry_length, const char *data,
 }
 
 /* One redacted chunk: journalled as exec.output (always), sent as progress when the client asked. */
-static void record_output(struct run_context *run, int stream, json_t *text) {
+static void record_output(struct run_context *run, int stream, json_t *text, uint64_t offset_ms) {
   size_t length = json_string_length(text);
   if (length == 0) return;
   crypto_hash_sha256_update(&run->digest[stream], (const unsigned char *)json_string_value(text), length);
   run->bytes[stream] += length;
   json_t *event = base_event(run->execution, "exec.output");
   json_object_set_new(event, "stream", json_string(stream == 1 ? "stdout" : "stderr"));
-  json_object_set_new(event, "offset_ms", json_integer((json_int_t)run->offset_ms));
+  json_object_set_new(event, "offset_ms", json_integer((json_int_t)offset_ms));
   json_object_set_new(event, "bytes", json_integer((json_int_t)length));
   json_object_set(event, "data", text);
   append_running(run, event);
@@ -122,19 +129,43 @@ static void record_output(struct run_context *run, int stream, json_t *text) {
   free(message);
 }
 
+/* The gathered output event out: journalled and sent (an incomplete UTF-8 sequence at its end waits for
+ * the stream's next event). */
+static int flush_event(struct run_context *run) {
+  if (run->event_length == 0) return 0;
+  int s = run->event_stream;
+  json_t *text = utf8_chunk(run->carry[s], &run->carry_length[s], run->event, run->event_length);
+  run->event_length = 0;
+  if (text == NULL) return -ENOMEM;
+  record_output(run, s, text, run->event_offset_ms);
+  json_decref(text);
+  return 0;
+}
+
+/* Redacted bytes of stream run->stream: gathered into output events (see struct run_context). */
 static int emit_output(const char *data, size_t length, void *context) {
   struct run_context *run = context;
-  int s = run->stream;
+  size_t most = run->domed->config.output_event_bytes;
+  if (run->event == NULL && (run->event = malloc(most)) == NULL) return -ENOMEM;
   while (length > 0) {
-    size_t n = length > PROGRESS_CHUNK_MAX ? PROGRESS_CHUNK_MAX : length;
-    json_t *text = utf8_chunk(run->carry[s], &run->carry_length[s], data, n);
-    if (text == NULL) return -ENOMEM;
-    record_output(run, s, text);
-    json_decref(text);
+    if (run->event_length > 0 && run->event_stream != run->stream && flush_event(run) < 0) return -ENOMEM;
+    if (run->event_length == 0) {
+      run->event_stream = run->stream;
+      run->event_offset_ms = run->offset_ms;
+    }
+    size_t n = most - run->event_length < length ? most - run->event_length : length;
+    memcpy(run->event + run->event_length, data, n);
+    run->event_length += n;
     data += n;
     length -= n;
+    if (run->event_length == most && flush_event(run) < 0) return -ENOMEM;
   }
   return 0;
+}
+
+static void flush_event_if_old(struct run_context *run, uint64_t offset_ms) {
+  if (run->event_length && offset_ms >= run->event_offset_ms + run->domed->config.output_event_ms)
+    flush_event(run);
 }
 
 static void on_output(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
@@ -143,11 +174,42 @@ static void on_output(void *context, int stream, const char *data, size_t length
   struct guard_sink sink = {.emit = emit_output, .context = run};
   run->stream = stream;
   run->offset_ms = offset_ms;
+  run->last_output_ms[stream] = offset_ms;
+  run->quiet_flushed[stream] = false;
   dome_error err;
   if (guard_stream_feed(run->streams[stream], data, length, &sink, &err) < 0) {
     guard_stream_close(run->streams[stream]);
     run->streams[stream] = NULL;
   }
+  flush_event_if_old(run, offset_ms);
+}
+
+/* While the program runs: a stream it has not written to for progress_quiet_ms releases its held-back
+ * bytes that no detector can still match (guard_stream_flush keeps the redaction exact), and the
+ * gathered event goes out at once, so a short line reaches the agent as it is written. */
+static void on_tick(void *context, uint64_t offset_ms) {
+  struct run_context *run = context;
+  run->offset_ms = offset_ms;
+  bool released = false;
+  for (int s = 1; s <= 2; s++) {
+    if (run->streams[s] == NULL || run->quiet_flushed[s] ||
+        offset_ms < run->last_output_ms[s] + run->domed->config.progress_quiet_ms)
+      continue;
+    run->quiet_flushed[s] = true;
+    if (guard_stream_held_bytes(run->streams[s]) == 0) continue;
+    struct guard_sink sink = {.emit = emit_output, .context = run};
+    run->stream = s;
+    dome_error err;
+    if (guard_stream_flush(run->streams[s], &sink, &err) < 0) {
+      guard_stream_close(run->streams[s]);
+      run->streams[s] = NULL;
+    }
+    released = true;
+  }
+  if (released)
+    flush_event(run);
+  else
+    flush_event_if_old(run, offset_ms);
 }
 
 /* End of the program: the held-back bytes of each stream, then a lone incomplete sequence as U+FFFD. */
@@ -159,12 +221,14 @@ static void finish_output(struct run_context *run, uint64_t offset_ms) {
     run->stream = s;
     dome_error ignored;
     guard_stream_finish(run->streams[s], &sink, &ignored);
-    if (run->carry_length[s]) {
-      run->carry_length[s] = 0;
-      json_t *replacement = json_string("\xEF\xBF\xBD");
-      record_output(run, s, replacement);
-      json_decref(replacement);
-    }
+  }
+  flush_event(run);
+  for (int s = 1; s <= 2; s++) {
+    if (run->streams[s] == NULL || run->carry_length[s] == 0) continue;
+    run->carry_length[s] = 0;
+    json_t *replacement = json_string("\xEF\xBF\xBD");
+    record_output(run, s, replacement, offset_ms);
+    json_decref(replacement);
   }
 }
 
@@ -246,9 +310,11 @@ static int record_input(struct input_budget *budget, json_t *holder, const char 
 }
 
 /* exec.start with every input a re-run needs: code, stdin, files, image, limits, classification, and the
- * environment's NAMES (values never: the tool's secret environment and the agent's variables are
- * redacted from output; only the agent's values shorter than REPLAY_SECRET_MIN_BYTES, which the guards
- * do not redact, are kept). NULL with *err when an input could not be stored. */
+ * environment: its names; the agent's own values (non-secret, shown in output as printed) in `env_values`
+ * when they total at most REPLAY_BLOB_INLINE_MAX bytes and fit the inline budget, and its values shorter than
+ * REPLAY_SECRET_MIN_BYTES in `env_short_values`; never the tool's secret values, whose names (those the
+ * agent did not replace) are `env_secret_names`, redacted from output. NULL with *err when an input could
+ * not be stored. */
 static json_t *start_event(struct domed *domed, const struct domed_execution *execution, json_t *secrets,
                            json_t *agent_env, const char *classification, dome_error *err) {
   json_t *arguments = execution->arguments;
@@ -286,16 +352,30 @@ static json_t *start_event(struct domed *domed, const struct domed_execution *ex
     json_array_append_new(files, file);
   }
   json_object_set_new(start, "files", files);
-  json_t *names = json_array(), *short_values = json_object();
+  json_t *names = json_array(), *short_values = json_object(), *values = json_object();
+  json_t *secret_names = json_array();
   const char *name;
   json_t *value;
-  json_object_foreach(secrets, name, value) json_array_append_new(names, json_string(name));
+  size_t value_bytes = 0;
+  json_object_foreach(secrets, name, value) {
+    json_array_append_new(names, json_string(name));
+    if (json_object_get(agent_env, name) == NULL) json_array_append_new(secret_names, json_string(name));
+  }
   json_object_foreach(agent_env, name, value) {
     if (json_object_get(secrets, name) == NULL) json_array_append_new(names, json_string(name));
     if (json_string_length(value) < REPLAY_SECRET_MIN_BYTES) json_object_set(short_values, name, value);
+    json_object_set(values, name, value);
+    value_bytes += json_string_length(value);
   }
   json_object_set_new(start, "env_names", names);
   json_object_set_new(start, "env_short_values", short_values);
+  if (value_bytes <= REPLAY_BLOB_INLINE_MAX && value_bytes <= budget.inline_left) {
+    budget.inline_left -= value_bytes; /* charged as the inline inputs are */
+    json_object_set_new(start, "env_values", values);
+  } else {
+    json_decref(values);
+  }
+  json_object_set_new(start, "env_secret_names", secret_names);
   if (rc < 0) {
     json_decref(start);
     return NULL;
@@ -384,8 +464,10 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
                                                             : "/bin/sh";
   char *argv[] = {(char *)interpreter, (char *)"-c", (char *)code, NULL};
 
-  /* Environment: a fixed base, the tool's secret environment, then the agent's own variables. Every
-   * value given to the jail is redacted from every field (the guard's exact-value detectors). */
+  /* Environment: a fixed base, the tool's secret environment, then the agent's own variables. The
+   * operator's secret values are redacted from every field (the guard's exact-value detectors), also
+   * when the agent's variable of the same name replaced one; the agent's own values are its input,
+   * documented as non-secret, and come back as printed (the detectors still apply to them). */
   json_t *environment = json_pack("{s:s,s:s,s:s}", "PATH", "/usr/local/bin:/usr/bin:/bin", "HOME",
                                   "/workspace", "LANG", "C.UTF-8");
   json_t *secrets = control_tool_secret_env(domed->store, DOMED_BUILTIN_TOOL);
@@ -400,8 +482,9 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   json_t *value;
   json_object_foreach(environment, key, value) {
     if (asprintf(&env[e++], "%s=%s", key, json_string_value(value)) < 0) env[--e] = NULL;
-    bool given = json_object_get(secrets, key) || (agent_env && json_object_get(agent_env, key));
-    if (given)
+  }
+  json_object_foreach(secrets, key, value) {
+    if (secret_count < env_count)
       guard_secrets[secret_count++] =
           (struct guard_secret){key, json_string_value(value), strlen(json_string_value(value))};
   }
@@ -483,6 +566,10 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   config.cancel_fd = mcp_call_cancel_fd(execution->call);
   config.hook_context = &run;
   config.on_output = on_output;
+  config.on_tick = on_tick;
+  unsigned quiet_ms = domed->config.progress_quiet_ms, event_ms = domed->config.output_event_ms;
+  config.tick_ms = (event_ms && event_ms < quiet_ms ? event_ms : quiet_ms) / 2;
+  if (config.tick_ms < 5) config.tick_ms = 5;
   config.on_cgroup_ready = on_cgroup_ready;
   atomic_fetch_add(&domed->metrics.executions, 1);
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_GUARD], domed_now_us() - phase_start);
@@ -578,6 +665,17 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
       jail_enforcement_name(jail_result.enforcement));
   free(out_text);
   free(err_text);
+  json_object_set_new(structured, "pids_limited", json_boolean(jail_result.pids_limited));
+  /* the limits the program ran under, the cgroup ones as the kernel holds them */
+  json_object_set_new(
+      structured, "limits",
+      json_pack("{s:I,s:f,s:I,s:I,s:I,s:I,s:I}", "memory_bytes", (json_int_t)jail_result.limits.memory_bytes,
+                "cpus", jail_result.limits.cpus, "pids", (json_int_t)jail_result.limits.pids, "timeout_ms",
+                (json_int_t)jail_result.limits.timeout_ms, "workspace_bytes",
+                (json_int_t)jail_result.limits.workspace_bytes, "output_bytes",
+                (json_int_t)jail_result.limits.output_limit_bytes, "mcp_output_bytes",
+                (json_int_t)(execution->quota.mcp_output_bytes ? execution->quota.mcp_output_bytes
+                                                               : domed->config.mcp_output_limit_bytes)));
   domed_egress_report(&run.egress, structured);
   if (jail_us > jail_result.duration_ms * 1000u)
     atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_JAIL_SETUP],
@@ -615,6 +713,17 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   }
   json_decref(redactions);
   guard_findings_free(&findings);
+  /* What the agent reads: each stream within the MCP output limit, and the line naming a limit that
+   * ended the program (the journal keeps the redacted output as the jail kept it, above). */
+  uint64_t mcp_limit = (uint64_t)json_integer_value(
+      json_object_get(json_object_get(structured, "limits"), "mcp_output_bytes"));
+  domed_output_limit(structured, "stdout", mcp_limit, jail_result.stdout_total_bytes,
+                     jail_result.stdout_length);
+  domed_output_limit(structured, "stderr", mcp_limit, jail_result.stderr_total_bytes,
+                     jail_result.stderr_length);
+  char notice[512];
+  if (jail_limit_notice(&jail_result, notice, sizeof notice))
+    domed_output_append_line(structured, "stderr", notice);
   json_object_set_new(end, "exit_code", json_integer(jail_result.exit_code));
   json_object_set_new(end, "signal", json_integer(jail_result.signal));
   json_object_set_new(end, "timed_out", json_boolean(jail_result.timed_out));
@@ -651,6 +760,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   free(text);
 out:
   for (int s = 1; s <= 2; s++) guard_stream_close(run.streams[s]);
+  free(run.event);
   domed_guard_release(guard_handle);
   domed_path_rules_release(path_rules);
   jail_result_release(&jail_result);

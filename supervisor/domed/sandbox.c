@@ -143,8 +143,12 @@ static json_t *list_tools(void *context, const mcp_identity *identity) {
   int rc = domed_audit_append(domed, event, &ticket, &err);
   json_decref(event);
   if (rc == 0 && d.decision.allow &&
-      strcmp(json_string_value(json_object_get(d.tool, "gateway")), identity->gateway) == 0)
-    json_array_append_new(tools, domed_execute_code_tool());
+      strcmp(json_string_value(json_object_get(d.tool, "gateway")), identity->gateway) == 0) {
+    struct control_quota quota; /* the limits a call would run under, for the description */
+    const char *capability = json_string_value(json_object_get(d.tool, "capability"));
+    control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &quota);
+    json_array_append_new(tools, domed_execute_code_tool(&quota, domed->config.mcp_output_limit_bytes));
+  }
   builtin_release(&d);
   /* the listing is answered only once every discovery decision it reflects is durable */
   uint64_t first = ticket;

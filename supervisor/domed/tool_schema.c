@@ -2,6 +2,8 @@
  * the validation of its arguments (bounded sizes; a bad argument is a tool error naming it). */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "supervisor/domed/domed.h"
@@ -11,7 +13,48 @@
 #define MAX_ENV 256
 #define MAX_ENV_VALUE_BYTES 4096u
 
-json_t *domed_execute_code_tool(void) {
+/* Bytes as the largest IEC unit dividing them ("256 MiB"), else KiB with one decimal. */
+static void format_bytes(uint64_t bytes, char *buffer, size_t size) {
+  static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  unsigned index = 0;
+  uint64_t value = bytes;
+  while (index < 4 && value != 0 && value % 1024 == 0) {
+    value /= 1024;
+    index++;
+  }
+  if (index == 0 && bytes >= 1024)
+    snprintf(buffer, size, "%.1f KiB", (double)bytes / 1024.0);
+  else
+    snprintf(buffer, size, "%llu %s", (unsigned long long)value, units[index]);
+}
+
+/* What a model needs before its first call: the limits it runs under, where files go, that nothing
+ * survives the call, the network, the redaction, and how a limit shows. */
+static char *tool_description(const struct control_quota *quota, uint64_t mcp_output_limit) {
+  char memory[32], workspace[32], shown[32], kept[32];
+  format_bytes(quota->memory_bytes, memory, sizeof memory);
+  format_bytes(quota->workspace_bytes, workspace, sizeof workspace);
+  format_bytes(quota->mcp_output_bytes ? quota->mcp_output_bytes : mcp_output_limit, shown, sizeof shown);
+  format_bytes(quota->output_bytes, kept, sizeof kept);
+  char *text = NULL;
+  if (asprintf(&text,
+               "Run a Python, bash or sh program in a fresh, isolated sandbox. Limits: %s memory, %g CPU, "
+               "%llu processes, %g s wall clock (timeout_s may lower it), %s for /workspace and /tmp; "
+               "stdout and stderr are shown up to %s each (the rest is replaced by a `[... truncated: ...]` "
+               "line; %s per stream is kept). The program starts in /workspace (HOME=/workspace), where "
+               "`files` are placed. Nothing is kept between calls: every call gets a new sandbox, and its "
+               "files and processes are gone when it ends. No network unless the operator's rules permit "
+               "a destination. Output is redacted: credentials and the tool's secret values in every "
+               "field, sensitive data and PII in the fields the operator classified so; `env` values are "
+               "yours and are not treated as secrets. A program ended by a limit gets a line on stderr "
+               "naming it (`dome: killed: timeout (limit 10 s)`, out of memory, pids).",
+               memory, quota->cpus, (unsigned long long)quota->pids, (double)quota->timeout_ms / 1000.0,
+               workspace, shown, kept) < 0)
+    return NULL;
+  return text;
+}
+
+json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_output_limit) {
   json_t *string = json_pack("{s:s}", "type", "string");
   json_t *string_map = json_pack("{s:s,s:O}", "type", "object", "additionalProperties", string);
   json_t *input = json_pack(
@@ -21,10 +64,14 @@ json_t *domed_execute_code_tool(void) {
       "description", "interpreter: python (Debian's python3), bash or sh", "code", "type", "string",
       "description", "the program text", "stdin", "type", "string", "description",
       "bytes given on standard input", "files", "type", "object", "additionalProperties", string,
-      "description", "files placed in /workspace before the run: relative path -> content", "env", "type",
-      "object", "additionalProperties", string, "description",
-      "environment variables for the program (non-secret)", "timeout_s", "type", "number", "exclusiveMinimum",
-      0, "description", "wall-clock limit in seconds (clamped by the quota)", "required", "language", "code",
+      "description",
+      "files placed in /workspace (the program's working directory) before the run: relative path -> "
+      "content",
+      "env", "type", "object", "additionalProperties", string, "description",
+      "environment variables for the program: non-secret, shown in output as printed (the operator's "
+      "secrets are injected by the tool and redacted)",
+      "timeout_s", "type", "number", "exclusiveMinimum", 0, "description",
+      "wall-clock limit in seconds (clamped by the quota)", "required", "language", "code",
       "additionalProperties", 0);
   /* structuredContent.network (domed/egress.c domed_egress_report): the jail's egress path, if any */
   json_t *network = json_pack(
@@ -34,23 +81,25 @@ json_t *domed_execute_code_tool(void) {
       "type", "integer", "refused", "type", "integer", "quota_bytes", "type", "integer", "quota_exceeded",
       "type", "boolean", "error", "type", "string", "required", "egress");
   json_t *output = json_pack(
-      "{s:s,s:{s:O,s:O,s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:O},s:O,s:{s:s},s:{s:s},s:{s:s},s:o}"
-      ",s:[sssssssssss]}",
+      "{s:s,s:{s:O,s:O,s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:O},s:O,s:{s:s},s:{s:s},s:{s:s},s:o,"
+      "s:{s:s},s:{s:s}},s:[sssssssssss]}",
       "type", "object", "properties", "stdout", string, "stderr", string, "exit_code", "type", "integer",
       "signal", "type", "integer", "timed_out", "type", "boolean", "oom_killed", "type", "boolean",
       "duration_ms", "type", "integer", "output_paths", "type", "array", "items", string, "env_vars",
       string_map, "truncated", "type", "boolean", "denials", "type", "array", "redactions", "type", "array",
-      "network", network, "required", "stdout", "stderr", "exit_code", "signal", "timed_out", "oom_killed",
-      "duration_ms", "output_paths", "env_vars", "truncated", "redactions");
+      "network", network, "pids_limited", "type", "boolean", "limits", "type", "object", "required", "stdout",
+      "stderr", "exit_code", "signal", "timed_out", "oom_killed", "duration_ms", "output_paths", "env_vars",
+      "truncated", "redactions");
   json_decref(string);
   json_decref(string_map);
-  return json_pack(
-      "{s:s,s:s,s:s,s:o,s:o,s:{s:b,s:b,s:b}}", "name", DOMED_EXECUTE_TOOL, "title", "Execute code",
-      "description",
-      "Run a Python, bash or sh program in a fresh, isolated sandbox (no network, a private "
-      "/workspace, CPU/memory/time limits). Output is redacted of credentials and sensitive data.",
-      "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0, "destructiveHint", 0,
-      "openWorldHint", 0);
+  char *description = tool_description(quota, mcp_output_limit);
+  json_t *tool = json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:b,s:b,s:b}}", "name", DOMED_EXECUTE_TOOL, "title",
+                           "Execute code", "description",
+                           description ? description : "Run a Python, bash or sh program in a fresh sandbox.",
+                           "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0,
+                           "destructiveHint", 0, "openWorldHint", 0);
+  free(description);
+  return tool;
 }
 
 static bool relative_path_ok(const char *path) {

@@ -220,6 +220,8 @@ struct jail_result {
   size_t stdout_length;
   char *stderr_data;
   size_t stderr_length;
+  uint64_t stdout_total_bytes; /* bytes the program wrote to each stream, kept or not */
+  uint64_t stderr_total_bytes;
   bool stdout_truncated;
   bool stderr_truncated;
   bool truncated; /* either stream */

@@ -42,6 +42,7 @@ struct stream {
   int number;
   char *data;
   size_t length, capacity;
+  uint64_t total; /* bytes read, kept or not */
   bool truncated;
 };
 
@@ -254,6 +255,7 @@ static int write_proc(pid_t pid, const char *file, const char *value, dome_error
 
 /* Append to a stream, keeping at most `limit` bytes; returns the number of bytes kept. */
 static size_t keep(struct stream *st, const char *data, size_t length, uint64_t limit) {
+  st->total += length;
   size_t room = st->length < limit ? (size_t)(limit - st->length) : 0;
   size_t kept = length < room ? length : room;
   if (kept < length) st->truncated = true;
@@ -775,6 +777,8 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   if (stats.peak_pids > result->peak_pids) result->peak_pids = stats.peak_pids;
   result->oom_killed = result->oom_killed || stats.oom_killed;
   result->pids_limited = stats.pids_limited;
+  result->stdout_total_bytes = s.out.total;
+  result->stderr_total_bytes = s.err.total;
   result->stdout_truncated = s.out.truncated;
   result->stderr_truncated = s.err.truncated;
   result->truncated = s.out.truncated || s.err.truncated;

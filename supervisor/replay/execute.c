@@ -185,6 +185,11 @@ static json_t *start_event(const json_t *inputs, const char *journal_dir, const 
   json_t *recorded_short = json_object_get(inputs, "env_short_values");
   if (json_object_size(short_values) == 0 && recorded_short) json_object_update(short_values, recorded_short);
   json_object_set_new(start, "env_short_values", short_values);
+  /* a re-run records as domed does: the agent's values, the secrets' names */
+  json_t *recorded_values = json_object_get(inputs, "env_values");
+  if (recorded_values) json_object_set(start, "env_values", recorded_values);
+  json_t *recorded_secret_names = json_object_get(inputs, "env_secret_names");
+  if (recorded_secret_names) json_object_set(start, "env_secret_names", recorded_secret_names);
   json_t *recorded_names = json_object_get(inputs, "env_names");
   json_object_set_new(start, "env_names", json_array_size(names) ? names : json_incref(recorded_names));
   if (json_array_size(names) == 0) json_decref(names);
@@ -246,7 +251,18 @@ int replay_execute(const json_t *inputs, const replay_execute_options *options, 
       goto out;
     }
     e++;
-    if (given && json_object_get(given, key))
+    /* the tool's secrets (env_secret_names) are redacted; a record without that list (made when every
+     * variable was) has all of them redacted */
+    bool secret = given && json_object_get(given, key);
+    json_t *secret_names = json_object_get(inputs, "env_secret_names");
+    if (secret && json_is_array(secret_names)) {
+      secret = false;
+      size_t n;
+      json_t *secret_name;
+      json_array_foreach(secret_names, n, secret_name) secret |=
+          strcmp(json_string_value(secret_name), key) == 0;
+    }
+    if (secret)
       secrets[secret_count++] =
           (struct guard_secret){key, json_string_value(value), json_string_length(value)};
   }

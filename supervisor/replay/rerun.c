@@ -85,9 +85,9 @@ int replay_inputs(const char *journal_dir, const char *exec_id, json_t **inputs,
       if (request == NULL) json_object_set(result, "decision_event", event);
     } else if (strcmp(type, "exec.start") == 0 && !started) {
       started = true;
-      static const char *copied[] = {"agent",     "actas",           "policy_version", "language",
-                                     "image",     "image_digest",    "limits",         "classification",
-                                     "env_names", "env_short_values"};
+      static const char *copied[] = {
+          "agent",  "actas",          "policy_version", "language",         "image",      "image_digest",
+          "limits", "classification", "env_names",      "env_short_values", "env_values", "env_secret_names"};
       for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) {
         json_t *value = json_object_get(event, copied[i]);
         if (value) json_object_set(result, copied[i], value);
@@ -240,13 +240,15 @@ int replay_rerun(const replay_rerun_options *options, json_t **report, dome_erro
     dome_error_set(err, -rc, "re-authorize `%s`", options->exec_id);
     goto out;
   }
-  /* Secrets are not recorded: stand-ins of the same names (redacted the same way) take their place. */
+  /* Secrets are not recorded: stand-ins of the same names (redacted the same way) take their place; the
+   * agent's own values are, when they were small enough. */
   json_t *env = json_object();
   size_t i;
   json_t *name;
   json_array_foreach(json_object_get(inputs, "env_names"), i, name) {
-    json_t *short_value =
-        json_object_get(json_object_get(inputs, "env_short_values"), json_string_value(name));
+    json_t *short_value = json_object_get(json_object_get(inputs, "env_values"), json_string_value(name));
+    if (short_value == NULL)
+      short_value = json_object_get(json_object_get(inputs, "env_short_values"), json_string_value(name));
     char stand_in[300];
     snprintf(stand_in, sizeof stand_in, "dome-replay-stand-in-%s", json_string_value(name));
     json_object_set_new(env, json_string_value(name),
