@@ -277,6 +277,50 @@ static void limits_refused(void **state) {
   jail_result_release(&r);
 }
 
+/* The working directory: /workspace by default, another absolute one when given; a relative path is
+ * refused before anything runs, a directory missing in the jail fails the run naming it. on_tick is
+ * called while a quiet program runs, and the bytes a program wrote are counted beyond output_limit. */
+static void on_tick_count(void *context, uint64_t offset_ms) {
+  (void)offset_ms;
+  (*(int *)context)++;
+}
+
+static void working_directory_and_ticks(void **state) {
+  (void)state;
+  static char *const argv[] = {"sh", "-c", "pwd; head -c 5000 /dev/zero; sleep 0.3", NULL};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.output_limit = 4096;
+  int ticks = 0;
+  c.hook_context = &ticks;
+  c.on_tick = on_tick_count;
+  c.tick_ms = 20;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_true(strncmp(r.stdout_data, "/workspace\n", 11) == 0);
+  assert_int_equal(r.stdout_length, 4096);
+  assert_int_equal(r.stdout_total_bytes, 11 + 5000);
+  assert_true(ticks >= 5); /* 300 ms of quiet, a tick every 20 ms */
+  jail_result_release(&r);
+  c.on_tick = NULL;
+  c.output_limit = 0;
+  c.working_directory = "/tmp";
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_true(strncmp(r.stdout_data, "/tmp\n", 5) == 0);
+  jail_result_release(&r);
+  c.working_directory = "workspace";
+  assert_int_equal(jail_run(&c, &r, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "working directory"));
+  jail_result_release(&r);
+  c.working_directory = "/no/such/dir";
+  assert_true(jail_run(&c, &r, &err) < 0);
+  assert_non_null(strstr(err.message, "/no/such/dir"));
+  jail_result_release(&r);
+}
+
 /* A copy-out conflict (a file on the host where the jail made a directory) skips that file, lists it in
  * copy_out_errors and keeps the run's result and the other files. */
 static void copy_out_conflict_listed(void **state) {
@@ -319,10 +363,15 @@ static void copy_out_conflict_listed(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(hooks_called_in_order), cmocka_unit_test(hook_aborts_run),
-      cmocka_unit_test(cancel_fd_kills),       cmocka_unit_test(concurrent_threads),
-      cmocka_unit_test(resolver_files),        cmocka_unit_test(optional_and_exact_path_rules),
-      cmocka_unit_test(limits_refused),        cmocka_unit_test(copy_out_conflict_listed),
+      cmocka_unit_test(hooks_called_in_order),
+      cmocka_unit_test(hook_aborts_run),
+      cmocka_unit_test(cancel_fd_kills),
+      cmocka_unit_test(concurrent_threads),
+      cmocka_unit_test(resolver_files),
+      cmocka_unit_test(optional_and_exact_path_rules),
+      cmocka_unit_test(limits_refused),
+      cmocka_unit_test(copy_out_conflict_listed),
+      cmocka_unit_test(working_directory_and_ticks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
