@@ -386,11 +386,16 @@ static uint64_t undecided_start(struct guard_stream *s, size_t index, uint64_t f
                                   s->window + value_start, value_end - value_start);
     if (detector >= 0) {
       /* accepted: decided only when its redaction is recorded (or already emitted) */
-      bool recorded = s->base + value_end <= s->emitted;
+      bool recorded = s->base + value_end <= s->emitted, own = recorded;
       for (size_t k = 0; !recorded && k < s->span_count; k++)
-        recorded = s->spans[k].start <= s->base + value_start && s->spans[k].end >= s->base + value_end;
+        if (s->spans[k].start <= s->base + value_start && s->spans[k].end >= s->base + value_end) {
+          recorded = true;
+          own = s->spans[k].detector == rule->detector;
+        }
       if (!recorded) return match_start;
-      start = s->base + (ovector[1] > ovector[0] ? ovector[1] : ovector[0] + 1);
+      /* this rule's own redaction: its search goes on after it (see confirm); another's: a match of this
+       * rule may still start inside it */
+      start = own && ovector[1] > ovector[0] ? s->base + ovector[1] : match_start + 1;
     } else {
       start = match_start + 1; /* rejected: another match may start inside it (see confirm) */
     }
