@@ -298,7 +298,7 @@ static int emit_until(struct guard_stream *s, uint64_t limit, const struct guard
 
 /* `limit` lowered to the start of every span that crosses it. A span is emitted only once every byte it
  * covers is decided: a match found later may start inside it, and overlapping spans are merged into one
- * redaction, as in one buffer (emitting the first at once made that depend on the chunking). */
+ * redaction, as in one buffer (emitting the first at once would make that depend on the chunking). */
 static uint64_t spans_whole(const struct guard_stream *s, uint64_t limit) {
   for (bool moved = true; moved;) {
     moved = false;
