@@ -37,7 +37,8 @@ static int connect_socket(const char *path, dome_error *err) {
 }
 
 static int send_request(int fd, const char *command, json_t *args, dome_error *err) {
-  json_t *request = json_pack("{s:s,s:O}", "command", command, "args", args ? args : json_object());
+  json_t *request =
+      json_pack("{s:s,s:o}", "command", command, "args", args ? json_incref(args) : json_object());
   char *text = json_dumps(request, JSON_COMPACT);
   json_decref(request);
   if (text == NULL) return dome_error_set(err, ENOMEM, "encode request");
