@@ -95,7 +95,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBRARIES)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LINK_LIBRARIES) $(LDLIBS_COMMON)
 
-.PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install difftest fuzz vmtest
+.PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install deb difftest fuzz vmtest
 all: $(addprefix $(BUILD)/,$(PROGRAMS))
 generated: $(GENERATED)
 unit-tests: $(UNIT_TESTS)
@@ -138,13 +138,40 @@ format:
 format-check:
 	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
 
+# `make install`: the programs, manual pages, the systemd unit (its paths rewritten to this PREFIX), the
+# tmpfiles.d entry for /run/dome and /var/lib/dome, the operator documentation, and /etc/dome/domed.conf
+# (the commented default; an existing file is kept). DESTDIR is honoured.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+SBINDIR     ?= $(PREFIX)/sbin
+MANDIR      ?= $(PREFIX)/share/man
+DOCDIR      ?= $(PREFIX)/share/doc/dome
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+SYSCONFDIR  ?= /etc
 install: all
-	install -D -m 0755 $(BUILD)/dome $(DESTDIR)/usr/local/bin/dome
-	if [ -f $(BUILD)/domed ]; then install -D -m 0755 $(BUILD)/domed $(DESTDIR)/usr/local/sbin/domed; fi
-	install -D -m 0644 docs/man/dome.1 $(DESTDIR)/usr/local/share/man/man1/dome.1
-	install -D -m 0644 docs/man/domed.8 $(DESTDIR)/usr/local/share/man/man8/domed.8
-	install -D -m 0644 docs/domed.service $(DESTDIR)/usr/local/lib/systemd/system/domed.service
-	install -D -m 0644 docs/domed.md $(DESTDIR)/usr/local/share/doc/dome/domed.md
+	install -D -m 0755 $(BUILD)/dome $(DESTDIR)$(BINDIR)/dome
+	install -D -m 0755 $(BUILD)/domed $(DESTDIR)$(SBINDIR)/domed
+	install -D -m 0644 docs/man/dome.1 $(DESTDIR)$(MANDIR)/man1/dome.1
+	install -D -m 0644 docs/man/domed.8 $(DESTDIR)$(MANDIR)/man8/domed.8
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/local/sbin/domed|$(SBINDIR)/domed|g' -e 's|/usr/local/share/doc/dome|$(DOCDIR)|g' \
+	    -e 's|/etc/dome/domed.conf|$(SYSCONFDIR)/dome/domed.conf|g' docs/domed.service >$(DESTDIR)$(UNITDIR)/domed.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/domed.service
+	install -D -m 0644 docs/dome-tmpfiles.conf $(DESTDIR)$(TMPFILESDIR)/dome.conf
+	install -D -m 0644 docs/domed.md $(DESTDIR)$(DOCDIR)/domed.md
+	install -D -m 0644 docs/operator.md $(DESTDIR)$(DOCDIR)/operator.md
+	if [ ! -e $(DESTDIR)$(SYSCONFDIR)/dome/domed.conf ]; then \
+	  install -D -m 0644 docs/domed.conf $(DESTDIR)$(SYSCONFDIR)/dome/domed.conf; fi
+
+# `make deb`: the Debian package of this build tree (debian/rules reuses $(BUILD) as it is), into
+# $(BUILD)/deb/ with its .buildinfo and .changes. Needs debhelper and dpkg-dev (scripts/install-deps).
+DEB_DIR = $(abspath $(BUILD))/deb
+deb: all
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)
+	DOME_BUILD=$(abspath $(BUILD)) DOME_DEB_DIR=$(DEB_DIR) dpkg-buildpackage -us -uc -b \
+	  --buildinfo-file=$(DEB_DIR)/dome.buildinfo --buildinfo-option=-u$(DEB_DIR) \
+	  --changes-file=$(DEB_DIR)/dome.changes --changes-option=-u$(DEB_DIR)
 
 clean:
 	rm -rf $(BUILD)
