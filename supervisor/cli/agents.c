@@ -13,6 +13,7 @@ static const struct option agent_options[] = {
     {"capabilities", required_argument, NULL, 'c'},
     {"delegates-to", required_argument, NULL, 'd'},
     {"act-as", required_argument, NULL, 'a'},
+    {"ttl", required_argument, NULL, 't'},
     {"control-socket", required_argument, NULL, 's'},
     {"json", no_argument, NULL, 'j'},
     {"help", no_argument, NULL, 'h'},
@@ -20,7 +21,7 @@ static const struct option agent_options[] = {
 };
 
 struct agent_flags {
-  const char *name, *capabilities, *delegates_to, *act_as, *socket;
+  const char *name, *capabilities, *delegates_to, *act_as, *ttl, *socket;
   bool json, help;
 };
 
@@ -43,6 +44,9 @@ static int parse(int argc, char **argv, struct agent_flags *flags) {
       case 'a':
         flags->act_as = optarg;
         break;
+      case 't':
+        flags->ttl = optarg;
+        break;
       case 's':
         flags->socket = optarg;
         break;
@@ -56,6 +60,12 @@ static int parse(int argc, char **argv, struct agent_flags *flags) {
         fprintf(stderr, "dome %s: unknown or incomplete option `%s`\n", argv[0], argv[optind - 1]);
         return -1;
     }
+  }
+  int64_t seconds;
+  dome_error err = {0};
+  if (flags->ttl && control_ttl_parse(flags->ttl, &seconds, &err) < 0) {
+    fprintf(stderr, "dome %s: --ttl: %s\n", argv[0], err.message);
+    return -1;
   }
   if (optind < argc && flags->name == NULL) flags->name = argv[optind++];
   if (optind < argc) {
@@ -89,9 +99,11 @@ static int register_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   if (flags.help) {
     printf(
-        "usage: dome agents register --name NAME --capabilities CAP[,CAP] [--delegates-to AGENT] [--json]\n"
-        "                            [--control-socket PATH]\n"
+        "usage: dome agents register --name NAME --capabilities CAP[,CAP] [--delegates-to AGENT] [--ttl "
+        "DURATION]\n"
+        "                            [--json] [--control-socket PATH]\n"
         "Registers an agent and prints its bearer token. The token is shown only this once.\n"
+        "--ttl DURATION: the token stops working after N[s|m|h|d] (default: domed's token_ttl, else never).\n"
         "--delegates-to AGENT: the new agent calls on behalf of AGENT (Cedar: principal = the new agent,\n"
         "context.actas = AGENT); its gateway grants and capabilities are narrowed to those AGENT holds.\n");
     return 0;
@@ -103,6 +115,7 @@ static int register_main(int argc, char **argv) {
   json_t *args = json_pack("{s:s,s:s}", "name", flags.name, "capabilities",
                            flags.capabilities ? flags.capabilities : "");
   if (flags.delegates_to) json_object_set_new(args, "delegates_to", json_string(flags.delegates_to));
+  if (flags.ttl) json_object_set_new(args, "ttl", json_string(flags.ttl));
   json_t *result = NULL;
   int rc = call(&flags, "agents.register", args, &result);
   if (rc) return rc;
@@ -113,6 +126,8 @@ static int register_main(int argc, char **argv) {
     printf("Registered agent %s", json_string_value(json_object_get(result, "name")));
     if (flags.delegates_to) printf(" (delegate of %s)", flags.delegates_to);
     printf("\nToken: %s\n", json_string_value(json_object_get(result, "token")));
+    json_t *expires = json_object_get(result, "expires");
+    if (expires) printf("Expires: %lld (Unix time)\n", (long long)json_integer_value(expires));
     printf("Store this token now: it is not shown again (only its hash is kept).\n");
   }
   json_decref(result);
@@ -124,7 +139,7 @@ DOME_COMMAND(agents_register, "agents register", "register an agent with capabil
 static int list_main(int argc, char **argv) {
   struct agent_flags flags;
   if (parse(argc, argv, &flags) < 0 || refuse(argv[0], "--act-as", flags.act_as) < 0 ||
-      refuse(argv[0], "--delegates-to", flags.delegates_to) < 0)
+      refuse(argv[0], "--delegates-to", flags.delegates_to) < 0 || refuse(argv[0], "--ttl", flags.ttl) < 0)
     return DOME_EXIT_FAILURE;
   if (flags.help) {
     printf("usage: dome agents list [--json] [--control-socket PATH]\n");
@@ -158,7 +173,7 @@ DOME_COMMAND(agents_list, "agents list", "list agents and their status", list_ma
 static int status_main(int argc, char **argv, const char *command, const char *done) {
   struct agent_flags flags;
   if (parse(argc, argv, &flags) < 0 || refuse(argv[0], "--act-as", flags.act_as) < 0 ||
-      refuse(argv[0], "--delegates-to", flags.delegates_to) < 0)
+      refuse(argv[0], "--delegates-to", flags.delegates_to) < 0 || refuse(argv[0], "--ttl", flags.ttl) < 0)
     return DOME_EXIT_FAILURE;
   if (flags.help) {
     printf("usage: dome %s --name NAME [--control-socket PATH]\n", argv[0]);
@@ -199,8 +214,9 @@ static int token_main(int argc, char **argv) {
   }
   if (flags.help) {
     printf(
-        "usage: dome agents token --name NAME [--act-as AGENT] [--control-socket PATH]\n"
+        "usage: dome agents token --name NAME [--act-as AGENT] [--ttl DURATION] [--control-socket PATH]\n"
         "Issues a new token; the old one (and every --act-as token of NAME) stops working.\n"
+        "--ttl DURATION: the new token stops working after N[s|m|h|d] (default: domed's token_ttl).\n"
         "--act-as AGENT: issues an additional token with which NAME calls on behalf of AGENT (narrowed\n"
         "to AGENT's grants and capabilities); NAME's own token keeps working.\n"
         "--json: prints {\"name\": NAME, \"token\": TOKEN} (with \"act_as\": AGENT for --act-as), as\n"
@@ -209,6 +225,7 @@ static int token_main(int argc, char **argv) {
   }
   json_t *args = json_pack("{s:s}", "name", flags.name);
   if (flags.act_as) json_object_set_new(args, "act_as", json_string(flags.act_as));
+  if (flags.ttl) json_object_set_new(args, "ttl", json_string(flags.ttl));
   json_t *result = NULL;
   int rc = call(&flags, "agents.token", args, &result);
   if (rc) return rc;
@@ -217,6 +234,8 @@ static int token_main(int argc, char **argv) {
     printf("\n");
   } else {
     printf("Token: %s\n", json_string_value(json_object_get(result, "token")));
+    json_t *expires = json_object_get(result, "expires");
+    if (expires) printf("Expires: %lld (Unix time)\n", (long long)json_integer_value(expires));
   }
   json_decref(result);
   return 0;

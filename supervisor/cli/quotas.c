@@ -21,6 +21,7 @@ static int set_main(int argc, char **argv) {
       {"egress-bytes", required_argument, NULL, 'b'},
       {"blob-bytes", required_argument, NULL, 'B'},
       {"mcp-output-limit", required_argument, NULL, 'M'},
+      {"concurrency", required_argument, NULL, 'N'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -69,18 +70,25 @@ static int set_main(int argc, char **argv) {
       case 'M':
         key = "mcp_output_limit";
         break;
+      case 'N':
+        key = "concurrency";
+        break;
       case 'h':
         printf(
             "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
             "                      [--workspace-size SIZE] [--output-limit SIZE] [--egress allow|deny]\n"
             "                      [--egress-bytes SIZE] [--blob-bytes SIZE] [--mcp-output-limit SIZE]\n"
+            "                      [--concurrency N]\n"
             "  --egress-bytes: byte quota of each jail's egress path (both directions) for this capability;\n"
             "                  0 (list: config): domed's egress_quota applies\n"
             "  --blob-bytes:   bytes this capability's large inputs may take in the journal's blob store\n"
             "                  (default 256M); beyond it inputs are journalled by digest only\n"
             "  --mcp-output-limit: bytes of each output stream an agent reads in the MCP result (the rest\n"
             "                  is replaced by a marker); 0 (list: config): domed's mcp_output_limit "
-            "applies\n");
+            "applies\n"
+            "  --concurrency:  executions one agent runs at once for this capability (0: up to max_jails);\n"
+            "                  its further calls wait in its own queue, served round-robin with other "
+            "agents\n");
         json_decref(fields);
         return 0;
       default:
@@ -116,15 +124,18 @@ static int list_main(int argc, char **argv) {
   int status;
   json_t *result = cli_control_list(argc, argv, "quotas.list", &status);
   if (result == NULL) return status;
-  printf("%-24s %-8s %-6s %-6s %-9s %-10s %-8s %-10s %-7s %s\n", "CAPABILITY", "MEMORY", "CPUS", "PIDS",
-         "TIMEOUT", "WORKSPACE", "OUTPUT", "MCP-OUTPUT", "EGRESS", "EGRESS-BYTES");
+  printf("%-24s %-8s %-6s %-6s %-9s %-10s %-8s %-10s %-7s %-12s %s\n", "CAPABILITY", "MEMORY", "CPUS", "PIDS",
+         "TIMEOUT", "WORKSPACE", "OUTPUT", "MCP-OUTPUT", "EGRESS", "EGRESS-BYTES", "CONCURRENCY");
   const char *name;
   json_t *q;
   json_object_foreach(result, name, q) {
     char memory[32], workspace[32], output[32], egress_bytes[32], mcp_output[32];
     uint64_t egress_quota = (uint64_t)json_integer_value(json_object_get(q, "egress_bytes"));
     uint64_t mcp_output_quota = (uint64_t)json_integer_value(json_object_get(q, "mcp_output_bytes"));
-    printf("%-24s %-8s %-6g %-6lld %-9.3g %-10s %-8s %-10s %-7s %s\n", name,
+    long long concurrency = (long long)json_integer_value(json_object_get(q, "concurrency"));
+    char concurrency_text[24];
+    snprintf(concurrency_text, sizeof concurrency_text, "%lld", concurrency);
+    printf("%-24s %-8s %-6g %-6lld %-9.3g %-10s %-8s %-10s %-7s %-12s %s\n", name,
            dome_format_size((uint64_t)json_integer_value(json_object_get(q, "memory_bytes")), memory,
                             sizeof memory),
            json_number_value(json_object_get(q, "cpus")),
@@ -136,7 +147,8 @@ static int list_main(int argc, char **argv) {
                             sizeof output),
            mcp_output_quota ? dome_format_size(mcp_output_quota, mcp_output, sizeof mcp_output) : "config",
            json_is_true(json_object_get(q, "egress")) ? "allow" : "deny",
-           egress_quota ? dome_format_size(egress_quota, egress_bytes, sizeof egress_bytes) : "config");
+           egress_quota ? dome_format_size(egress_quota, egress_bytes, sizeof egress_bytes) : "config",
+           concurrency ? concurrency_text : "max_jails");
   }
   json_decref(result);
   return 0;

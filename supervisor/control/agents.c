@@ -3,6 +3,8 @@
  * entropy, so there is nothing to brute-force). */
 #include <errno.h>
 #include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "supervisor/control/store_internal.h"
@@ -90,17 +92,48 @@ static int delegate_parent_check_locked(control_store *store, const char *flag, 
 
 int control_agent_register(control_store *store, const char *name, const char *capabilities,
                            char token[CONTROL_TOKEN_SIZE], dome_error *err) {
-  return control_agent_register_delegate(store, name, capabilities, NULL, token, err);
+  return control_agent_register_delegate(store, name, capabilities, NULL, 0, token, err);
+}
+
+int control_ttl_parse(const char *text, int64_t *seconds, dome_error *err) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long number = text ? strtoull(text, &end, 10) : 0;
+  if (text == NULL || end == text || errno || text[0] == '-')
+    return dome_error_set(err, EINVAL, "invalid duration `%s`: expected N[s|m|h|d]", text ? text : "");
+  uint64_t unit = 1;
+  if (*end == 'm')
+    unit = 60;
+  else if (*end == 'h')
+    unit = 3600;
+  else if (*end == 'd')
+    unit = 86400;
+  else if (*end != 's' && *end != '\0')
+    return dome_error_set(err, EINVAL, "invalid duration `%s`: unit must be s, m, h or d", text);
+  if (*end != '\0' && end[1] != '\0')
+    return dome_error_set(err, EINVAL, "invalid duration `%s`: trailing characters", text);
+  if (number == 0 || number > CONTROL_TTL_MAX_S / unit)
+    return dome_error_set(err, EINVAL, "invalid duration `%s`: expected 1s..3650d", text);
+  *seconds = (int64_t)(number * unit);
+  return 0;
+}
+
+static int expiry_check(int64_t expires, dome_error *err) {
+  if (expires < 0) return dome_error_set(err, EINVAL, "--ttl: negative expiry");
+  if (expires != 0 && expires <= store_now()) return dome_error_set(err, EINVAL, "--ttl: expiry in the past");
+  return 0;
 }
 
 int control_agent_register_delegate(control_store *store, const char *name, const char *capabilities,
-                                    const char *delegates_to, char token[CONTROL_TOKEN_SIZE],
+                                    const char *delegates_to, int64_t expires, char token[CONTROL_TOKEN_SIZE],
                                     dome_error *err) {
   if (!control_name_valid(name))
     return dome_error_set(err, EINVAL, "--name: invalid agent name `%s`", name ? name : "");
   if (delegates_to && delegates_to[0] == '\0') delegates_to = NULL;
+  int rc = expiry_check(expires, err);
+  if (rc < 0) return rc;
   json_t *list = NULL;
-  int rc = parse_capabilities(capabilities, &list, err);
+  rc = parse_capabilities(capabilities, &list, err);
   if (rc < 0) return rc;
   char hash[65];
   new_token(token, hash);
@@ -128,6 +161,7 @@ int control_agent_register_delegate(control_store *store, const char *name, cons
   json_t *record = json_pack("{s:o,s:s,s:s,s:I,s:I}", "capabilities", list, "status", "active", "token_hash",
                              hash, "created", (json_int_t)now, "updated", (json_int_t)now);
   if (delegates_to) json_object_set_new(record, "delegates_to", json_string(delegates_to));
+  if (expires) json_object_set_new(record, "token_expires", json_integer((json_int_t)expires));
   json_object_set_new(next, name, record);
   rc = commit_locked(store, next, err);
   pthread_mutex_unlock(&store->lock);
@@ -135,15 +169,16 @@ int control_agent_register_delegate(control_store *store, const char *name, cons
   return rc;
 }
 
-int control_agent_delegated_token(control_store *store, const char *name, const char *act_as,
+int control_agent_delegated_token(control_store *store, const char *name, const char *act_as, int64_t expires,
                                   char token[CONTROL_TOKEN_SIZE], dome_error *err) {
+  int rc = expiry_check(expires, err);
+  if (rc < 0) return rc;
   char hash[65];
   new_token(token, hash);
   pthread_mutex_lock(&store->lock);
   json_t *agent = json_object_get(store->agents, name ? name : "");
   const char *delegates_to = json_string_value(json_object_get(agent, "delegates_to"));
   json_t *tokens = json_object_get(agent, "delegated_tokens");
-  int rc = 0;
   if (agent == NULL)
     rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
   else if (strcmp(json_string_value(json_object_get(agent, "status")), "revoked") == 0)
@@ -168,8 +203,10 @@ int control_agent_delegated_token(control_store *store, const char *name, const 
       if (other && strcmp(other, act_as) != 0) json_array_append(kept, entry);
     }
     int64_t now = store_now();
-    json_array_append_new(
-        kept, json_pack("{s:s,s:s,s:I}", "act_as", act_as, "token_hash", hash, "created", (json_int_t)now));
+    json_t *entry_new =
+        json_pack("{s:s,s:s,s:I}", "act_as", act_as, "token_hash", hash, "created", (json_int_t)now);
+    if (expires) json_object_set_new(entry_new, "expires", json_integer((json_int_t)expires));
+    json_array_append_new(kept, entry_new);
     json_object_set_new(copy, "delegated_tokens", kept);
     json_object_set_new(copy, "updated", json_integer(now));
     rc = commit_locked(store, next, err);
@@ -201,13 +238,14 @@ int control_agent_set_status(control_store *store, const char *name, const char 
   return rc;
 }
 
-int control_agent_rotate_token(control_store *store, const char *name, char token[CONTROL_TOKEN_SIZE],
-                               dome_error *err) {
+int control_agent_rotate_token(control_store *store, const char *name, int64_t expires,
+                               char token[CONTROL_TOKEN_SIZE], dome_error *err) {
+  int rc = expiry_check(expires, err);
+  if (rc < 0) return rc;
   char hash[65];
   new_token(token, hash);
   pthread_mutex_lock(&store->lock);
   json_t *agent = json_object_get(store->agents, name ? name : "");
-  int rc;
   if (agent == NULL) {
     rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
   } else if (strcmp(json_string_value(json_object_get(agent, "status")), "revoked") == 0) {
@@ -216,6 +254,10 @@ int control_agent_rotate_token(control_store *store, const char *name, char toke
     json_t *next = json_deep_copy(store->agents);
     json_t *copy = json_object_get(next, name);
     json_object_set_new(copy, "token_hash", json_string(hash));
+    if (expires)
+      json_object_set_new(copy, "token_expires", json_integer((json_int_t)expires));
+    else
+      json_object_del(copy, "token_expires");
     json_object_del(copy, "delegated_tokens"); /* rotation retires every token of the agent */
     json_object_set_new(copy, "updated", json_integer(store_now()));
     rc = commit_locked(store, next, err);
@@ -234,9 +276,13 @@ static json_t *public_record(const char *name, json_t *agent) {
     json_t *shown = json_array(); /* which identities have a delegated token, never the hashes */
     size_t i;
     json_t *entry;
-    json_array_foreach(tokens, i, entry)
-        json_array_append_new(shown, json_pack("{s:O,s:O}", "act_as", json_object_get(entry, "act_as"),
-                                               "created", json_object_get(entry, "created")));
+    json_array_foreach(tokens, i, entry) {
+      json_t *item = json_pack("{s:O,s:O}", "act_as", json_object_get(entry, "act_as"), "created",
+                               json_object_get(entry, "created"));
+      json_t *expires = json_object_get(entry, "expires");
+      if (expires) json_object_set(item, "expires", expires);
+      json_array_append_new(shown, item);
+    }
     json_object_set_new(record, "delegated_tokens", shown);
   }
   json_object_set_new(record, "name", json_string(name));
@@ -253,9 +299,9 @@ json_t *control_agent_get(control_store *store, const char *name) {
 
 int control_agent_set_member(control_store *store, const char *name, const char *member, json_t *value,
                              dome_error *err) {
-  static const char *const reserved[] = {"name",         "capabilities",     "status",
-                                         "token_hash",   "created",          "updated",
-                                         "delegates_to", "delegated_tokens", "act_as"};
+  static const char *const reserved[] = {
+      "name",    "capabilities",  "status",       "token_hash",       "created",
+      "updated", "token_expires", "delegates_to", "delegated_tokens", "act_as"};
   for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
     if (member == NULL || strcmp(member, reserved[i]) == 0)
       return dome_error_set(err, EINVAL, "agent member `%s` cannot be set", member ? member : "");
@@ -295,9 +341,36 @@ json_t *control_agent_list(control_store *store) {
   return list;
 }
 
+const char *control_token_refusal_name(enum control_token_refusal refusal) {
+  switch (refusal) {
+    case CONTROL_TOKEN_MISSING:
+      return "missing";
+    case CONTROL_TOKEN_INVALID:
+      return "invalid";
+    case CONTROL_TOKEN_EXPIRED:
+      return "expired";
+    case CONTROL_TOKEN_SUSPENDED:
+      return "suspended";
+    case CONTROL_TOKEN_REVOKED:
+      return "revoked";
+    case CONTROL_TOKEN_ACCEPTED:
+      break;
+  }
+  return "accepted";
+}
+
 json_t *control_agent_authenticate(control_store *store, const char *token, dome_error *err) {
+  struct control_token_check check;
+  return control_agent_authenticate_at(store, token, store_now(), &check, err);
+}
+
+json_t *control_agent_authenticate_at(control_store *store, const char *token, int64_t now,
+                                      struct control_token_check *check, dome_error *err) {
+  *check = (struct control_token_check){.refusal = CONTROL_TOKEN_ACCEPTED};
+  enum control_token_refusal *refusal = &check->refusal;
   if (token == NULL || strncmp(token, CONTROL_TOKEN_PREFIX, sizeof CONTROL_TOKEN_PREFIX - 1) != 0 ||
       strlen(token) >= CONTROL_TOKEN_SIZE) {
+    *refusal = token ? CONTROL_TOKEN_INVALID : CONTROL_TOKEN_MISSING;
     dome_error_set(err, EACCES, token ? "invalid token" : "missing bearer token");
     return NULL;
   }
@@ -305,6 +378,7 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
   token_hash(token, hash);
   json_t *found = NULL;
   const char *found_name = NULL, *found_act_as = NULL;
+  int64_t found_expires = 0;
   pthread_mutex_lock(&store->lock);
   const char *name;
   json_t *agent;
@@ -314,6 +388,7 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
       found = agent;
       found_name = name;
       found_act_as = NULL;
+      found_expires = json_integer_value(json_object_get(agent, "token_expires"));
     }
     size_t i;
     json_t *entry;
@@ -323,18 +398,27 @@ json_t *control_agent_authenticate(control_store *store, const char *token, dome
         found = agent;
         found_name = name;
         found_act_as = json_string_value(json_object_get(entry, "act_as"));
+        found_expires = json_integer_value(json_object_get(entry, "expires"));
       }
     }
   }
   json_t *result = NULL;
+  if (found_name) snprintf(check->agent, sizeof check->agent, "%s", found_name);
   if (found == NULL) {
+    *refusal = CONTROL_TOKEN_INVALID;
     dome_error_set(err, EACCES, "invalid token");
   } else {
     const char *status = json_string_value(json_object_get(found, "status"));
-    if (strcmp(status, "active") != 0)
+    if (strcmp(status, "active") != 0) {
+      *refusal = strcmp(status, "revoked") == 0 ? CONTROL_TOKEN_REVOKED : CONTROL_TOKEN_SUSPENDED;
       dome_error_set(err, EACCES, "agent `%s` is %s", found_name, status);
-    else
+    } else if (found_expires > 0 && now >= found_expires) {
+      /* the agent stays identified in the journal (err names it), the caller is refused */
+      *refusal = CONTROL_TOKEN_EXPIRED;
+      dome_error_set(err, EKEYEXPIRED, "token of agent `%s` expired", found_name);
+    } else {
       result = public_record(found_name, found);
+    }
     if (result && found_act_as) json_object_set_new(result, "act_as", json_string(found_act_as));
   }
   pthread_mutex_unlock(&store->lock);

@@ -44,6 +44,12 @@ bool control_name_valid(const char *name);
 
 /* --- agents --- */
 
+#define CONTROL_TTL_MAX_S (3650ll * 86400) /* longest token lifetime: ten years */
+
+/* Parse a token lifetime `N[s|m|h|d]` (no unit: seconds), 1 s .. 3650 d. Returns 0 and *seconds, or
+ * -EINVAL with *err quoting the text. */
+int control_ttl_parse(const char *text, int64_t *seconds, dome_error *err);
+
 /* Register agent `name` with a comma-separated capability list (may be empty). Writes the new bearer
  * token (shown to the operator once) into token[CONTROL_TOKEN_SIZE]. Errors: -EINVAL bad name or
  * capability, -EEXIST agent exists, -errno writing agents.json. */
@@ -54,10 +60,11 @@ int control_agent_register(control_store *store, const char *name, const char *c
  * control_agent_register): its record keeps `delegates_to`, and every call it makes is on behalf of
  * that identity (context.actas; grants and capabilities narrowed to the parent's, see gateway.h).
  * The parent must be a registered agent other than `name` that is not itself a delegate.
+ * `expires`: when the token stops working, Unix seconds (0: never; `dome agents register --ttl`).
  * Errors: as control_agent_register, plus -ENOENT unknown parent, -EINVAL a parent that is `name` or a
- * delegate ("--delegates-to: ..."). */
+ * delegate ("--delegates-to: ..."), -EINVAL an expiry that is negative or already past ("--ttl: ..."). */
 int control_agent_register_delegate(control_store *store, const char *name, const char *capabilities,
-                                    const char *delegates_to, char token[CONTROL_TOKEN_SIZE],
+                                    const char *delegates_to, int64_t expires, char token[CONTROL_TOKEN_SIZE],
                                     dome_error *err);
 
 #define CONTROL_DELEGATED_TOKENS_MAX 64 /* most tokens minted with --act-as per agent */
@@ -67,9 +74,11 @@ int control_agent_register_delegate(control_store *store, const char *name, cons
  * working; a second token for the same act_as replaces the first; rotating the agent's token retires
  * all of them. The record lists them as `delegated_tokens: [{act_as, created}]` (never the hashes).
  * Errors: -ENOENT unknown agent or act_as, -EINVAL revoked agent, act_as == name, act_as a delegate, or
- * an agent registered as delegate of another identity; -ENOSPC more than CONTROL_DELEGATED_TOKENS_MAX;
+ * an agent registered as delegate of another identity, an expiry already past; -ENOSPC more than
+ * CONTROL_DELEGATED_TOKENS_MAX; `expires` as for control_agent_register_delegate (kept as the entry's
+ * `expires`);
  * -errno writing agents.json. */
-int control_agent_delegated_token(control_store *store, const char *name, const char *act_as,
+int control_agent_delegated_token(control_store *store, const char *name, const char *act_as, int64_t expires,
                                   char token[CONTROL_TOKEN_SIZE], dome_error *err);
 
 /* Set an agent's status: "active" (resume), "suspended" or "revoked" (final: cannot be resumed).
@@ -77,9 +86,10 @@ int control_agent_delegated_token(control_store *store, const char *name, const 
 int control_agent_set_status(control_store *store, const char *name, const char *status, dome_error *err);
 
 /* Issue a new token for an active agent (the old one and every token minted with --act-as stop
- * working). Errors as register. */
-int control_agent_rotate_token(control_store *store, const char *name, char token[CONTROL_TOKEN_SIZE],
-                               dome_error *err);
+ * working) that expires at `expires` (Unix seconds, 0: never; the record's `token_expires`). Errors as
+ * register. */
+int control_agent_rotate_token(control_store *store, const char *name, int64_t expires,
+                               char token[CONTROL_TOKEN_SIZE], dome_error *err);
 
 /* Array of {name, capabilities, status, created, updated, delegates_to?}: never the token hash. New
  * reference. */
@@ -102,6 +112,28 @@ int control_agent_set_member(control_store *store, const char *name, const char 
  * Constant time in the token (hash compared with sodium_memcmp). */
 json_t *control_agent_authenticate(control_store *store, const char *token, dome_error *err);
 
+/* Why a token was refused (the `reason` of the journal's auth.failed events). */
+enum control_token_refusal {
+  CONTROL_TOKEN_ACCEPTED,
+  CONTROL_TOKEN_MISSING,   /* no bearer token */
+  CONTROL_TOKEN_INVALID,   /* malformed or unknown */
+  CONTROL_TOKEN_EXPIRED,   /* past its `--ttl` (RFC 6750 section 3.1 invalid_token) */
+  CONTROL_TOKEN_SUSPENDED, /* the agent is suspended */
+  CONTROL_TOKEN_REVOKED,   /* the agent is revoked */
+};
+struct control_token_check {
+  enum control_token_refusal refusal;
+  char agent[CONTROL_NAME_MAX]; /* the agent the token belongs to, "" when unknown */
+};
+/* "missing", "invalid", "expired", "suspended", "revoked" ("accepted" for CONTROL_TOKEN_ACCEPTED). */
+const char *control_token_refusal_name(enum control_token_refusal refusal);
+
+/* control_agent_authenticate at time `now` (Unix seconds), with why a token was refused in *check:
+ * an expired token (now >= its expiry) gives NULL with -EKEYEXPIRED "token of agent `x` expired";
+ * the other refusals as control_agent_authenticate (-EACCES). */
+json_t *control_agent_authenticate_at(control_store *store, const char *token, int64_t now,
+                                      struct control_token_check *check, dome_error *err);
+
 /* --- quotas per capability --- */
 
 struct control_quota {
@@ -118,23 +150,26 @@ struct control_quota {
                                 (default 256 MiB); larger inputs are journalled by digest only */
   uint64_t mcp_output_bytes; /* bytes of each output stream in the MCP result; 0 (default) = domed's
                                 `mcp_output_limit` configuration applies */
+  uint64_t concurrency;      /* executions one agent runs at once for this capability; 0 (default) = up to
+                                domed's max_jails. Further calls wait in the agent's own queue. */
 };
 
 void control_quota_defaults(struct control_quota *quota);
 
 /* Update the quota of `capability` with the members present in `fields` ({memory, cpus, pids,
- * timeout, workspace_size, output_limit, egress, egress_bytes, blob_bytes, mcp_output_limit}: sizes as
- * numbers of bytes or strings with IEC suffixes, durations as seconds, egress as boolean or
+ * timeout, workspace_size, output_limit, egress, egress_bytes, blob_bytes, mcp_output_limit, concurrency}:
+ * sizes as numbers of bytes or strings with IEC suffixes, durations as seconds, egress as boolean or
  * "allow"/"deny"; egress_bytes may be 0, which hands the jails of the capability back to domed's
- * egress_quota, and mcp_output_limit 0 likewise to mcp_output_limit). Unset members keep their value.
- * Errors: -EINVAL naming the field, -errno writing quotas.json. */
+ * egress_quota, and mcp_output_limit 0 likewise to mcp_output_limit; concurrency an integer in [0, 4096],
+ * 0 meaning max_jails). Unset members keep their value. Errors: -EINVAL naming the field, -errno writing
+ * quotas.json. */
 int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err);
 
 /* The quota of `capability` (defaults when none was set). */
 void control_quota_get(control_store *store, const char *capability, struct control_quota *quota);
 
 /* Object capability -> {memory_bytes, cpus, pids, timeout_ms, workspace_bytes, output_bytes, egress,
- * egress_bytes, blob_bytes}. */
+ * egress_bytes, blob_bytes, concurrency}. */
 json_t *control_quota_list(control_store *store);
 
 /* --- tool registry --- */

@@ -19,6 +19,7 @@ void control_quota_defaults(struct control_quota *quota) {
       .egress = false,
       .egress_bytes = 0,
       .blob_bytes = 256u << 20,
+      .concurrency = 0,
   };
 }
 
@@ -30,6 +31,7 @@ static json_t *quota_json(const struct control_quota *quota) {
       "egress", quota->egress, "egress_bytes", (json_int_t)quota->egress_bytes);
   json_object_set_new(object, "blob_bytes", json_integer((json_int_t)quota->blob_bytes));
   json_object_set_new(object, "mcp_output_bytes", json_integer((json_int_t)quota->mcp_output_bytes));
+  json_object_set_new(object, "concurrency", json_integer((json_int_t)quota->concurrency));
   return object;
 }
 
@@ -50,6 +52,8 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
     quota->blob_bytes = (uint64_t)json_integer_value(v);
   if ((v = json_object_get(object, "mcp_output_bytes")) && json_integer_value(v) > 0)
     quota->mcp_output_bytes = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "concurrency")) && json_integer_value(v) > 0)
+    quota->concurrency = (uint64_t)json_integer_value(v);
 }
 
 static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
@@ -73,8 +77,8 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     return dome_error_set(err, EINVAL, "--capability: invalid capability `%s`", capability ? capability : "");
   if (!json_is_object(fields)) return dome_error_set(err, EINVAL, "quota fields must be an object");
   static const char *const known[] = {
-      "memory",       "cpus",   "pids",         "timeout",    "workspace_size",
-      "output_limit", "egress", "egress_bytes", "blob_bytes", "mcp_output_limit"};
+      "memory", "cpus",         "pids",       "timeout",          "workspace_size", "output_limit",
+      "egress", "egress_bytes", "blob_bytes", "mcp_output_limit", "concurrency"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
@@ -152,6 +156,17 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     if (quota.mcp_output_bytes != 0 &&
         (quota.mcp_output_bytes < 1024 || quota.mcp_output_bytes > (64u << 20)))
       return dome_error_set(err, EINVAL, "--mcp-output-limit: expected 0 or 1K..64M");
+  }
+  if ((v = json_object_get(fields, "concurrency"))) {
+    /* 0 is allowed: the capability's agents go back to sharing max_jails */
+    char *end = NULL;
+    long long count = json_is_integer(v)  ? json_integer_value(v)
+                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                          : -1;
+    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
+    if (count < 0 || count > 4096)
+      return dome_error_set(err, EINVAL, "--concurrency: expected an integer in [0, 4096]");
+    quota.concurrency = (uint64_t)count;
   }
   pthread_mutex_lock(&store->lock);
   json_t *next = json_deep_copy(store->quotas);

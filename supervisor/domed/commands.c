@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <sodium.h>
 #include <string.h>
+#include <time.h>
 
 #include "supervisor/domed/domed.h"
 #include "supervisor/gateway/gateway.h"
@@ -30,13 +31,22 @@ static json_t *agents_command(struct domed *domed, const struct control_request 
   if (strcmp(verb, "list") == 0) return control_agent_list(domed->store);
   if (strcmp(verb, "register") == 0 || strcmp(verb, "token") == 0) {
     char token[CONTROL_TOKEN_SIZE];
+    /* the token's lifetime: --ttl, else the token_ttl configuration, else none */
+    int64_t ttl = domed->config.token_ttl_s;
+    const char *ttl_text = arg_string(request, "ttl");
+    if (ttl_text && control_ttl_parse(ttl_text, &ttl, err) < 0) {
+      dome_error_wrap(err, "--ttl");
+      return NULL;
+    }
+    int64_t expires = ttl > 0 ? (int64_t)time(NULL) + ttl : 0;
     /* Delegation (gateway, issue #9): register --delegates-to P, token --act-as P. */
     const char *delegates_to = arg_string(request, "delegates_to"), *act_as = arg_string(request, "act_as");
     int rc = strcmp(verb, "register") == 0
                  ? control_agent_register_delegate(domed->store, name, arg_string(request, "capabilities"),
-                                                   delegates_to, token, err)
-             : act_as && act_as[0] ? control_agent_delegated_token(domed->store, name, act_as, token, err)
-                                   : control_agent_rotate_token(domed->store, name, token, err);
+                                                   delegates_to, expires, token, err)
+             : act_as && act_as[0]
+                 ? control_agent_delegated_token(domed->store, name, act_as, expires, token, err)
+                 : control_agent_rotate_token(domed->store, name, expires, token, err);
     if (rc < 0) return NULL;
     json_t *event = json_pack(
         "{s:s,s:s,s:s}", "type", strcmp(verb, "register") == 0 ? "agent.registered" : "agent.token", "agent",
@@ -45,8 +55,10 @@ static json_t *agents_command(struct domed *domed, const struct control_request 
       json_object_set_new(event, "delegates_to", json_string(delegates_to));
     if (strcmp(verb, "token") == 0 && act_as && act_as[0])
       json_object_set_new(event, "actas", json_string(act_as));
+    if (expires) json_object_set_new(event, "expires", json_integer((json_int_t)expires));
     journal_admin(domed, request, event);
     json_t *result = json_pack("{s:s,s:s}", "name", name, "token", token);
+    if (expires) json_object_set_new(result, "expires", json_integer((json_int_t)expires));
     if (strcmp(verb, "register") == 0 && delegates_to && delegates_to[0])
       json_object_set_new(result, "delegates_to", json_string(delegates_to));
     if (strcmp(verb, "token") == 0 && act_as && act_as[0])

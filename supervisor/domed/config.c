@@ -34,6 +34,9 @@ void domed_config_defaults(struct domed_config *config) {
   config->max_connections = 1024;
   config->max_sessions = 4096;
   config->session_idle_s = 3600;
+  config->max_sessions_per_agent = 16;
+  config->max_queue_per_agent = 16;
+  config->session_rate_per_agent = 20;
   config->shutdown_grace_s = 10;
   config->journal_commit_window_ms = 2;
   snprintf(config->net_mode, sizeof config->net_mode, "auto");
@@ -75,7 +78,33 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
   STRING(tls_key);
   STRING(allowed_origins);
   STRING(image);
+  STRING(allowed_hosts);
 #undef STRING
+  if (strcmp(key, "metrics_token") == 0) {
+    if (strlen(value) < 16 || strpbrk(value, " \t\"\\"))
+      return dome_error_set(err, EINVAL,
+                            "metrics_token: expected at least 16 characters without spaces or quotes");
+    return set_string(c->metrics_token, sizeof c->metrics_token, key, value, err);
+  }
+  if (strcmp(key, "metrics_listen") == 0) {
+    if (value[0] && strchr(value, ':') == NULL)
+      return dome_error_set(err, EINVAL, "metrics_listen: expected ADDR:PORT, got `%s`", value);
+    return set_string(c->metrics_listen, sizeof c->metrics_listen, key, value, err);
+  }
+  if (strcmp(key, "token_ttl") == 0) {
+    if (strcmp(value, "none") == 0 || value[0] == '\0') {
+      c->token_ttl_s = 0;
+      return 0;
+    }
+    int rc = control_ttl_parse(value, &c->token_ttl_s, err);
+    return rc < 0 ? dome_error_wrap(err, "token_ttl") : 0;
+  }
+  if (strcmp(key, "max_sessions_per_agent") == 0)
+    return set_unsigned(&c->max_sessions_per_agent, key, value, 1, 1000000, err);
+  if (strcmp(key, "session_rate_per_agent") == 0)
+    return set_unsigned(&c->session_rate_per_agent, key, value, 1, 1000000, err);
+  if (strcmp(key, "max_queue_per_agent") == 0)
+    return set_unsigned(&c->max_queue_per_agent, key, value, 0, 1000000, err);
   if (strcmp(key, "path") == 0) {
     if (value[0] != '/' || strchr(value, ' '))
       return dome_error_set(err, EINVAL, "path: expected /PATH, got `%s`", value);

@@ -41,7 +41,15 @@ struct domed_config {
   unsigned max_connections;   /* max_connections = 1024 */
   unsigned max_sessions;      /* max_sessions = 4096 */
   unsigned session_idle_s;    /* session_idle_s = 3600 */
-  unsigned shutdown_grace_s;  /* shutdown_grace_s = 10: running jails may finish, then are killed */
+  unsigned max_sessions_per_agent; /* max_sessions_per_agent = 16: an agent's live sessions; its oldest idle
+                                    * one is evicted for a new one (journalled session.closed) */
+  unsigned max_queue_per_agent;    /* max_queue_per_agent = 16: calls of one agent waiting for a jail */
+  unsigned session_rate_per_agent; /* session_rate_per_agent = 20: initialize per agent and second */
+  int64_t token_ttl_s;             /* token_ttl = (none): lifetime of tokens issued without --ttl, seconds */
+  char metrics_token[256];         /* metrics_token = (none): bearer token /metrics requires */
+  char metrics_listen[256];        /* metrics_listen = (none): ADDR:PORT serving /metrics and /healthz only */
+  char allowed_hosts[1024];  /* allowed_hosts = (loopback + listen address): comma-separated Host values */
+  unsigned shutdown_grace_s; /* shutdown_grace_s = 10: running jails may finish, then are killed */
   /* journal_commit_window_ms = 2: an event no call waits for yet (an execution's output, denial and
    * redaction events before its end) is made durable by the journal's writer at the latest this long
    * after it was appended; decisions, exec.start and exec.end are synced by their call. Larger windows
@@ -108,6 +116,9 @@ struct domed_metrics {
   atomic_uint_fast64_t overloaded;
   atomic_uint_fast64_t journal_refused; /* events the journal could not take or make durable */
   atomic_uint_fast64_t digest_only;     /* members recorded by digest whose bytes the blob store refused */
+  atomic_uint_fast64_t refusals;        /* auth.failed and session.refused, journalled or summarized */
+  atomic_uint_fast64_t calls_rejected;  /* call.rejected: unknown tool, invalid arguments */
+  atomic_uint_fast64_t queue_cancelled; /* calls cancelled while waiting for a jail */
   atomic_uint_fast64_t active_jails;
   atomic_uint_fast64_t queued;
   /* tools/call latency histogram, milliseconds: buckets <= 5,10,25,50,100,250,500,1000,2500,5000,10000,+Inf
@@ -353,6 +364,34 @@ void domed_path_rules_release(struct domed_path_rules *rules);
 /* ---- commands.c: the control socket handler ---- */
 json_t *domed_control_handle(void *context, const struct control_request *request, dome_error *err);
 
+/* ---- refusals.c: auth.failed / session.refused, bounded per (source, principal) and second ---- */
+/* Journal `event` (borrowed; its type and reason members are part of the key, `source` is added) at
+ * once when it is the first of its key this second, else count it into the second's summary event
+ * ({...first event, count, window_s: 1}, journalled when the second has ended). source: the peer
+ * address; principal: the token's first characters or the agent. */
+void domed_refusal_journal(struct domed *domed, json_t *event, const char *source, const char *principal);
+/* The thread journalling the summaries of ended seconds; stop journals what is still counted. */
+int domed_refusals_start(struct domed *domed, dome_error *err);
+void domed_refusals_stop(struct domed *domed);
+
+/* ---- fair_queue.c: jail slots shared fairly between agents ---- */
+/* Wait for a jail slot for `agent` (at most `concurrency` running for it, 0: max_jails). Returns 0 (the
+ * slot is held until domed_slot_release), -EBUSY (the agent's queue of max_queue_per_agent or the
+ * whole queue of max_queue is full, or no slot within queue_timeout_s) or -ECANCELED (the call was
+ * cancelled or domed stops) with *err. */
+int domed_slot_acquire(struct domed *domed, const char *agent, unsigned concurrency, mcp_call *call,
+                       dome_error *err);
+void domed_slot_release(struct domed *domed, const char *agent);
+/* Returns true at once when `agent` has fewer than max_queue_per_agent calls waiting; else waits up to
+ * wait_ms milliseconds for room in its queue (or the call's cancellation) and returns whether there is
+ * room, with its running and waiting counts. The wait holds back the refusal of an agent that keeps
+ * re-sending calls its queue cannot take (its retries come at most once per wait). A snapshot: the
+ * next domed_slot_acquire decides. */
+bool domed_slot_wait_room(struct domed *domed, const char *agent, mcp_call *call, unsigned wait_ms,
+                          unsigned *running, unsigned *waiting);
+/* After max_jails changed (SIGHUP): hand out the slots that became free. */
+void domed_slots_changed(struct domed *domed);
+
 /* ---- sandbox.c: MCP handlers ---- */
 extern const struct mcp_handlers domed_mcp_handlers; /* context: struct domed * */
 /* The execute_code Tool object (name, description, inputSchema, outputSchema). The description states
@@ -374,6 +413,9 @@ void domed_principal_of(struct domed *domed, const mcp_identity *identity, struc
  * listing must not be answered). */
 int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *tools,
                              uint64_t *ticket, dome_error *err);
+/* True when mcp:discover is allowed on some external backend (context.tool "": the backend as a whole;
+ * its tool list is not fetched). Not journalled (admission of initialize). */
+bool domed_gateway_discover_any(struct domed *domed, const mcp_identity *identity);
 /* tools/call of `<backend>.<tool>`: returns 1 with *result (or NULL with *rpc_error and *err) when `name`
  * names a backend tool on the identity's gateway, 0 when it does not. */
 int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, const char *name,

@@ -56,6 +56,34 @@ static bool decide(struct domed *domed, const mcp_identity *identity, const char
   return allow;
 }
 
+bool domed_gateway_discover_any(struct domed *domed, const mcp_identity *identity) {
+  json_t *entries = control_tool_list(domed->store);
+  bool allowed = false;
+  size_t i;
+  json_t *entry;
+  json_array_foreach(entries, i, entry) {
+    if (allowed || !gateway_entry_is_external(entry) ||
+        strcmp(json_string_value(json_object_get(entry, "name")), DOMED_BUILTIN_TOOL) == 0)
+      continue;
+    json_t *capabilities;
+    struct domed_principal principal;
+    domed_principal_of(domed, identity, &principal, &capabilities);
+    json_t *entity = tool_entity(entry);
+    struct domed_rules *rules = domed_rules_acquire(domed);
+    struct domed_decision decision;
+    domed_authorize_resource(domed, rules, &principal, "mcp:discover",
+                             json_string_value(json_object_get(entry, "name")), entity, "", NULL, &decision);
+    allowed = decision.allow;
+    domed_decision_release(&decision);
+    domed_rules_release(rules);
+    json_decref(entity);
+    json_decref(principal.grants);
+    json_decref(capabilities);
+  }
+  json_decref(entries);
+  return allowed;
+}
+
 int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, json_t *visible,
                              uint64_t *ticket, dome_error *error) {
   if (domed->gateways == NULL) return 0;

@@ -164,8 +164,10 @@ static void reload(struct domed *domed) {
   domed->config.max_queue = next.max_queue;
   domed->config.queue_timeout_s = next.queue_timeout_s;
   domed->config.shutdown_grace_s = next.shutdown_grace_s;
+  domed->config.max_queue_per_agent = next.max_queue_per_agent;
   pthread_cond_broadcast(&domed->slots_cond);
   pthread_mutex_unlock(&domed->slots_lock);
+  domed_slots_changed(domed);
   domed_log("info", "domed",
             "msg=\"SIGHUP: reloaded limits (listen, paths and TLS need a restart)\" max_jails=%u",
             next.max_jails);
@@ -207,6 +209,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
   }
+  if ((rc = domed_refusals_start(domed, &err)) < 0) {
+    fprintf(stderr, "domed: %s\n", err.message);
+    return 125;
+  }
   load_active_rules(domed);
   domed_kernel_init(domed);
   domed_egress_init(domed);
@@ -238,6 +244,12 @@ int main(int argc, char **argv) {
   for (char *save = NULL, *item = strtok_r(origins_text, ", ", &save); item && origin_count < 64;
        item = strtok_r(NULL, ", ", &save))
     origins[origin_count++] = item;
+  char *hosts[65] = {0};
+  _cleanup_free_ char *hosts_text = strdup(domed->config.allowed_hosts);
+  size_t host_count = 0;
+  for (char *save = NULL, *item = strtok_r(hosts_text, ", ", &save); item && host_count < 64;
+       item = strtok_r(NULL, ", ", &save))
+    hosts[host_count++] = item;
   struct mcp_server_options options = {
       .listen = domed->config.listen,
       .path = domed->config.path,
@@ -250,7 +262,12 @@ int main(int argc, char **argv) {
       .max_connections = domed->config.max_connections,
       .max_sessions = domed->config.max_sessions,
       .session_idle_timeout_s = domed->config.session_idle_s,
+      .max_sessions_per_agent = domed->config.max_sessions_per_agent,
+      .session_rate_per_agent = domed->config.session_rate_per_agent,
       .allowed_origins = origin_count ? (const char *const *)origins : NULL,
+      .allowed_hosts = host_count ? (const char *const *)hosts : NULL,
+      .get_token = domed->config.metrics_token[0] ? domed->config.metrics_token : NULL,
+      .get_listen = domed->config.metrics_listen[0] ? domed->config.metrics_listen : NULL,
       .server_name = "dome",
       .server_version = DOME_VERSION_STRING,
       .instructions = "dome runs code in an isolated sandbox: call execute_code with language and code.",
@@ -277,6 +294,9 @@ int main(int argc, char **argv) {
       "msg=listening version=%s listen=%s:%u path=%s tls=%s control_socket=%s state_dir=%s journal_dir=%s",
       DOME_VERSION_STRING, listen_host, mcp_server_port(domed->mcp), domed->config.path, cert ? "on" : "off",
       domed->config.control_socket, domed->config.state_dir, domed->config.journal_dir);
+  if (domed->config.metrics_listen[0])
+    domed_log("info", "domed", "msg=\"metrics listening\" metrics_listen=%s metrics_port=%u",
+              domed->config.metrics_listen, mcp_server_get_port(domed->mcp));
 
   for (;;) {
     int signal_number = 0;
@@ -302,6 +322,7 @@ int main(int argc, char **argv) {
   domed_egress_cleanup(domed);
   domed_kernel_cleanup(domed);
   domed_guard_cache_clear();
+  domed_refusals_stop(domed);
   domed_audit_close(domed);
   domed_authz_cleanup(domed);
   domed_rules_release(domed->rules);

@@ -80,6 +80,18 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
       fprintf(out, "dome_blob_capability_bytes{capability=\"%s\"} %lld\n", owner,
               (long long)json_integer_value(bytes));
   json_decref(blobs);
+  COUNTER("dome_refusals_total", "Requests refused before a session or call (auth.failed, session.refused).",
+          atomic_load(&m->refusals));
+  COUNTER("dome_calls_rejected_total", "tools/call refused for an unknown tool or invalid arguments.",
+          atomic_load(&m->calls_rejected));
+  COUNTER("dome_queue_cancelled_total", "Calls cancelled while waiting for a jail slot.",
+          atomic_load(&m->queue_cancelled));
+  COUNTER("dome_sessions_evicted_total", "Idle sessions closed to make room for a new one of the same agent.",
+          stats.sessions_evicted);
+  COUNTER("dome_sessions_refused_total",
+          "initialize refused (no permitted action, or the agent's sessions busy).", stats.sessions_refused);
+  COUNTER("dome_calls_disconnected_total", "tools/call cancelled because the client closed its connection.",
+          stats.calls_disconnected);
   domed_egress_metrics(out);
   GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));
   GAUGE("dome_queued_calls", "Calls waiting for a jail slot.", atomic_load(&m->queued));

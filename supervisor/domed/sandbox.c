@@ -1,6 +1,8 @@
-/* The MCP face of domed: identity (bearer tokens), tools/list filtered by mcp:discover, and
- * tools/call of the built-in code-sandbox's execute_code: authorize (Cedar mcp:call + the tool's
- * required capability), queue for a jail slot, execute, and journal the decision either way. */
+/* The MCP face of domed: identity (bearer tokens; every refusal journalled as auth.failed), admission
+ * of sessions (initialize needs an action the rules permit; sessions journalled), tools/list filtered
+ * by mcp:discover, and tools/call of the built-in code-sandbox's execute_code: authorize (Cedar
+ * mcp:call + the tool's required capability), queue fairly for a jail slot, execute, and journal the
+ * decision either way (and call.rejected for an unknown tool or invalid arguments). */
 #include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -10,16 +12,42 @@
 #include "supervisor/domed/domed.h"
 #include "supervisor/gateway/gateway.h"
 
+#define DOMED_OVERLOAD_HOLD_MS 1000 /* a refusal for a full agent queue is answered after this long */
+
 static uint64_t now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* The first characters of a bearer token, for telling floods apart in the journal without recording
+ * the token: "dome_" and 4 characters (24 of its 256 random bits), bytes outside [A-Za-z0-9_-] as '?'. */
+static void token_prefix(const char *token, char prefix[16]) {
+  size_t n = 0;
+  for (; token && token[n] && n < sizeof CONTROL_TOKEN_PREFIX - 1 + 4; n++) {
+    char c = token[n];
+    bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    prefix[n] = plain ? c : '?';
+  }
+  prefix[n] = '\0';
+}
+
 static int authenticate(void *context, const char *token, mcp_identity *identity, dome_error *err) {
   struct domed *domed = context;
-  json_t *agent = control_agent_authenticate(domed->store, token, err);
-  if (agent == NULL) return -EACCES;
+  struct control_token_check check;
+  json_t *agent = control_agent_authenticate_at(domed->store, token, (int64_t)time(NULL), &check, err);
+  if (agent == NULL) {
+    char prefix[16];
+    token_prefix(token, prefix);
+    json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "auth.failed", "reason",
+                              control_token_refusal_name(check.refusal), "gateway", identity->gateway,
+                              "token_prefix", prefix);
+    if (check.agent[0]) json_object_set_new(event, "agent", json_string(check.agent));
+    domed_refusal_journal(domed, event, identity->source, prefix);
+    json_decref(event);
+    return -EACCES;
+  }
   snprintf(identity->agent, sizeof identity->agent, "%s", json_string_value(json_object_get(agent, "name")));
   /* Delegation (issue #9): a delegate's or --act-as token's calls are on behalf of its parent; any
    * other X-Dome-Act-As is refused. The gateway must be granted to the agent and, if delegated, to the
@@ -127,6 +155,64 @@ static void builtin_release(struct builtin_decision *d) {
   json_decref(d->tool);
 }
 
+/* initialize: the identity must be permitted some action: mcp:discover of the built-in backend or of
+ * an external backend. Decisions are not journalled one by one; a refusal is (session.refused,
+ * bounded like auth.failed). */
+static int admit(void *context, const mcp_identity *identity, dome_error *err) {
+  struct domed *domed = context;
+  struct builtin_decision d;
+  builtin_decide(domed, identity, "mcp:discover", DOMED_EXECUTE_TOOL, NULL, &d);
+  bool allowed = d.decision.allow;
+  builtin_release(&d);
+  if (!allowed) allowed = domed_gateway_discover_any(domed, identity);
+  if (allowed) return 0;
+  json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "session.refused", "reason", "no permitted action",
+                            "agent", identity->agent, "gateway", identity->gateway);
+  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  domed_refusal_journal(domed, event, identity->source, identity->agent);
+  json_decref(event);
+  return dome_error_set(err, EPERM, "agent `%s` is permitted no action (no rule permits it mcp:discover)",
+                        identity->agent);
+}
+
+static void session_event(void *context, const char *type, const char *agent, const char *gateway,
+                          const char *session_id, const char *reason) {
+  struct domed *domed = context;
+  if (strcmp(type, "session.refused") == 0) { /* a flood of them: bounded like auth.failed */
+    json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", type, "reason", reason ? reason : "", "agent",
+                              agent, "gateway", gateway);
+    domed_refusal_journal(domed, event, NULL, agent);
+    json_decref(event);
+    return;
+  }
+  json_t *event =
+      json_pack("{s:s,s:s,s:s,s:s}", "type", type, "agent", agent, "gateway", gateway, "session", session_id);
+  if (reason) json_object_set_new(event, "reason", json_string(reason));
+  dome_error ignored = {0}; /* a failed journal is logged and counted by audit.c; the session goes on */
+  domed_audit_append(domed, event, NULL, &ignored);
+  json_decref(event);
+}
+
+/* An allowed execute_code call whose arguments fail validation (call.rejected, beside its decision):
+ * nothing runs. Returns 0 once durable, else -errno (*err). */
+static int journal_rejected(struct domed *domed, const mcp_identity *identity, mcp_call *call,
+                            const char *exec_id, const char *name, const char *reason, const char *detail,
+                            dome_error *err) {
+  json_t *event =
+      json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "call.rejected", "agent", identity->agent, "gateway",
+                identity->gateway, "reason", reason, "session", mcp_call_session_id(call));
+  domed_audit_set_text(event, "mcp_tool", name, strlen(name));
+  const char *request_id = mcp_call_request_id(call) ? mcp_call_request_id(call) : "null";
+  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+  if (detail) domed_audit_set_text(event, "detail", detail, strlen(detail));
+  if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
+  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  int rc = domed_audit_append_sync(domed, event, err);
+  json_decref(event);
+  atomic_fetch_add(&domed->metrics.calls_rejected, 1);
+  return rc;
+}
+
 static json_t *list_tools(void *context, const mcp_identity *identity) {
   struct domed *domed = context;
   json_t *tools = json_array();
@@ -163,53 +249,6 @@ static json_t *list_tools(void *context, const mcp_identity *identity) {
 
 static json_t *tool_error(const char *text) {
   return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
-}
-
-/* Wait for a jail slot: at most max_jails run, at most max_queue wait (queue_timeout_s each). */
-static int acquire_slot(struct domed *domed, mcp_call *call, dome_error *err) {
-  pthread_mutex_lock(&domed->slots_lock);
-  if (domed->jails_running >= domed->config.max_jails && domed->jails_waiting >= domed->config.max_queue) {
-    pthread_mutex_unlock(&domed->slots_lock);
-    return dome_error_set(err, EBUSY, "server overloaded: %u executions running and %u queued",
-                          domed->config.max_jails, domed->config.max_queue);
-  }
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += domed->config.queue_timeout_s;
-  domed->jails_waiting++;
-  atomic_fetch_add(&domed->metrics.queued, 1);
-  int rc = 0;
-  while (domed->jails_running >= domed->config.max_jails) {
-    if (mcp_call_cancelled(call) || atomic_load(&domed->stopping)) {
-      rc = dome_error_set(err, ECANCELED, "cancelled while queued");
-      break;
-    }
-    struct timespec step;
-    clock_gettime(CLOCK_REALTIME, &step);
-    step.tv_sec += 1;
-    if (step.tv_sec > deadline.tv_sec) step = deadline;
-    if (pthread_cond_timedwait(&domed->slots_cond, &domed->slots_lock, &step) == ETIMEDOUT) {
-      struct timespec now;
-      clock_gettime(CLOCK_REALTIME, &now);
-      if (now.tv_sec >= deadline.tv_sec) {
-        rc = dome_error_set(err, EBUSY, "server overloaded: no execution slot within %u s",
-                            domed->config.queue_timeout_s);
-        break;
-      }
-    }
-  }
-  domed->jails_waiting--;
-  atomic_fetch_sub(&domed->metrics.queued, 1);
-  if (rc == 0) domed->jails_running++;
-  pthread_mutex_unlock(&domed->slots_lock);
-  return rc;
-}
-
-static void release_slot(struct domed *domed) {
-  pthread_mutex_lock(&domed->slots_lock);
-  domed->jails_running--;
-  pthread_cond_signal(&domed->slots_cond);
-  pthread_mutex_unlock(&domed->slots_lock);
 }
 
 /* A call refused before any authorization (its request id too long, its tool unknown): journalled as a
@@ -256,6 +295,24 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     }
     *rpc_error = MCP_INVALID_PARAMS;
     dome_error_set(err, ENOENT, "unknown tool: %.100s%s", name, strlen(name) > 100 ? "..." : "");
+    return NULL;
+  }
+  /* An agent whose own queue stays full for a second is refused before any decision: a flood of such
+   * calls costs no authorization, comes back at most once a second per connection, and adds at most
+   * the bounded call.rejected events of refusals.c to the journal. */
+  unsigned running = 0, waiting = 0;
+  if (!domed_slot_wait_room(domed, identity->agent, call, DOMED_OVERLOAD_HOLD_MS, &running, &waiting)) {
+    atomic_fetch_add(&domed->metrics.overloaded, 1);
+    json_t *event =
+        json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "call.rejected", "reason", "overloaded", "agent",
+                  identity->agent, "gateway", identity->gateway, "mcp_tool", DOMED_EXECUTE_TOOL);
+    json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
+    json_object_set_new(event, "request_id", json_string(mcp_call_request_id(call)));
+    domed_refusal_journal(domed, event, identity->source, identity->agent);
+    json_decref(event);
+    *rpc_error = MCP_SERVER_OVERLOADED;
+    dome_error_set(err, EBUSY, "server overloaded: agent `%s` has %u executions running and %u queued",
+                   identity->agent, running, waiting);
     return NULL;
   }
   uint64_t received = mcp_call_received_us(call);
@@ -311,7 +368,8 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   }
   dome_error check = {0};
   if (domed_execute_arguments_check(arguments, &check) < 0) {
-    if (domed_audit_sync(domed, seq, err) < 0)
+    if (journal_rejected(domed, identity, call, exec_id, name, "invalid arguments", check.message, err) < 0 ||
+        domed_audit_sync(domed, seq, err) < 0)
       *rpc_error = MCP_INTERNAL_ERROR;
     else
       result = tool_error(check.message);
@@ -346,10 +404,25 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   }
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_AUTHORIZE], now_us() - start);
   uint64_t queued = now_us();
-  int rc = acquire_slot(domed, call, err);
-  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_QUEUE], now_us() - queued);
+  int rc = domed_slot_acquire(domed, identity->agent, (unsigned)execution.quota.concurrency, call, err);
+  uint64_t queued_us = now_us() - queued;
+  atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_QUEUE], queued_us);
   if (rc < 0) {
     if (rc == -EBUSY) atomic_fetch_add(&domed->metrics.overloaded, 1);
+    if (rc == -ECANCELED) {
+      /* the decision allowed it, nothing ran: its end says so */
+      atomic_fetch_add(&domed->metrics.queue_cancelled, 1);
+      json_t *end = json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:I}", "type", "exec.end", "exec_id", exec_id,
+                              "agent", identity->agent, "tool", DOMED_BUILTIN_TOOL, "cancelled", 1, "started",
+                              0, "queued_ms", (json_int_t)(queued_us / 1000));
+      if (identity->actas[0]) json_object_set_new(end, "actas", json_string(identity->actas));
+      char version[32];
+      snprintf(version, sizeof version, "%d", d.rules ? d.rules->version : 0);
+      json_object_set_new(end, "policy_version", json_string(version));
+      dome_error ignored = {0}; /* nothing ran and nothing is answered: the call was cancelled */
+      domed_audit_append(domed, end, NULL, &ignored);
+      json_decref(end);
+    }
     *rpc_error = rc == -EBUSY ? MCP_SERVER_OVERLOADED : MCP_INTERNAL_ERROR;
     dome_error journal_err = {0};
     if (domed_audit_sync(domed, seq, &journal_err) < 0) { /* the refusal answers only once on record */
@@ -361,7 +434,7 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   atomic_fetch_add(&domed->metrics.active_jails, 1);
   result = domed_execute(domed, &execution, rpc_error, err);
   atomic_fetch_sub(&domed->metrics.active_jails, 1);
-  release_slot(domed);
+  domed_slot_release(domed, identity->agent);
   if (result) {
     json_t *structured = json_object_get(result, "structuredContent");
     uint64_t program_us = (uint64_t)json_integer_value(json_object_get(structured, "duration_ms")) * 1000u;
@@ -375,6 +448,8 @@ out:
 
 const struct mcp_handlers domed_mcp_handlers = {
     .authenticate = authenticate,
+    .admit = admit,
+    .session_event = session_event,
     .list_tools = list_tools,
     .call_tool = call_tool,
     .http_get = domed_http_get,

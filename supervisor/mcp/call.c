@@ -2,10 +2,12 @@
  * Events (MCP basic/transports: the server may send notifications before the response on the SSE
  * stream of a POST). Progress notifications (basic/utilities/progress) go out as they come;
  * cancellation (basic/utilities/cancellation) makes the call's eventfd readable and the response is
- * then not sent. */
+ * then not sent. A client that closes its connection cancels the calls answering on it the same way:
+ * the stream's reader watches the socket for the peer's close while it waits for output. */
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -141,6 +143,41 @@ void mcp_call_cancel(mcp_call *call, bool by_client) {
   (void)written;
 }
 
+static void stream_unlink_call(struct mcp_stream *stream, mcp_call *call) {
+  pthread_mutex_lock(&stream->lock);
+  for (mcp_call **link = &stream->calls; *link; link = &(*link)->next_in_stream)
+    if (*link == call) {
+      *link = call->next_in_stream;
+      break;
+    }
+  pthread_mutex_unlock(&stream->lock);
+}
+
+/* The client went away: every call still answering on the stream is cancelled, with no response.
+ * Under stream->lock. */
+static void stream_client_gone_locked(struct mcp_stream *stream) {
+  unsigned cancelled = 0;
+  for (mcp_call *call = stream->calls; call; call = call->next_in_stream)
+    if (!atomic_load(&call->cancelled)) {
+      mcp_call_cancel(call, true);
+      cancelled++;
+    }
+  if (cancelled == 0) return;
+  mcp_server *server = stream->server;
+  pthread_mutex_lock(&server->lock);
+  server->stats.calls_disconnected += cancelled;
+  pthread_mutex_unlock(&server->lock);
+}
+
+/* True when the peer closed or reset the connection (a half-close counts: an HTTP client that shuts
+ * down its side will not read the answer either). */
+static bool peer_closed(int fd) {
+  if (fd < 0) return false;
+  struct pollfd watched = {.fd = fd, .events = POLLRDHUP};
+  if (poll(&watched, 1, 0) <= 0) return false;
+  return (watched.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 static void *call_thread(void *argument) {
   mcp_call *call = argument;
   mcp_server *server = call->server;
@@ -164,6 +201,7 @@ static void *call_thread(void *argument) {
     json_decref(message); /* a request the client cancelled gets no response (basic/utilities/cancellation) */
   else
     mcp_stream_send(call->stream, message);
+  stream_unlink_call(call->stream, call);
   stream_writer_done(call->stream);
   call->stream = NULL;
 
@@ -186,23 +224,41 @@ static void *call_thread(void *argument) {
   return NULL;
 }
 
+#define PEER_POLL_MS 250 /* how often a waiting stream looks whether its client is still there */
+
 static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t max) {
   (void)position;
   struct mcp_stream *stream = cls;
   pthread_mutex_lock(&stream->lock);
+  /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
+   * otherwise close it while the call waits for a jail slot or runs) */
+  unsigned keepalive_s = stream->server->options.connection_timeout_s / 2;
+  struct timespec keepalive;
+  clock_gettime(CLOCK_REALTIME, &keepalive);
+  keepalive.tv_sec += keepalive_s ? keepalive_s : 1;
   while (stream->out_length == stream->out_sent && stream->writers > 0) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
-     * otherwise close it while the call waits for a jail slot or runs) */
-    unsigned keepalive_s = stream->server->options.connection_timeout_s / 2;
-    deadline.tv_sec += keepalive_s ? keepalive_s : 1;
-    if (pthread_cond_timedwait(&stream->cond, &stream->lock, &deadline) == ETIMEDOUT && stream->writers > 0 &&
-        stream->out_length == stream->out_sent) {
+    struct timespec step;
+    clock_gettime(CLOCK_REALTIME, &step);
+    step.tv_nsec += PEER_POLL_MS * 1000000L;
+    if (step.tv_nsec >= 1000000000L) {
+      step.tv_sec++;
+      step.tv_nsec -= 1000000000L;
+    }
+    if (step.tv_sec > keepalive.tv_sec ||
+        (step.tv_sec == keepalive.tv_sec && step.tv_nsec > keepalive.tv_nsec))
+      step = keepalive;
+    if (pthread_cond_timedwait(&stream->cond, &stream->lock, &step) != ETIMEDOUT) continue;
+    if (stream->writers == 0 || stream->out_length != stream->out_sent) break;
+    if (peer_closed(stream->socket_fd)) {
+      stream_client_gone_locked(stream);
       pthread_mutex_unlock(&stream->lock);
-      static const char keepalive[] = ": keepalive\n\n";
-      size_t length = sizeof keepalive - 1 < max ? sizeof keepalive - 1 : max;
-      memcpy(buffer, keepalive, length);
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    if (step.tv_sec == keepalive.tv_sec && step.tv_nsec == keepalive.tv_nsec) {
+      pthread_mutex_unlock(&stream->lock);
+      static const char comment[] = ": keepalive\n\n";
+      size_t length = sizeof comment - 1 < max ? sizeof comment - 1 : max;
+      memcpy(buffer, comment, length);
       return (ssize_t)length;
     }
   }
@@ -223,6 +279,8 @@ static void stream_free(void *cls) {
   mcp_server *server = stream->server;
   pthread_mutex_lock(&stream->lock);
   stream->stream_gone = true;
+  /* the response is gone before its calls answered: the connection closed (error, timeout) */
+  stream_client_gone_locked(stream);
   pthread_mutex_unlock(&stream->lock);
   stream_unref(stream);
   pthread_mutex_lock(&server->lock);
@@ -231,10 +289,11 @@ static void stream_free(void *cls) {
   pthread_mutex_unlock(&server->lock);
 }
 
-struct mcp_stream *mcp_stream_create(mcp_server *server, struct MHD_Response **response) {
+struct mcp_stream *mcp_stream_create(mcp_server *server, int socket_fd, struct MHD_Response **response) {
   struct mcp_stream *stream = calloc(1, sizeof *stream);
   if (stream == NULL) return NULL;
   stream->server = server;
+  stream->socket_fd = socket_fd;
   pthread_mutex_init(&stream->lock, NULL);
   pthread_cond_init(&stream->cond, NULL);
   stream->writers = 1;
@@ -289,11 +348,13 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   server->calls_active++;
   server->stats.calls_active = server->calls_active;
   pthread_mutex_unlock(&server->lock);
+  call->stream = stream;
   pthread_mutex_lock(&stream->lock);
   stream->writers++;
   stream->refs++;
+  call->next_in_stream = stream->calls;
+  stream->calls = call;
   pthread_mutex_unlock(&stream->lock);
-  call->stream = stream;
 
   pthread_t thread;
   pthread_attr_t attributes;
@@ -304,6 +365,7 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   pthread_attr_destroy(&attributes);
   if (rc != 0) {
     /* undo: the caller answers with an error */
+    stream_unlink_call(stream, call);
     stream_writer_done(stream);
     pthread_mutex_lock(&server->lock);
     for (mcp_call **link = &session->calls; *link; link = &(*link)->next_in_session)

@@ -1,6 +1,7 @@
 /* Streamable HTTP transport (MCP 2025-11-25 basic/transports) over libmicrohttpd: routing of the
- * gateway endpoints, the checks every request passes (Origin, Authorization, Content-Type, Accept,
- * body size), and the server's life cycle. */
+ * gateway endpoints, the checks every request passes (Host and Origin against DNS rebinding,
+ * Authorization, Content-Type, Accept, body size), the GET paths (/metrics, /healthz) on the main or a
+ * separate listener, and the server's life cycle. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -9,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <sodium.h>
 
 #include "supervisor/mcp/mcp_internal.h"
 
@@ -48,6 +51,41 @@ static bool origin_allowed(const mcp_server *server, const char *origin) {
   if (server->allowed_origins == NULL) return loopback_origin(origin);
   for (char **allowed = server->allowed_origins; *allowed; allowed++)
     if (strcmp(*allowed, origin) == 0) return true;
+  return false;
+}
+
+/* An IP literal ("127.0.0.1", "[::1]"): a DNS-rebinding page cannot make the browser send one, since
+ * the attacker's page is reached through a name. */
+static bool ip_literal(const char *host, size_t length) {
+  char text[64];
+  if (length == 0 || length >= sizeof text) return false;
+  memcpy(text, host, length);
+  text[length] = '\0';
+  unsigned char address[16];
+  if (text[0] == '[' && text[length - 1] == ']') {
+    text[length - 1] = '\0';
+    return inet_pton(AF_INET6, text + 1, address) == 1;
+  }
+  return inet_pton(AF_INET, text, address) == 1;
+}
+
+/* The host part of a Host header value or of an origin's authority, without the port. */
+static size_t host_length(const char *host) {
+  if (host[0] == '[') {
+    const char *close = strchr(host, ']');
+    return close ? (size_t)(close - host + 1) : strlen(host);
+  }
+  const char *colon = strchr(host, ':');
+  return colon ? (size_t)(colon - host) : strlen(host);
+}
+
+static bool host_allowed(const mcp_server *server, const char *host) {
+  if (host == NULL) return true; /* HTTP/1.0 clients without Host; browsers always send it */
+  size_t length = host_length(host);
+  if (ip_literal(host, length)) return true;
+  if (length == 9 && strncasecmp(host, "localhost", 9) == 0) return true;
+  for (char **allowed = server->allowed_hosts; allowed && *allowed; allowed++)
+    if (strlen(*allowed) == length && strncasecmp(*allowed, host, length) == 0) return true;
   return false;
 }
 
@@ -97,6 +135,49 @@ static enum MHD_Result queue_error(mcp_server *server, struct MHD_Connection *co
   return queue(server, connection, status, response);
 }
 
+/* 401 for a request that carried a token (RFC 6750 section 3.1: error="invalid_token" for a token
+ * that is expired, revoked, malformed or unknown; error_description limited to its allowed
+ * characters) or none (the challenge alone). */
+static enum MHD_Result queue_unauthorized(mcp_server *server, struct MHD_Connection *connection,
+                                          bool had_token, const char *message) {
+  struct MHD_Response *response =
+      mcp_http_json_response(mcp_jsonrpc_error(NULL, MCP_INVALID_REQUEST, message));
+  char challenge[320] = "Bearer realm=\"dome\"";
+  if (had_token) {
+    char description[200];
+    size_t n = 0;
+    for (const char *c = message; *c && n + 1 < sizeof description; c++)
+      description[n++] = (*c >= 0x20 && *c <= 0x7e && *c != '"' && *c != '\\') ? *c : '\'';
+    description[n] = '\0';
+    snprintf(challenge, sizeof challenge,
+             "Bearer realm=\"dome\", error=\"invalid_token\", error_description=\"%s\"", description);
+  }
+  MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, challenge);
+  return queue(server, connection, 401, response);
+}
+
+static void peer_address(struct MHD_Connection *connection, char *text, size_t size) {
+  text[0] = '\0';
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info == NULL || info->client_addr == NULL) return;
+  const struct sockaddr *address = info->client_addr;
+  char host[INET6_ADDRSTRLEN] = "";
+  if (address->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)address)->sin_addr, host, sizeof host);
+    snprintf(text, size, "%s", host);
+  } else if (address->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)address)->sin6_addr, host, sizeof host);
+    snprintf(text, size, "[%s]", host);
+  }
+}
+
+static int connection_socket(struct MHD_Connection *connection) {
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return info ? info->connect_fd : -1;
+}
+
 static const char *bearer_token(struct MHD_Connection *connection) {
   const char *value = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
   if (value == NULL || strncasecmp(value, "Bearer ", 7) != 0) return NULL;
@@ -107,9 +188,6 @@ static const char *bearer_token(struct MHD_Connection *connection) {
 
 static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection *connection,
                                        const char *method, struct request *request, const char *gateway) {
-  const char *origin = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin");
-  if (!origin_allowed(server, origin))
-    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "origin not allowed");
   bool is_post = strcmp(method, "POST") == 0, is_delete = strcmp(method, "DELETE") == 0;
   if (!is_post && !is_delete)
     return queue_error(server, connection, 405, MCP_INVALID_REQUEST,
@@ -117,6 +195,7 @@ static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection
 
   mcp_identity identity = {0};
   snprintf(identity.gateway, sizeof identity.gateway, "%s", gateway);
+  peer_address(connection, identity.source, sizeof identity.source);
   const char *actas = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "X-Dome-Act-As");
   if (actas) {
     if (strlen(actas) >= sizeof identity.actas || strchr(actas, '"') || strchr(actas, '\\'))
@@ -124,11 +203,12 @@ static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection
     snprintf(identity.actas, sizeof identity.actas, "%s", actas);
   }
   dome_error err = {0};
-  int rc = server->handlers.authenticate(server->handlers.context, bearer_token(connection), &identity, &err);
+  const char *token = bearer_token(connection);
+  int rc = server->handlers.authenticate(server->handlers.context, token, &identity, &err);
   if (rc == -EPERM) return queue_error(server, connection, 403, MCP_INVALID_REQUEST, err.message);
   if (rc < 0)
-    return queue_error(server, connection, 401, MCP_INVALID_REQUEST,
-                       err.message[0] ? err.message : "unauthorized");
+    return queue_unauthorized(server, connection, token != NULL,
+                              err.message[0] ? err.message : "unauthorized");
 
   const char *session_header = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Mcp-Session-Id");
   unsigned status = 500;
@@ -157,9 +237,32 @@ static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection
       .body = request->body ? request->body : "",
       .length = request->length,
       .received_us = (uint64_t)request->start.tv_sec * 1000000u + (uint64_t)request->start.tv_nsec / 1000u,
+      .socket_fd = connection_socket(connection),
   };
   struct MHD_Response *response = mcp_protocol_post(server, &post, &status);
   return queue(server, connection, status, response);
+}
+
+/* GET on the paths of the http_get handler; every path but /healthz needs options.get_token when set. */
+static enum MHD_Result serve_get(mcp_server *server, struct MHD_Connection *connection, const char *url,
+                                 const char *method) {
+  if (strcmp(method, "GET") != 0 || server->handlers.http_get == NULL)
+    return queue_error(server, connection, 404, MCP_INVALID_REQUEST, "not found");
+  if (server->get_token && strcmp(url, "/healthz") != 0) {
+    const char *token = bearer_token(connection);
+    size_t length = strlen(server->get_token);
+    if (token == NULL || strlen(token) != length || sodium_memcmp(token, server->get_token, length) != 0)
+      return queue_unauthorized(server, connection, token != NULL,
+                                token ? "invalid token" : "missing bearer token");
+  }
+  char *body = NULL;
+  size_t length = 0;
+  const char *content_type = "text/plain";
+  if (server->handlers.http_get(server->handlers.context, url, &body, &length, &content_type) != 0)
+    return queue_error(server, connection, 404, MCP_INVALID_REQUEST, "not found");
+  struct MHD_Response *response = MHD_create_response_from_buffer(length, body, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+  return queue(server, connection, 200, response);
 }
 
 static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
@@ -212,20 +315,39 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     request->body[request->length] = '\0';
     return MHD_YES;
   }
+  if (!host_allowed(server, MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)))
+    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "host not allowed");
+  if (!origin_allowed(server, MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin")))
+    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "origin not allowed");
   char gateway[128];
   if (endpoint_gateway(server, url, gateway, sizeof gateway))
     return handle_endpoint(server, connection, method, request, gateway);
-  if (strcmp(method, "GET") == 0 && server->handlers.http_get) {
-    char *body = NULL;
-    size_t length = 0;
-    const char *content_type = "text/plain";
-    if (server->handlers.http_get(server->handlers.context, url, &body, &length, &content_type) == 0) {
-      struct MHD_Response *response = MHD_create_response_from_buffer(length, body, MHD_RESPMEM_MUST_FREE);
-      MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-      return queue(server, connection, 200, response);
-    }
-  }
+  /* with a separate GET listener, the main one keeps only /healthz */
+  if (server->get_daemon == NULL || strcmp(url, "/healthz") == 0)
+    return serve_get(server, connection, url, method);
   return queue_error(server, connection, 404, MCP_INVALID_REQUEST, "not found");
+}
+
+/* The GET listener (options.get_listen): Host and Origin checked, then the GET paths only. */
+static enum MHD_Result get_access_handler(void *cls, struct MHD_Connection *connection, const char *url,
+                                          const char *method, const char *version, const char *upload_data,
+                                          size_t *upload_data_size, void **con_cls) {
+  (void)version;
+  (void)upload_data;
+  mcp_server *server = cls;
+  if (*con_cls == NULL) {
+    *con_cls = server; /* headers seen; a body, if any, is dropped */
+    return MHD_YES;
+  }
+  if (*upload_data_size > 0) {
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (!host_allowed(server, MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)))
+    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "host not allowed");
+  if (!origin_allowed(server, MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin")))
+    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "origin not allowed");
+  return serve_get(server, connection, url, method);
 }
 
 static void request_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
@@ -282,12 +404,80 @@ static int parse_listen(const char *listen, struct sockaddr_storage *address, so
   return 0;
 }
 
+static char **copy_list(const char *const *list) {
+  if (list == NULL) return NULL;
+  size_t count = 0;
+  while (list[count]) count++;
+  char **copy = calloc(count + 1, sizeof(char *));
+  for (size_t i = 0; copy && i < count; i++) copy[i] = strdup(list[i]);
+  return copy;
+}
+
+static void free_list(char **list) {
+  if (list)
+    for (char **item = list; *item; item++) free(*item);
+  free(list);
+}
+
+/* The hosts of allowed origins ("https://app.example:8443" -> "app.example") join the allowed hosts. */
+static void add_origin_hosts(mcp_server *server) {
+  size_t count = 0, origins = 0;
+  for (char **host = server->allowed_hosts; host && *host; host++) count++;
+  for (char **origin = server->allowed_origins; origin && *origin; origin++) origins++;
+  if (origins == 0) return;
+  char **grown = realloc(server->allowed_hosts, (count + origins + 1) * sizeof(char *));
+  if (grown == NULL) return;
+  server->allowed_hosts = grown;
+  for (char **origin = server->allowed_origins; *origin; origin++) {
+    const char *authority = strstr(*origin, "://");
+    authority = authority ? authority + 3 : *origin;
+    grown[count] = strndup(authority, host_length(authority));
+    if (grown[count]) count++;
+  }
+  grown[count] = NULL;
+}
+
+static int start_daemon(mcp_server *server, const char *listen, MHD_AccessHandlerCallback handler,
+                        bool notify_completed, struct MHD_Daemon **daemon, uint16_t *port, dome_error *err) {
+  struct sockaddr_storage address;
+  socklen_t address_length;
+  int rc = parse_listen(listen, &address, &address_length, err);
+  if (rc < 0) return rc;
+  unsigned flags =
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  if (address.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+  struct MHD_OptionItem items[16];
+  size_t n = 0;
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)http_log, NULL};
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &address};
+  if (notify_completed)
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_completed, NULL};
+  items[n++] =
+      (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, server->options.connection_timeout_s, NULL};
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, server->options.max_connections, NULL};
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, 512 * 1024, NULL};
+  if (server->tls_cert) {
+    flags |= MHD_USE_TLS;
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, server->tls_cert};
+    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, server->tls_key};
+  }
+  items[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  errno = 0;
+  *daemon = MHD_start_daemon(flags, 0, NULL, NULL, handler, server, MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+  if (*daemon == NULL) return dome_error_set_errno(err, errno ? errno : EADDRINUSE, "listen on `%s`", listen);
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(*daemon, MHD_DAEMON_INFO_BIND_PORT);
+  *port = info ? info->port : 0;
+  return 0;
+}
+
 int mcp_server_start(const struct mcp_server_options *options, const struct mcp_handlers *handlers,
                      mcp_server **out, dome_error *err) {
   struct sockaddr_storage address;
   socklen_t address_length;
   int rc = parse_listen(options->listen, &address, &address_length, err);
   if (rc < 0) return rc;
+  if (options->get_listen && (rc = parse_listen(options->get_listen, &address, &address_length, err)) < 0)
+    return rc;
   if ((options->tls_cert_pem == NULL) != (options->tls_key_pem == NULL))
     return dome_error_set(err, EINVAL, "TLS needs both a certificate and a key");
   if (options->tls_cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
@@ -301,6 +491,8 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   if (!server->options.connection_timeout_s) server->options.connection_timeout_s = 30;
   if (!server->options.max_connections) server->options.max_connections = 1024;
   if (!server->options.max_sessions) server->options.max_sessions = 4096;
+  if (!server->options.max_sessions_per_agent) server->options.max_sessions_per_agent = 16;
+  if (!server->options.session_rate_per_agent) server->options.session_rate_per_agent = 20;
   if (!server->options.max_batch_messages) server->options.max_batch_messages = 32;
   if (!server->options.max_batch_bytes) server->options.max_batch_bytes = 1u << 20;
   if (server->options.max_batch_bytes > server->options.max_body_bytes)
@@ -309,53 +501,35 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   if (!server->options.server_name) server->options.server_name = "dome";
   if (!server->options.server_version) server->options.server_version = "0";
   server->options.path = server->path;
-  server->options.listen = NULL;
+  server->options.listen = server->options.get_listen = NULL;
   server->options.tls_cert_pem = server->options.tls_key_pem = NULL;
-  if (options->allowed_origins) {
-    size_t count = 0;
-    while (options->allowed_origins[count]) count++;
-    server->allowed_origins = calloc(count + 1, sizeof(char *));
-    for (size_t i = 0; server->allowed_origins && i < count; i++)
-      server->allowed_origins[i] = strdup(options->allowed_origins[i]);
-  }
-  server->options.allowed_origins = NULL;
+  server->allowed_origins = copy_list(options->allowed_origins);
+  server->allowed_hosts = copy_list(options->allowed_hosts);
+  add_origin_hosts(server);
+  server->options.allowed_origins = server->options.allowed_hosts = NULL;
+  server->get_token = options->get_token && options->get_token[0] ? strdup(options->get_token) : NULL;
+  server->options.get_token = NULL;
   server->sessions = calloc(server->options.max_sessions, sizeof server->sessions[0]);
   pthread_mutex_init(&server->lock, NULL);
   pthread_cond_init(&server->idle, NULL);
-
-  unsigned flags =
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-  if (address.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
-  struct MHD_OptionItem items[16];
-  size_t n = 0;
-  items[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)http_log, NULL};
-  items[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &address};
-  items[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_completed, NULL};
-  items[n++] =
-      (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, server->options.connection_timeout_s, NULL};
-  items[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, server->options.max_connections, NULL};
-  items[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, 512 * 1024, NULL};
   if (options->tls_cert_pem) {
-    flags |= MHD_USE_TLS;
     server->tls_cert = strdup(options->tls_cert_pem);
     server->tls_key = strdup(options->tls_key_pem);
-    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, server->tls_cert};
-    items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, server->tls_key};
   }
-  items[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-  errno = 0;
-  server->daemon =
-      MHD_start_daemon(flags, 0, NULL, NULL, access_handler, server, MHD_OPTION_ARRAY, items, MHD_OPTION_END);
-  if (server->daemon == NULL) {
-    int saved = errno ? errno : EADDRINUSE;
-    server->daemon = NULL;
+  rc = start_daemon(server, options->listen, access_handler, true, &server->daemon, &server->port, err);
+  if (rc == 0 && options->get_listen)
+    rc = start_daemon(server, options->get_listen, get_access_handler, false, &server->get_daemon,
+                      &server->get_port, err);
+  if (rc < 0) {
     mcp_server_stop(server);
-    return dome_error_set_errno(err, saved, "listen on `%s`", options->listen);
+    return rc;
   }
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
-  server->port = info ? info->port : 0;
   *out = server;
   return 0;
+}
+
+uint16_t mcp_server_get_port(const mcp_server *server) {
+  return server->get_port;
 }
 
 uint16_t mcp_server_port(const mcp_server *server) {
@@ -367,6 +541,10 @@ void mcp_server_quiesce(mcp_server *server) {
     MHD_socket fd = MHD_quiesce_daemon(server->daemon);
     if (fd != MHD_INVALID_SOCKET) close(fd);
   }
+}
+
+void mcp_server_sweep_sessions(mcp_server *server) {
+  mcp_session_sweep(server);
 }
 
 void mcp_server_cancel_all(mcp_server *server) {
@@ -409,10 +587,11 @@ void mcp_server_stop(mcp_server *server) {
   pthread_mutex_unlock(&server->lock);
   mcp_session_close_all(server);
   if (server->daemon) MHD_stop_daemon(server->daemon);
+  if (server->get_daemon) MHD_stop_daemon(server->get_daemon);
   mcp_server_wait_idle(server, 5000);
-  if (server->allowed_origins)
-    for (char **origin = server->allowed_origins; *origin; origin++) free(*origin);
-  free(server->allowed_origins);
+  free_list(server->allowed_origins);
+  free_list(server->allowed_hosts);
+  free(server->get_token);
   free(server->sessions);
   free(server->path);
   free(server->tls_cert);

@@ -58,15 +58,27 @@ typedef struct mcp_identity {
   char agent[256];   /* agent name: the Cedar principal Dome::Agent::"<agent>" */
   char actas[256];   /* X-Dome-Act-As header value, "" when absent (delegated identity) */
   char gateway[128]; /* the endpoint's gateway: "Default" for `path`, else <name> of /gateways/<name>/mcp */
+  char source[64];   /* the peer's address: "127.0.0.1", "[::1]" ("" when unknown) */
 } mcp_identity;
 
 struct mcp_handlers {
   void *context; /* passed to every handler */
   /* Resolve a bearer token (NULL when the request has no Authorization: Bearer header) for the
    * gateway endpoint in identity->gateway. Fill identity->agent and return 0; return -EACCES (401:
-   * missing, invalid, suspended or revoked token) or -EPERM (403: agent not granted this gateway),
-   * with err->message a one-line reason that is sent to the client. */
+   * missing, invalid, expired, suspended or revoked token: with a token, WWW-Authenticate carries
+   * error="invalid_token", RFC 6750 section 3.1) or -EPERM (403: agent not granted this gateway),
+   * with err->message a one-line reason that is sent to the client. identity->source is set. */
   int (*authenticate)(void *context, const char *bearer_token, mcp_identity *identity, dome_error *err);
+  /* Optional: admission of an `initialize` by an authenticated identity. Return 0 to create the
+   * session, or -EPERM (403) with err->message when the identity may do nothing on this gateway. */
+  int (*admit)(void *context, const mcp_identity *identity, dome_error *err);
+  /* Optional: a session's life cycle, for the journal. type is "session.created", "session.expired"
+   * (idle past session_idle_timeout_s) or "session.closed" with reason "client" (DELETE), "evicted"
+   * (the agent's oldest idle session made room for a new one) or "shutdown", or "session.refused"
+   * with reason "rate" (session_rate_per_agent exceeded; session_id ""); reason NULL otherwise.
+   * Called without the server's locks held. */
+  void (*session_event)(void *context, const char *type, const char *agent, const char *gateway,
+                        const char *session_id, const char *reason);
   /* tools/list: a new reference to a JSON array of MCP Tool objects visible to the identity, or NULL
    * when the listing cannot be answered (its audit events were refused): a JSON-RPC internal error. */
   json_t *(*list_tools)(void *context, const mcp_identity *identity);
@@ -75,8 +87,10 @@ struct mcp_handlers {
    * MCP_SERVER_OVERLOADED). `arguments` is borrowed (an object, possibly empty). */
   json_t *(*call_tool)(void *context, const mcp_identity *identity, const char *name, json_t *arguments,
                        mcp_call *call, int *rpc_error, dome_error *err);
-  /* Optional: GET on other paths (e.g. /metrics). Return 0 with a malloc'd *body (freed by the server)
-   * of *length bytes and a static *content_type, or -ENOENT for 404. */
+  /* Optional: GET on other paths (/metrics, /healthz). Return 0 with a malloc'd *body (freed by the
+   * server) of *length bytes and a static *content_type, or -ENOENT for 404. Host and Origin are checked
+   * first as for the MCP endpoints; with options.get_token, every path but /healthz needs
+   * "Authorization: Bearer <get_token>" (else 401). */
   int (*http_get)(void *context, const char *path, char **body, size_t *length, const char **content_type);
 };
 
@@ -90,22 +104,36 @@ struct mcp_server_options {
   unsigned max_connections;           /* concurrent connections (0: 1024) */
   unsigned max_sessions;              /* live sessions (0: 4096) */
   unsigned session_idle_timeout_s;    /* sessions unused this long expire, seconds (0: 3600) */
+  unsigned max_sessions_per_agent;    /* live sessions of one agent (0: 16); the oldest idle one is
+                                         evicted for a new one, and without an idle one -> 429 */
+  unsigned session_rate_per_agent;    /* initialize per agent and second, with a burst of as many (0:
+                                         20); beyond -> 429 before any decision (session.refused) */
   const char *const *allowed_origins; /* NULL-terminated list of exact origins; NULL: loopback only */
-  const char *server_name;            /* serverInfo.name */
-  const char *server_version;         /* serverInfo.version */
-  const char *instructions;           /* InitializeResult.instructions, or NULL */
-  unsigned max_batch_messages;        /* elements of one JSON-RPC batch (0: 32) */
-  size_t max_batch_bytes; /* body bytes of one JSON-RPC batch (0: 1 MiB, at most max_body_bytes) */
+  /* Host header values accepted besides IP literals and localhost (DNS-rebinding protection: a page
+   * on an attacker's name that resolves to this server sends that name as Host), and the hosts of
+   * allowed_origins; NULL-terminated, names without port, compared without case. */
+  const char *const *allowed_hosts;
+  const char *get_token;       /* bearer token the GET paths other than /healthz need (NULL: none) */
+  const char *get_listen;      /* "ADDR:PORT" of a second listener serving only the GET paths; NULL:
+                                  they are served on `listen` (with it set, `listen` serves only /healthz) */
+  const char *server_name;     /* serverInfo.name */
+  const char *server_version;  /* serverInfo.version */
+  const char *instructions;    /* InitializeResult.instructions, or NULL */
+  unsigned max_batch_messages; /* elements of one JSON-RPC batch (0: 32) */
+  size_t max_batch_bytes;      /* body bytes of one JSON-RPC batch (0: 1 MiB, at most max_body_bytes) */
 };
 
 /* Counters for /metrics. */
 struct mcp_server_stats {
-  uint64_t http_requests;    /* requests answered */
-  uint64_t http_errors;      /* answered with a 4xx/5xx status */
-  uint64_t unauthorized;     /* 401 */
-  uint64_t sessions_active;  /* live sessions */
-  uint64_t sessions_created; /* since start */
-  uint64_t calls_active;     /* tools/call in flight */
+  uint64_t http_requests;      /* requests answered */
+  uint64_t http_errors;        /* answered with a 4xx/5xx status */
+  uint64_t unauthorized;       /* 401 */
+  uint64_t sessions_active;    /* live sessions */
+  uint64_t sessions_created;   /* since start */
+  uint64_t calls_active;       /* tools/call in flight */
+  uint64_t sessions_evicted;   /* oldest idle sessions closed for a new one of the same agent */
+  uint64_t sessions_refused;   /* initialize refused: admission (403) or per-agent cap (429) */
+  uint64_t calls_disconnected; /* tools/call cancelled because the client closed its connection */
 };
 
 /* Start listening. The handlers struct is copied. Returns 0 and *server, or -EINVAL (bad listen
@@ -115,6 +143,12 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
 
 /* The TCP port actually bound (useful with port 0). */
 uint16_t mcp_server_port(const mcp_server *server);
+/* The port of the get_listen listener, 0 when there is none. */
+uint16_t mcp_server_get_port(const mcp_server *server);
+
+/* End the sessions idle past session_idle_timeout_s now (reported as session.expired); they are
+ * otherwise ended when a session is created or looked up. */
+void mcp_server_sweep_sessions(mcp_server *server);
 
 /* Stop accepting new connections (SIGTERM, first step). Running calls continue. */
 void mcp_server_quiesce(mcp_server *server);

@@ -31,9 +31,11 @@ struct mcp_stream {
   pthread_cond_t cond;
   char *out; /* SSE bytes not yet sent */
   size_t out_length, out_capacity, out_sent;
-  unsigned writers; /* calls (and the POST handler until mcp_stream_seal) that may still append */
-  bool stream_gone; /* the HTTP response was destroyed */
-  int refs;         /* the response + one per writer; under lock */
+  unsigned writers;       /* calls (and the POST handler until mcp_stream_seal) that may still append */
+  bool stream_gone;       /* the HTTP response was destroyed */
+  int refs;               /* the response + one per writer; under lock */
+  int socket_fd;          /* the connection's socket, polled for the client's close (-1: not watched) */
+  struct mcp_call *calls; /* calls answering on this stream (next_in_stream); under lock */
 };
 
 struct mcp_call {
@@ -54,16 +56,28 @@ struct mcp_call {
   atomic_bool cancelled_by_client;  /* notifications/cancelled: no response is sent */
   double last_progress;             /* under stream->lock */
   struct mcp_call *next_in_session; /* under server->lock */
+  struct mcp_call *next_in_stream;  /* under stream->lock */
 };
+
+/* The initialize budget of one agent (a token bucket of session_rate_per_agent a second). */
+struct mcp_session_rate {
+  char agent[256];
+  double tokens;
+  struct timespec refilled;
+};
+#define MCP_SESSION_RATES 256 /* agents tracked; the least recently refilled is reused */
 
 struct mcp_server {
   struct MHD_Daemon *daemon;
+  struct MHD_Daemon *get_daemon; /* options.get_listen: the GET paths only */
   struct mcp_server_options options;
   struct mcp_handlers handlers;
   char *path;
   char *tls_cert, *tls_key;
   char **allowed_origins;
-  uint16_t port;
+  char **allowed_hosts;
+  char *get_token;
+  uint16_t port, get_port;
   pthread_mutex_t lock;
   pthread_cond_t idle;
   struct mcp_session **sessions;
@@ -72,6 +86,7 @@ struct mcp_server {
   unsigned streams_open; /* event-stream responses not yet fully sent or dropped */
   bool stopping;
   struct mcp_server_stats stats;
+  struct mcp_session_rate rates[MCP_SESSION_RATES]; /* under lock */
 };
 
 /* jsonrpc.c */
@@ -86,11 +101,14 @@ void mcp_session_release(mcp_server *server, struct mcp_session *session);
 void mcp_session_close(mcp_server *server, struct mcp_session *session); /* remove from table, cancel calls */
 void mcp_session_close_all(mcp_server *server);
 void mcp_session_cancel_request(mcp_server *server, struct mcp_session *session, const json_t *request_id);
+void mcp_session_sweep(mcp_server *server); /* end the sessions idle past the timeout */
+/* Take one initialize from the agent's budget; false when it is spent (the caller answers 429). */
+bool mcp_session_rate_allow(mcp_server *server, const char *agent);
 
 /* call.c */
 /* A new stream with one writer (the caller) and its MHD response (*response, owned by the caller
  * until queued). Returns NULL on allocation failure. */
-struct mcp_stream *mcp_stream_create(mcp_server *server, struct MHD_Response **response);
+struct mcp_stream *mcp_stream_create(mcp_server *server, int socket_fd, struct MHD_Response **response);
 /* Append one message (stolen) as an SSE event. Thread-safe. */
 void mcp_stream_send(struct mcp_stream *stream, json_t *message);
 /* The caller will append nothing more; the body ends when every call has answered. */
@@ -111,6 +129,7 @@ struct mcp_post {
   const char *body;
   size_t length;
   uint64_t received_us; /* CLOCK_MONOTONIC, microseconds: when the request's headers arrived */
+  int socket_fd;        /* the connection's socket (-1: unknown) */
 };
 struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post *post, unsigned *status);
 struct MHD_Response *mcp_protocol_delete(mcp_server *server, const mcp_identity *identity,

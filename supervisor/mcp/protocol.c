@@ -45,10 +45,35 @@ static struct MHD_Response *handle_initialize(mcp_server *server, const struct m
       !json_is_object(json_object_get(params, "clientInfo")))
     return error_response(id, MCP_INVALID_PARAMS,
                           "initialize: params.capabilities and params.clientInfo are required", 200, status);
+  if (!mcp_session_rate_allow(server, post->identity.agent)) {
+    if (server->handlers.session_event)
+      server->handlers.session_event(server->handlers.context, "session.refused", post->identity.agent,
+                                     post->identity.gateway, "", "rate");
+    char text[160];
+    snprintf(text, sizeof text, "too many new sessions: at most %u a second for this agent",
+             server->options.session_rate_per_agent);
+    return error_response(id, MCP_SERVER_OVERLOADED, text, 429, status);
+  }
+  if (server->handlers.admit) {
+    dome_error err = {0};
+    if (server->handlers.admit(server->handlers.context, &post->identity, &err) < 0) {
+      pthread_mutex_lock(&server->lock);
+      server->stats.sessions_refused++;
+      pthread_mutex_unlock(&server->lock);
+      return error_response(id, MCP_INVALID_REQUEST, err.message[0] ? err.message : "initialize refused", 403,
+                            status);
+    }
+  }
   const char *version = mcp_negotiate_version(json_string_value(requested));
   struct mcp_session *session = NULL;
-  if (mcp_session_create(server, &post->identity, version, &session) < 0)
-    return error_response(id, MCP_SERVER_OVERLOADED, "too many sessions", 503, status);
+  int rc = mcp_session_create(server, &post->identity, version, &session);
+  if (rc == -EUSERS) {
+    char text[160];
+    snprintf(text, sizeof text, "too many sessions for this agent: all %u are busy",
+             server->options.max_sessions_per_agent);
+    return error_response(id, MCP_SERVER_OVERLOADED, text, 429, status);
+  }
+  if (rc < 0) return error_response(id, MCP_SERVER_OVERLOADED, "too many sessions", 503, status);
   struct MHD_Response *response =
       mcp_http_json_response(mcp_jsonrpc_result(id, initialize_result(server, version)));
   MHD_add_response_header(response, "Mcp-Session-Id", session->id);
@@ -95,7 +120,7 @@ static json_t *start_tools_call(mcp_server *server, struct mcp_session *session,
   if (arguments != NULL && !json_is_object(arguments))
     return mcp_jsonrpc_error(id, MCP_INVALID_PARAMS, "tools/call: params.arguments must be an object");
   if (*stream == NULL) {
-    *stream = mcp_stream_create(server, stream_response);
+    *stream = mcp_stream_create(server, post->socket_fd, stream_response);
     if (*stream == NULL) {
       *http = 503;
       return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR, "cannot allocate the event stream");

@@ -1,5 +1,7 @@
 /* MCP sessions (basic/transports "Session Management"): ids of 256 random bits from libsodium's
- * CSPRNG, bound to the agent and gateway that initialized them, expired after an idle timeout. */
+ * CSPRNG, bound to the agent and gateway that initialized them, expired after an idle timeout, at
+ * most max_sessions_per_agent per agent (its oldest idle session gives way to a new one). Every
+ * session's creation and end is reported to the session_event handler, outside the server's lock. */
 #include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -7,16 +9,60 @@
 
 #include "supervisor/mcp/mcp_internal.h"
 
+/* A session event noted under the lock and reported after it. */
+struct session_note {
+  const char *type, *reason;
+  char id[MCP_SESSION_ID_BYTES * 2 + 1];
+  char agent[256];
+  char gateway[128];
+};
+
+struct session_notes {
+  struct session_note *items;
+  size_t count, capacity;
+};
+
+static void note_locked(struct session_notes *notes, const struct mcp_session *session, const char *type,
+                        const char *reason) {
+  if (notes->count == notes->capacity) {
+    size_t capacity = notes->capacity ? notes->capacity * 2 : 8;
+    struct session_note *grown = realloc(notes->items, capacity * sizeof *grown);
+    if (grown == NULL) return; /* the session still ends; only its report is lost to memory pressure */
+    notes->items = grown;
+    notes->capacity = capacity;
+  }
+  struct session_note *note = &notes->items[notes->count++];
+  note->type = type;
+  note->reason = reason;
+  memcpy(note->id, session->id, sizeof note->id);
+  memcpy(note->agent, session->agent, sizeof note->agent);
+  memcpy(note->gateway, session->gateway, sizeof note->gateway);
+}
+
+static void notes_report(mcp_server *server, struct session_notes *notes) {
+  for (size_t i = 0; i < notes->count; i++)
+    if (server->handlers.session_event)
+      server->handlers.session_event(server->handlers.context, notes->items[i].type, notes->items[i].agent,
+                                     notes->items[i].gateway, notes->items[i].id, notes->items[i].reason);
+  free(notes->items);
+  *notes = (struct session_notes){0};
+}
+
 static void session_unref_locked(struct mcp_session *session) {
   if (--session->refs == 0) free(session);
 }
 
+static bool idle_expired(const mcp_server *server, const struct mcp_session *session, time_t now) {
+  return session->calls == NULL && now - session->last_used > (time_t)server->options.session_idle_timeout_s;
+}
+
 /* Drop sessions idle longer than the timeout that have no call in flight. Under server->lock. */
-static void expire_locked(mcp_server *server, time_t now) {
+static void expire_locked(mcp_server *server, time_t now, struct session_notes *notes) {
   size_t kept = 0;
   for (size_t i = 0; i < server->session_count; i++) {
     struct mcp_session *session = server->sessions[i];
-    if (session->calls == NULL && now - session->last_used > (time_t)server->options.session_idle_timeout_s) {
+    if (idle_expired(server, session, now)) {
+      note_locked(notes, session, "session.expired", NULL);
       session->closed = true;
       session_unref_locked(session);
       continue;
@@ -25,6 +71,36 @@ static void expire_locked(mcp_server *server, time_t now) {
   }
   server->session_count = kept;
   server->stats.sessions_active = kept;
+}
+
+static void remove_at_locked(mcp_server *server, size_t index) {
+  memmove(&server->sessions[index], &server->sessions[index + 1],
+          (server->session_count - index - 1) * sizeof server->sessions[0]);
+  server->session_count--;
+  server->stats.sessions_active = server->session_count;
+}
+
+/* Make room for one more session of `agent`: when it holds max_sessions_per_agent, close its least
+ * recently used session without a call in flight. Returns false when every one is busy. Under lock. */
+static bool agent_room_locked(mcp_server *server, const char *agent, struct session_notes *notes) {
+  size_t count = 0, oldest = SIZE_MAX;
+  for (size_t i = 0; i < server->session_count; i++) {
+    struct mcp_session *session = server->sessions[i];
+    if (strcmp(session->agent, agent) != 0) continue;
+    count++;
+    if (session->calls == NULL &&
+        (oldest == SIZE_MAX || session->last_used < server->sessions[oldest]->last_used))
+      oldest = i;
+  }
+  if (count < server->options.max_sessions_per_agent) return true;
+  if (oldest == SIZE_MAX) return false;
+  struct mcp_session *session = server->sessions[oldest];
+  note_locked(notes, session, "session.closed", "evicted");
+  remove_at_locked(server, oldest);
+  session->closed = true;
+  session_unref_locked(session);
+  server->stats.sessions_evicted++;
+  return true;
 }
 
 int mcp_session_create(mcp_server *server, const mcp_identity *identity, const char *version,
@@ -39,31 +115,83 @@ int mcp_session_create(mcp_server *server, const mcp_identity *identity, const c
   snprintf(session->protocol_version, sizeof session->protocol_version, "%s", version);
   session->last_used = time(NULL);
   session->refs = 2; /* the table and the caller */
+  struct session_notes notes = {0};
+  int rc = 0;
   pthread_mutex_lock(&server->lock);
-  expire_locked(server, session->last_used);
-  if (server->session_count >= server->options.max_sessions) {
-    pthread_mutex_unlock(&server->lock);
-    free(session);
-    return -EBUSY;
+  expire_locked(server, session->last_used, &notes);
+  if (!agent_room_locked(server, identity->agent, &notes))
+    rc = -EUSERS;
+  else if (server->session_count >= server->options.max_sessions)
+    rc = -EBUSY;
+  if (rc == 0) {
+    server->sessions[server->session_count++] = session;
+    server->stats.sessions_active = server->session_count;
+    server->stats.sessions_created++;
+    note_locked(&notes, session, "session.created", NULL);
+  } else {
+    server->stats.sessions_refused++;
   }
-  server->sessions[server->session_count++] = session;
-  server->stats.sessions_active = server->session_count;
-  server->stats.sessions_created++;
   pthread_mutex_unlock(&server->lock);
+  notes_report(server, &notes);
+  if (rc < 0) {
+    free(session);
+    return rc;
+  }
   *out = session;
   return 0;
+}
+
+bool mcp_session_rate_allow(mcp_server *server, const char *agent) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double rate = server->options.session_rate_per_agent;
+  pthread_mutex_lock(&server->lock);
+  struct mcp_session_rate *slot = NULL, *oldest = &server->rates[0];
+  for (size_t i = 0; i < MCP_SESSION_RATES && slot == NULL; i++) {
+    struct mcp_session_rate *entry = &server->rates[i];
+    if (strcmp(entry->agent, agent) == 0 && entry->agent[0]) slot = entry;
+    if (entry->refilled.tv_sec < oldest->refilled.tv_sec ||
+        (entry->refilled.tv_sec == oldest->refilled.tv_sec &&
+         entry->refilled.tv_nsec < oldest->refilled.tv_nsec))
+      oldest = entry;
+  }
+  if (slot == NULL) { /* a new agent, or one not seen for long: a full budget */
+    slot = oldest;
+    snprintf(slot->agent, sizeof slot->agent, "%s", agent);
+    slot->tokens = rate;
+    slot->refilled = now;
+  }
+  double elapsed =
+      (double)(now.tv_sec - slot->refilled.tv_sec) + (now.tv_nsec - slot->refilled.tv_nsec) / 1e9;
+  slot->tokens += elapsed * rate;
+  if (slot->tokens > rate) slot->tokens = rate;
+  slot->refilled = now;
+  bool allowed = slot->tokens >= 1.0;
+  if (allowed)
+    slot->tokens -= 1.0;
+  else
+    server->stats.sessions_refused++;
+  pthread_mutex_unlock(&server->lock);
+  return allowed;
 }
 
 struct mcp_session *mcp_session_find(mcp_server *server, const char *id) {
   if (id == NULL || strlen(id) != MCP_SESSION_ID_BYTES * 2) return NULL;
   struct mcp_session *found = NULL;
   time_t now = time(NULL);
+  struct session_notes notes = {0};
   pthread_mutex_lock(&server->lock);
   for (size_t i = 0; i < server->session_count; i++) {
     struct mcp_session *session = server->sessions[i];
     if (sodium_memcmp(session->id, id, MCP_SESSION_ID_BYTES * 2) == 0) {
-      if (session->calls == NULL && now - session->last_used > (time_t)server->options.session_idle_timeout_s)
-        break; /* expired: removed by the next sweep */
+      if (idle_expired(server, session, now)) {
+        /* expired: ended now, so that its end is journalled when it is first noticed */
+        note_locked(&notes, session, "session.expired", NULL);
+        remove_at_locked(server, i);
+        session->closed = true;
+        session_unref_locked(session);
+        break;
+      }
       session->last_used = now;
       session->refs++;
       found = session;
@@ -71,7 +199,16 @@ struct mcp_session *mcp_session_find(mcp_server *server, const char *id) {
     }
   }
   pthread_mutex_unlock(&server->lock);
+  notes_report(server, &notes);
   return found;
+}
+
+void mcp_session_sweep(mcp_server *server) {
+  struct session_notes notes = {0};
+  pthread_mutex_lock(&server->lock);
+  expire_locked(server, time(NULL), &notes);
+  pthread_mutex_unlock(&server->lock);
+  notes_report(server, &notes);
 }
 
 void mcp_session_release(mcp_server *server, struct mcp_session *session) {
@@ -86,24 +223,26 @@ static void cancel_calls_locked(struct mcp_session *session) {
 }
 
 void mcp_session_close(mcp_server *server, struct mcp_session *session) {
+  struct session_notes notes = {0};
   pthread_mutex_lock(&server->lock);
   for (size_t i = 0; i < server->session_count; i++) {
     if (server->sessions[i] != session) continue;
-    memmove(&server->sessions[i], &server->sessions[i + 1],
-            (server->session_count - i - 1) * sizeof server->sessions[0]);
-    server->session_count--;
-    server->stats.sessions_active = server->session_count;
+    note_locked(&notes, session, "session.closed", "client");
+    remove_at_locked(server, i);
     session->closed = true;
     cancel_calls_locked(session);
     session_unref_locked(session);
     break;
   }
   pthread_mutex_unlock(&server->lock);
+  notes_report(server, &notes);
 }
 
 void mcp_session_close_all(mcp_server *server) {
+  struct session_notes notes = {0};
   pthread_mutex_lock(&server->lock);
   for (size_t i = 0; i < server->session_count; i++) {
+    note_locked(&notes, server->sessions[i], "session.closed", "shutdown");
     server->sessions[i]->closed = true;
     cancel_calls_locked(server->sessions[i]);
     session_unref_locked(server->sessions[i]);
@@ -111,6 +250,7 @@ void mcp_session_close_all(mcp_server *server) {
   server->session_count = 0;
   server->stats.sessions_active = 0;
   pthread_mutex_unlock(&server->lock);
+  notes_report(server, &notes);
 }
 
 void mcp_session_cancel_request(mcp_server *server, struct mcp_session *session, const json_t *request_id) {

@@ -80,7 +80,7 @@ static void test_agent_tokens(void **state) {
   /* persisted: reopen, the first agent's token still resolves; the file holds no token */
   store = open_store();
   char rotated[CONTROL_TOKEN_SIZE];
-  assert_int_equal(control_agent_rotate_token(store, "code-exec-agent", rotated, &err), 0);
+  assert_int_equal(control_agent_rotate_token(store, "code-exec-agent", 0, rotated, &err), 0);
   assert_null(control_agent_authenticate(store, token, &err));
   agent = control_agent_authenticate(store, rotated, &err);
   assert_non_null(agent);
@@ -235,18 +235,18 @@ static void test_delegation(void **state) {
   dome_error err = {0};
   char parent_token[CONTROL_TOKEN_SIZE], token[CONTROL_TOKEN_SIZE], act_token[CONTROL_TOKEN_SIZE];
   assert_int_equal(control_agent_register(store, "alice", "code-execution", parent_token, &err), 0);
-  assert_int_equal(control_agent_register_delegate(store, "helper", "code-execution", "alice", token, &err),
-                   0);
+  assert_int_equal(
+      control_agent_register_delegate(store, "helper", "code-execution", "alice", 0, token, &err), 0);
   json_t *record = control_agent_authenticate(store, token, &err);
   assert_non_null(record);
   assert_string_equal(json_string_value(json_object_get(record, "delegates_to")), "alice");
   assert_null(json_object_get(record, "act_as"));
   json_decref(record);
   /* refused: unknown parent, itself, a delegate as parent (no chains); nothing is stored */
-  assert_int_equal(control_agent_register_delegate(store, "x", "", "nobody", token, &err), -ENOENT);
+  assert_int_equal(control_agent_register_delegate(store, "x", "", "nobody", 0, token, &err), -ENOENT);
   assert_non_null(strstr(err.message, "--delegates-to"));
-  assert_int_equal(control_agent_register_delegate(store, "y", "", "y", token, &err), -EINVAL);
-  assert_int_equal(control_agent_register_delegate(store, "z", "", "helper", token, &err), -EINVAL);
+  assert_int_equal(control_agent_register_delegate(store, "y", "", "y", 0, token, &err), -EINVAL);
+  assert_int_equal(control_agent_register_delegate(store, "z", "", "helper", 0, token, &err), -EINVAL);
   assert_non_null(strstr(err.message, "itself a delegate"));
   assert_null(control_agent_get(store, "x"));
   assert_null(control_agent_get(store, "z"));
@@ -255,7 +255,7 @@ static void test_delegation(void **state) {
   /* --act-as tokens: an extra token bound to the parent; the agent's own token keeps working */
   char own[CONTROL_TOKEN_SIZE];
   assert_int_equal(control_agent_register(store, "bob", "", own, &err), 0);
-  assert_int_equal(control_agent_delegated_token(store, "bob", "alice", act_token, &err), 0);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "alice", 0, act_token, &err), 0);
   record = control_agent_authenticate(store, act_token, &err);
   assert_non_null(record);
   assert_string_equal(json_string_value(json_object_get(record, "name")), "bob");
@@ -268,21 +268,21 @@ static void test_delegation(void **state) {
   assert_non_null(record);
   assert_null(json_object_get(record, "act_as"));
   json_decref(record);
-  assert_int_equal(control_agent_delegated_token(store, "bob", "bob", token, &err), -EINVAL);
-  assert_int_equal(control_agent_delegated_token(store, "bob", "nobody", token, &err), -ENOENT);
-  assert_int_equal(control_agent_delegated_token(store, "bob", "helper", token, &err), -EINVAL);
-  assert_int_equal(control_agent_delegated_token(store, "helper", "bob", token, &err), -EINVAL);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "bob", 0, token, &err), -EINVAL);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "nobody", 0, token, &err), -ENOENT);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "helper", 0, token, &err), -EINVAL);
+  assert_int_equal(control_agent_delegated_token(store, "helper", "bob", 0, token, &err), -EINVAL);
   assert_non_null(strstr(err.message, "acts only as `alice`"));
-  assert_int_equal(control_agent_delegated_token(store, "nobody", "alice", token, &err), -ENOENT);
+  assert_int_equal(control_agent_delegated_token(store, "nobody", "alice", 0, token, &err), -ENOENT);
   /* a second token for the same identity replaces the first */
   char second[CONTROL_TOKEN_SIZE];
-  assert_int_equal(control_agent_delegated_token(store, "bob", "alice", second, &err), 0);
+  assert_int_equal(control_agent_delegated_token(store, "bob", "alice", 0, second, &err), 0);
   assert_null(control_agent_authenticate(store, act_token, &err));
   record = control_agent_authenticate(store, second, &err);
   assert_non_null(record);
   json_decref(record);
   /* rotating the agent's token retires its delegated tokens */
-  assert_int_equal(control_agent_rotate_token(store, "bob", own, &err), 0);
+  assert_int_equal(control_agent_rotate_token(store, "bob", 0, own, &err), 0);
   assert_null(control_agent_authenticate(store, second, &err));
   control_store_close(store);
 }

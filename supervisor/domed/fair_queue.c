@@ -1,0 +1,243 @@
+/* The fair queue of executions: at most max_jails jails run, at most `concurrency` (the capability
+ * quota) of them for one agent, and a freed slot goes to the waiting agent with the fewest executions
+ * running (round-robin among equals), so an agent at its limit delays another agent's call by at most
+ * one running execution.
+ * Each agent waits in its own FIFO of at most max_queue_per_agent calls (max_queue in all); a call
+ * leaves the queue when its client cancels it or goes away, when domed stops, or after
+ * queue_timeout_s.
+ *
+ * Invariant (under slots_lock, between calls): either every slot is taken or no waiting call could
+ * run (its agent is at its limit), because every change that frees a slot or raises a limit
+ * dispatches. So a call that finds a free slot and its agent under its limit runs at once without
+ * passing anyone. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervisor/domed/domed.h"
+
+#define QUEUE_CANCEL_POLL_MS 200 /* how often a waiting call looks whether it was cancelled */
+
+struct queue_waiter {
+  pthread_cond_t cond;
+  bool granted;
+  struct queue_waiter *next;
+};
+
+struct queue_agent {
+  char name[256];
+  unsigned running, waiting, limit;
+  struct queue_waiter *head, *tail;
+  struct queue_agent *next;
+};
+
+/* Agents with a call running or waiting, in round-robin order; `turn` is the agent served next. */
+static struct queue_agent *agents, *turn;
+
+static struct queue_agent *agent_find_locked(const char *name) {
+  for (struct queue_agent *agent = agents; agent; agent = agent->next)
+    if (strcmp(agent->name, name) == 0) return agent;
+  return NULL;
+}
+
+static void agent_forget_if_idle_locked(struct queue_agent *agent) {
+  if (agent->running || agent->waiting) return;
+  for (struct queue_agent **link = &agents; *link; link = &(*link)->next)
+    if (*link == agent) {
+      *link = agent->next;
+      break;
+    }
+  if (turn == agent) turn = agent->next;
+  free(agent);
+}
+
+/* Hand free slots to waiting calls, one agent after the other. Under slots_lock. */
+static void dispatch_locked(struct domed *domed) {
+  while (domed->jails_running < domed->config.max_jails) {
+    struct queue_agent *start = turn ? turn : agents, *chosen = NULL;
+    if (start == NULL) return;
+    /* the eligible agent with the fewest running, the first from `turn` among equals */
+    struct queue_agent *agent = start;
+    do {
+      if (agent->head && agent->running < agent->limit &&
+          (chosen == NULL || agent->running < chosen->running))
+        chosen = agent;
+      agent = agent->next ? agent->next : agents;
+    } while (agent != start);
+    if (chosen == NULL) return;
+    struct queue_waiter *waiter = chosen->head;
+    chosen->head = waiter->next;
+    if (chosen->head == NULL) chosen->tail = NULL;
+    chosen->waiting--;
+    domed->jails_waiting--;
+    pthread_cond_broadcast(&domed->slots_cond); /* room in chosen's queue: see domed_slot_wait_room */
+    chosen->running++;
+    domed->jails_running++;
+    waiter->granted = true;
+    pthread_cond_signal(&waiter->cond);
+    turn = chosen->next; /* NULL: the first agent */
+  }
+}
+
+static void waiter_remove_locked(struct queue_agent *agent, struct queue_waiter *waiter) {
+  struct queue_waiter *previous = NULL;
+  for (struct queue_waiter *w = agent->head; w; previous = w, w = w->next) {
+    if (w != waiter) continue;
+    if (previous)
+      previous->next = w->next;
+    else
+      agent->head = w->next;
+    if (agent->tail == w) agent->tail = previous;
+    return;
+  }
+}
+
+int domed_slot_acquire(struct domed *domed, const char *agent_name, unsigned concurrency, mcp_call *call,
+                       dome_error *err) {
+  pthread_mutex_lock(&domed->slots_lock);
+  struct queue_agent *agent = agent_find_locked(agent_name);
+  if (agent == NULL) {
+    agent = calloc(1, sizeof *agent);
+    if (agent == NULL) {
+      pthread_mutex_unlock(&domed->slots_lock);
+      return dome_error_set(err, ENOMEM, "allocate the queue of agent `%s`", agent_name);
+    }
+    snprintf(agent->name, sizeof agent->name, "%s", agent_name);
+    agent->next = agents; /* a newcomer is served first in the round it arrives in */
+    agents = agent;
+  }
+  unsigned limit =
+      concurrency && concurrency < domed->config.max_jails ? concurrency : domed->config.max_jails;
+  bool raised = limit > agent->limit;
+  agent->limit = limit;
+  if (raised) dispatch_locked(domed);
+  if (agent->head == NULL && agent->running < agent->limit &&
+      domed->jails_running < domed->config.max_jails) {
+    agent->running++;
+    domed->jails_running++;
+    pthread_mutex_unlock(&domed->slots_lock);
+    return 0;
+  }
+  int rc = 0;
+  if (agent->waiting >= domed->config.max_queue_per_agent)
+    rc = dome_error_set(err, EBUSY, "server overloaded: agent `%s` has %u executions running and %u queued",
+                        agent_name, agent->running, agent->waiting);
+  else if (domed->jails_waiting >= domed->config.max_queue)
+    rc = dome_error_set(err, EBUSY, "server overloaded: %u executions running and %u queued",
+                        domed->jails_running, domed->jails_waiting);
+  if (rc < 0) {
+    agent_forget_if_idle_locked(agent);
+    pthread_mutex_unlock(&domed->slots_lock);
+    return rc;
+  }
+  struct queue_waiter waiter = {.granted = false};
+  pthread_condattr_t attributes;
+  pthread_condattr_init(&attributes);
+  pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+  pthread_cond_init(&waiter.cond, &attributes);
+  pthread_condattr_destroy(&attributes);
+  if (agent->tail)
+    agent->tail->next = &waiter;
+  else
+    agent->head = &waiter;
+  agent->tail = &waiter;
+  agent->waiting++;
+  domed->jails_waiting++;
+  atomic_fetch_add(&domed->metrics.queued, 1);
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += domed->config.queue_timeout_s;
+  while (!waiter.granted) {
+    if (mcp_call_cancelled(call) || atomic_load(&domed->stopping)) {
+      rc = dome_error_set(err, ECANCELED, "cancelled while queued");
+      break;
+    }
+    struct timespec step;
+    clock_gettime(CLOCK_MONOTONIC, &step);
+    if (step.tv_sec > deadline.tv_sec ||
+        (step.tv_sec == deadline.tv_sec && step.tv_nsec >= deadline.tv_nsec)) {
+      rc = dome_error_set(err, EBUSY, "server overloaded: no execution slot within %u s",
+                          domed->config.queue_timeout_s);
+      break;
+    }
+    step.tv_nsec += QUEUE_CANCEL_POLL_MS * 1000000L;
+    if (step.tv_nsec >= 1000000000L) {
+      step.tv_sec++;
+      step.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&waiter.cond, &domed->slots_lock, &step);
+  }
+  if (!waiter.granted) {
+    waiter_remove_locked(agent, &waiter);
+    agent->waiting--;
+    domed->jails_waiting--;
+    pthread_cond_broadcast(&domed->slots_cond);
+    agent_forget_if_idle_locked(agent);
+  } else {
+    rc = 0; /* granted while it was being cancelled: it runs, and the jail sees the cancellation */
+  }
+  atomic_fetch_sub(&domed->metrics.queued, 1);
+  pthread_mutex_unlock(&domed->slots_lock);
+  pthread_cond_destroy(&waiter.cond);
+  return rc;
+}
+
+static bool queue_full_locked(struct domed *domed, const char *agent_name, unsigned *running,
+                              unsigned *waiting) {
+  struct queue_agent *agent = agent_find_locked(agent_name);
+  *running = agent ? agent->running : 0;
+  *waiting = agent ? agent->waiting : 0;
+  return agent && agent->waiting >= domed->config.max_queue_per_agent;
+}
+
+bool domed_slot_wait_room(struct domed *domed, const char *agent_name, mcp_call *call, unsigned wait_ms,
+                          unsigned *running, unsigned *waiting) {
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += wait_ms / 1000;
+  deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&domed->slots_lock);
+  bool full;
+  while ((full = queue_full_locked(domed, agent_name, running, waiting)) && !mcp_call_cancelled(call) &&
+         !atomic_load(&domed->stopping)) {
+    struct timespec step;
+    clock_gettime(CLOCK_REALTIME, &step);
+    step.tv_nsec += QUEUE_CANCEL_POLL_MS * 1000000L;
+    if (step.tv_nsec >= 1000000000L) {
+      step.tv_sec++;
+      step.tv_nsec -= 1000000000L;
+    }
+    bool last =
+        step.tv_sec > deadline.tv_sec || (step.tv_sec == deadline.tv_sec && step.tv_nsec >= deadline.tv_nsec);
+    if (last) step = deadline;
+    pthread_cond_timedwait(&domed->slots_cond, &domed->slots_lock, &step);
+    if (last) {
+      full = queue_full_locked(domed, agent_name, running, waiting);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&domed->slots_lock);
+  return !full;
+}
+
+void domed_slot_release(struct domed *domed, const char *agent_name) {
+  pthread_mutex_lock(&domed->slots_lock);
+  struct queue_agent *agent = agent_find_locked(agent_name);
+  if (agent && agent->running > 0) {
+    agent->running--;
+    domed->jails_running--;
+    dispatch_locked(domed);
+    agent_forget_if_idle_locked(agent);
+  }
+  pthread_mutex_unlock(&domed->slots_lock);
+}
+
+void domed_slots_changed(struct domed *domed) {
+  pthread_mutex_lock(&domed->slots_lock);
+  dispatch_locked(domed);
+  pthread_mutex_unlock(&domed->slots_lock);
+}
