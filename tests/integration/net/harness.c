@@ -149,6 +149,9 @@ static int child_finish(struct child *child, bool go, const struct dome_net_jail
   close(child->go_fd);
   int status = 0;
   waitpid(child->pid, &status, 0);
+  /* What the jail's command left running in its group (a background listener) ends with it: such a
+     process would hold the jail's network namespace, and outlive the suite, under PID 1. */
+  kill(-child->pid, SIGKILL);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
