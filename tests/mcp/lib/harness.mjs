@@ -160,4 +160,25 @@ export function rssKiB(pid) {
   try { return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]); } catch { return -1; }
 }
 
-export const RULES = fs.readFileSync(path.join(SHARED, 'seed/code-exec-rules.cedar'), 'utf8');
+// The seed's four rules for code-exec-agent: ../shared/seed/code-exec-rules.cedar when it is there, otherwise
+// the repository's copy, the part of docs/examples/code-exec-rules.cedar before its jail rules (that file
+// begins with the seed's rules verbatim; scripts/seed-walkthrough checks it against ../shared).
+export function seedRules() {
+  const seed = path.join(SHARED, 'seed/code-exec-rules.cedar');
+  if (fs.existsSync(seed)) return fs.readFileSync(seed, 'utf8');
+  const example = fs.readFileSync(path.join(ROOT, 'docs/examples/code-exec-rules.cedar'), 'utf8');
+  const end = example.indexOf('// ---- Jail rules');
+  if (end < 0) throw new Error('docs/examples/code-exec-rules.cedar: no "// ---- Jail rules" line ends the seed\'s rules');
+  return example.slice(0, end).trimEnd() + '\n';
+}
+export const RULES = seedRules();
+
+// A suite that needs PART of ../shared (e.g. 'agent-tasks') and finds it absent says so once, counts itself
+// skipped (tests/run) and ends; returns the part's path when it is present.
+export function sharedOrSkip(part) {
+  const dir = path.join(SHARED, part);
+  if (fs.existsSync(dir)) return dir;
+  console.log(`skipped: ../shared/${part} not present (${dir})`);
+  console.log('0 passed, 0 failed, 1 skipped');
+  process.exit(0);
+}

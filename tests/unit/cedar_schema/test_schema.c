@@ -274,10 +274,14 @@ static void every_sample_schema_parses(void **state) {
                                       "sandbox_b/schema_exts.cedarschema"};
   const char *shared = getenv("DOME_SHARED");
   char path[512];
+  snprintf(path, sizeof path, "%s/cedar-integration-tests/sample-data", shared ? shared : "../shared");
+  if (access(path, R_OK) != 0) { /* a clone alone has no ../shared: counted skipped by tests/run */
+    print_message("skipped: ../shared/cedar-integration-tests not present (%s)\n", path);
+    skip();
+  }
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(path, sizeof path, "%s/cedar-integration-tests/sample-data/%s", shared ? shared : "../shared",
              files[i]);
-    if (access(path, R_OK) != 0) continue; /* the shared data is optional for unit runs */
     cedar_schema *s = NULL;
     cedar_schema_error err;
     if (cedar_schema_load_file(path, &s, &err) != 0) fail_msg("%s: %s", path, err.message);
