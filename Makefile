@@ -118,8 +118,9 @@ test-quick: all unit-tests
 bench: all
 	scripts/bench --build $(BUILD)
 
+# `make demo`: scripts/demo, whose first line says where its domed keeps state ($(BUILD)/demo/).
 demo:
-	scripts/demo
+	@BUILD=$(BUILD) scripts/demo
 
 vmtest: all
 	scripts/vmtest --build $(BUILD)
