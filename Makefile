@@ -105,7 +105,7 @@ asan:
 
 # `make test`: the whole set-up on a fresh machine (Debian packages and the tests' Node
 # dev-dependencies through scripts/install-deps, idempotent), the build, the sanitizer build, and
-# every suite; ends with `N passed, N failed`.
+# every suite; ends with `N passed, N failed, N skipped`.
 test:
 	scripts/install-deps
 	$(MAKE) all unit-tests
