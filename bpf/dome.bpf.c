@@ -30,31 +30,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define FMODE_WRITE 0x2
 #define FMODE_EXEC 0x20
 
-/* enum dome_hook of kernel.h */
-enum {
-  HOOK_CONNECT4 = 1,
-  HOOK_CONNECT6 = 2,
-  HOOK_SENDMSG4 = 3,
-  HOOK_SENDMSG6 = 4,
-  HOOK_BIND4 = 5,
-  HOOK_BIND6 = 6,
-  HOOK_SOCK_CREATE = 7,
-  HOOK_EGRESS = 8,
-  HOOK_FILE_OPEN = 9,
-  HOOK_FILE_RECEIVE = 10,
-  HOOK_BPRM_CHECK = 11,
-  HOOK_SOCKET_CONNECT = 12,
-  HOOK_PTRACE = 13,
-  HOOK_TASK_KILL = 14,
-  HOOK_BPF = 15,
-  HOOK_FILE_PERMISSION = 16,
-  HOOK_SOCKET_CREATE = 17,
-  HOOK_PATH_LINK = 18,
-  HOOK_PATH_RENAME = 19,
-};
-
-enum { ACTION_CONNECT = 0, ACTION_BIND = 1, ACTION_SEND = 2 };
-enum { ACCESS_READ = 1, ACCESS_WRITE = 2, ACCESS_EXEC = 4 };
 #define MAY_WRITE 0x2
 #define MAY_READ 0x4
 #define MAY_APPEND 0x8
@@ -248,32 +223,32 @@ static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 actio
 
 SEC("cgroup/connect4")
 int dome_connect4(struct bpf_sock_addr *ctx) {
-  return sock_addr_check(ctx, ACTION_CONNECT, HOOK_CONNECT4, 0);
+  return sock_addr_check(ctx, DOME_NET_CONNECT, DOME_HOOK_CONNECT4, 0);
 }
 
 SEC("cgroup/connect6")
 int dome_connect6(struct bpf_sock_addr *ctx) {
-  return sock_addr_check(ctx, ACTION_CONNECT, HOOK_CONNECT6, 1);
+  return sock_addr_check(ctx, DOME_NET_CONNECT, DOME_HOOK_CONNECT6, 1);
 }
 
 SEC("cgroup/sendmsg4")
 int dome_sendmsg4(struct bpf_sock_addr *ctx) {
-  return sock_addr_check(ctx, ACTION_SEND, HOOK_SENDMSG4, 0);
+  return sock_addr_check(ctx, DOME_NET_SEND, DOME_HOOK_SENDMSG4, 0);
 }
 
 SEC("cgroup/sendmsg6")
 int dome_sendmsg6(struct bpf_sock_addr *ctx) {
-  return sock_addr_check(ctx, ACTION_SEND, HOOK_SENDMSG6, 1);
+  return sock_addr_check(ctx, DOME_NET_SEND, DOME_HOOK_SENDMSG6, 1);
 }
 
 SEC("cgroup/bind4")
 int dome_bind4(struct bpf_sock_addr *ctx) {
-  return sock_addr_check(ctx, ACTION_BIND, HOOK_BIND4, 0);
+  return sock_addr_check(ctx, DOME_NET_BIND, DOME_HOOK_BIND4, 0);
 }
 
 SEC("cgroup/bind6")
 int dome_bind6(struct bpf_sock_addr *ctx) {
-  return sock_addr_check(ctx, ACTION_BIND, HOOK_BIND6, 1);
+  return sock_addr_check(ctx, DOME_NET_BIND, DOME_HOOK_BIND6, 1);
 }
 
 SEC("cgroup/sock_create")
@@ -285,7 +260,7 @@ int dome_sock_create(struct bpf_sock *ctx) {
   if (jail && family < 64 && (jail->families & (1ULL << family))) {
     if ((type != SOCK_RAW && type != SOCK_PACKET) || (jail->flags & DOME_JAIL_ALLOW_RAW)) return 1;
   }
-  struct dome_event *event = event_begin(cgroup_id, HOOK_SOCK_CREATE, DOME_BPF_NO_ENTRY, 0);
+  struct dome_event *event = event_begin(cgroup_id, DOME_HOOK_SOCK_CREATE, DOME_BPF_NO_ENTRY, 0);
   if (event) {
     event->extra = family;
     event->port = type;
@@ -305,7 +280,7 @@ int dome_egress(struct __sk_buff *skb) {
   if (jail->egress_quota == 0 || used <= jail->egress_quota) return 1;
   if (!(jail->flags & DOME_JAIL_QUOTA_REPORTED)) {
     jail->flags |= DOME_JAIL_QUOTA_REPORTED; /* a race only duplicates the report */
-    struct dome_event *event = event_reserve(cgroup_id, HOOK_EGRESS, DOME_BPF_NO_ENTRY, 0, 0);
+    struct dome_event *event = event_reserve(cgroup_id, DOME_HOOK_EGRESS, DOME_BPF_NO_ENTRY, 0, 0);
     if (event) {
       event->extra = skb->len;
       bpf_ringbuf_submit(event, 0);
@@ -370,9 +345,9 @@ static __always_inline int decide(struct dome_file_key *key, struct dentry *dent
   struct dome_file_value *value = bpf_map_lookup_elem(&file_rules, key);
   if (!value) return 0;
   *entry = value->entry;
-  if (value->decision != 1) return 0;
+  if (value->decision != DOME_DECISION_ALLOW) return 0;
   struct dome_file_value *by_inode = inode_decide(dentry, generation, access);
-  if (by_inode && by_inode->decision != 1) {
+  if (by_inode && by_inode->decision != DOME_DECISION_ALLOW) {
     *entry = by_inode->entry;
     return 0;
   }
@@ -454,12 +429,12 @@ static __always_inline int file_mode_check(struct file *file, __u32 hook) {
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
   unsigned int mode = file->f_mode;
-  if (mode & FMODE_EXEC) return file_check(file, ACCESS_EXEC, hook, cgroup_id, jail, true);
+  if (mode & FMODE_EXEC) return file_check(file, DOME_FILE_EXEC, hook, cgroup_id, jail, true);
   if (mode & FMODE_READ) {
-    int verdict = file_check(file, ACCESS_READ, hook, cgroup_id, jail, true);
+    int verdict = file_check(file, DOME_FILE_READ, hook, cgroup_id, jail, true);
     if (verdict) return verdict;
   }
-  if (mode & FMODE_WRITE) return file_check(file, ACCESS_WRITE, hook, cgroup_id, jail, true);
+  if (mode & FMODE_WRITE) return file_check(file, DOME_FILE_WRITE, hook, cgroup_id, jail, true);
   return 0;
 }
 
@@ -506,13 +481,13 @@ int BPF_PROG(dome_path_chroot, const struct path *path) {
 
 SEC("lsm/file_open")
 int BPF_PROG(dome_file_open, struct file *file) {
-  return file_mode_check(file, HOOK_FILE_OPEN);
+  return file_mode_check(file, DOME_HOOK_FILE_OPEN);
 }
 
 /* A descriptor received over SCM_RIGHTS (or pidfd_getfd) is checked as if opened here. */
 SEC("lsm/file_receive")
 int BPF_PROG(dome_file_receive, struct file *file) {
-  return file_mode_check(file, HOOK_FILE_RECEIVE);
+  return file_mode_check(file, DOME_HOOK_FILE_RECEIVE);
 }
 
 SEC("lsm/bprm_check_security")
@@ -520,7 +495,7 @@ int BPF_PROG(dome_bprm_check, struct linux_binprm *bprm) {
   __u64 cgroup_id;
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
-  return file_check(bprm->file, ACCESS_EXEC, HOOK_BPRM_CHECK, cgroup_id, jail,
+  return file_check(bprm->file, DOME_FILE_EXEC, DOME_HOOK_BPRM_CHECK, cgroup_id, jail,
                     true); /* a BTF pointer: bpf_d_path needs it */
 }
 
@@ -539,13 +514,14 @@ int BPF_PROG(dome_file_permission, struct file *file, int mask) {
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
   if (mask & (MAY_WRITE | MAY_APPEND)) {
-    int verdict = file_check(file, ACCESS_WRITE, HOOK_FILE_PERMISSION, cgroup_id, jail, false);
+    int verdict = file_check(file, DOME_FILE_WRITE, DOME_HOOK_FILE_PERMISSION, cgroup_id, jail, false);
     if (verdict) return verdict;
   }
   /* A file opened for execution (the binary, its ELF interpreter) is read by the kernel through
    * kernel_read: decided as fs:exec, like file_open does for FMODE_EXEC. */
-  __u8 read_access = (file->f_mode & FMODE_EXEC) ? ACCESS_EXEC : ACCESS_READ;
-  if (mask & MAY_READ) return file_check(file, read_access, HOOK_FILE_PERMISSION, cgroup_id, jail, false);
+  __u8 read_access = (file->f_mode & FMODE_EXEC) ? DOME_FILE_EXEC : DOME_FILE_READ;
+  if (mask & MAY_READ)
+    return file_check(file, read_access, DOME_HOOK_FILE_PERMISSION, cgroup_id, jail, false);
   return 0;
 }
 
@@ -582,7 +558,7 @@ static __always_inline int alias_check(struct vfsmount *from_mnt, struct dentry 
       }
     }
   }
-  for (__u8 access = ACCESS_READ; access <= ACCESS_EXEC && !refused; access <<= 1) {
+  for (__u8 access = DOME_FILE_READ; access <= DOME_FILE_EXEC && !refused; access <<= 1) {
     __u32 old_entry = DOME_BPF_NO_ENTRY, new_entry;
     bool old_allowed = old_length > 0 && decide(&old_name->key, from, generation, access, &old_entry);
     if (old_allowed) continue;
@@ -608,7 +584,7 @@ int BPF_PROG(dome_path_link, struct dentry *old_dentry, const struct path *new_d
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
   struct vfsmount *mnt = new_dir->mnt; /* link(2) requires one mount for both names */
-  return alias_check(mnt, old_dentry, mnt, new_dentry, HOOK_PATH_LINK, cgroup_id, jail);
+  return alias_check(mnt, old_dentry, mnt, new_dentry, DOME_HOOK_PATH_LINK, cgroup_id, jail);
 }
 
 SEC("lsm/path_rename")
@@ -618,10 +594,10 @@ int BPF_PROG(dome_path_rename, const struct path *old_dir, struct dentry *old_de
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
   int verdict =
-      alias_check(old_dir->mnt, old_dentry, new_dir->mnt, new_dentry, HOOK_PATH_RENAME, cgroup_id, jail);
+      alias_check(old_dir->mnt, old_dentry, new_dir->mnt, new_dentry, DOME_HOOK_PATH_RENAME, cgroup_id, jail);
   if (verdict == 0 && (flags & RENAME_EXCHANGE))
-    verdict =
-        alias_check(new_dir->mnt, new_dentry, old_dir->mnt, old_dentry, HOOK_PATH_RENAME, cgroup_id, jail);
+    verdict = alias_check(new_dir->mnt, new_dentry, old_dir->mnt, old_dentry, DOME_HOOK_PATH_RENAME,
+                          cgroup_id, jail);
   return verdict;
 }
 
@@ -635,7 +611,7 @@ int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address,
   unsigned short family = address->sa_family;
   if (family == AF_UNIX) return 0;
   struct net_request request = {};
-  request.action = ACTION_CONNECT;
+  request.action = DOME_NET_CONNECT;
   request.protocol = sock->sk->sk_protocol;
   /* Port and IPv4 address by direct loads of sa_data (sockaddr_in/_in6 put the port at sa_data[0..1] and
    * the IPv4 address at sa_data[2..5]): no helper call on this per-connect path. */
@@ -655,7 +631,7 @@ int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address,
     request.port = port;
     request_from_ip6(&request, w[0], w[1], w[2], w[3]);
   } else {
-    struct dome_event *event = event_begin(cgroup_id, HOOK_SOCKET_CONNECT, DOME_BPF_NO_ENTRY, 0);
+    struct dome_event *event = event_begin(cgroup_id, DOME_HOOK_SOCKET_CONNECT, DOME_BPF_NO_ENTRY, 0);
     if (event) {
       event->extra = family;
       bpf_ringbuf_submit(event, 0);
@@ -665,7 +641,7 @@ int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address,
   __u32 generation = ruleset_generation(jail);
   __u32 entry;
   if (net_decide(&request, generation, &entry)) return 0;
-  report_net(cgroup_id, HOOK_SOCKET_CONNECT, &request, entry, generation);
+  report_net(cgroup_id, DOME_HOOK_SOCKET_CONNECT, &request, entry, generation);
   return -EPERM;
 }
 
@@ -680,7 +656,7 @@ int BPF_PROG(dome_socket_create, int family, int type, int protocol, int kern) {
   if (family >= 0 && family < 64 && (jail->families & (1ULL << family)) &&
       ((base_type != SOCK_RAW && base_type != SOCK_PACKET) || (jail->flags & DOME_JAIL_ALLOW_RAW)))
     return 0;
-  struct dome_event *event = event_begin(cgroup_id, HOOK_SOCKET_CREATE, DOME_BPF_NO_ENTRY, 0);
+  struct dome_event *event = event_begin(cgroup_id, DOME_HOOK_SOCKET_CREATE, DOME_BPF_NO_ENTRY, 0);
   if (event) {
     event->extra = family;
     event->port = base_type;
@@ -708,13 +684,13 @@ static __always_inline int cross_jail(struct task_struct *target, __u32 hook) {
 
 SEC("lsm/ptrace_access_check")
 int BPF_PROG(dome_ptrace_access_check, struct task_struct *child, unsigned int mode) {
-  return cross_jail(child, HOOK_PTRACE);
+  return cross_jail(child, DOME_HOOK_PTRACE);
 }
 
 SEC("lsm/task_kill")
 int BPF_PROG(dome_task_kill, struct task_struct *target, struct kernel_siginfo *info, int sig,
              const struct cred *cred) {
-  return cross_jail(target, HOOK_TASK_KILL);
+  return cross_jail(target, DOME_HOOK_TASK_KILL);
 }
 
 /* Nothing in a jail touches BPF: bpf(2) itself, and any map or program fd it might have received. */
@@ -722,7 +698,7 @@ static __always_inline int refuse_bpf(__u32 command) {
   __u64 cgroup_id;
   struct dome_jail *jail = current_jail(&cgroup_id);
   if (!jail) return 0;
-  struct dome_event *event = event_begin(cgroup_id, HOOK_BPF, DOME_BPF_NO_ENTRY, 0);
+  struct dome_event *event = event_begin(cgroup_id, DOME_HOOK_BPF, DOME_BPF_NO_ENTRY, 0);
   if (event) {
     event->extra = command;
     bpf_ringbuf_submit(event, 0);

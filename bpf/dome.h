@@ -1,5 +1,6 @@
 /* Structures shared by the BPF programs (bpf/dome.bpf.c) and their loader (supervisor/kernel/).
- * Plain fixed-size types only: the kernel side includes vmlinux.h first, user space <linux/types.h>.
+ * Plain fixed-size types only: the kernel side includes vmlinux.h first, user space gets <linux/types.h>
+ * here.
  *
  * Maps (see dome.bpf.c):
  *   jails      array  slot -> struct dome_jail (open addressing on the cgroup id, see DOME_BPF_JAIL_SLOTS)
@@ -8,9 +9,66 @@
  *   file_rules LPM    struct dome_file_key -> struct dome_file_value   (paths as the jail sees them)
  *   inode_rules hash  struct dome_inode_key -> struct dome_file_value  (table paths by device+inode, and
  *                     every hard-linked file of a DENY subtree, EXACT, as its own path decides)
- *   events     ringbuf struct dome_event */
+ *   events     ringbuf struct dome_event
+ *
+ * The enums below are the one definition of the values both sides exchange (hooks in events, actions and
+ * access kinds in keys, decisions in values); user space includes this header for them. */
 #ifndef DOME_BPF_DOME_H
 #define DOME_BPF_DOME_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+/* Decision of a table entry (struct dome_port_range.decision, struct dome_file_value.decision). */
+enum dome_decision {
+  DOME_DECISION_DENY = 0,
+  DOME_DECISION_ALLOW = 1,
+};
+
+/* Kernel-level network actions of the Dome schema (struct dome_net_key.action, struct dome_event.action of
+ * the network hooks). */
+enum dome_net_action {
+  DOME_NET_CONNECT = 0, /* net:connect — connect(2) of TCP and UDP sockets */
+  DOME_NET_BIND = 1,    /* net:bind — bind(2) */
+  DOME_NET_SEND = 2,    /* net:send — sendto/sendmsg(2) with a destination on UDP sockets */
+};
+#define DOME_NET_ACTION_COUNT 3
+
+/* Kernel-level file actions of the Dome schema (struct dome_file_key.access, struct dome_event.action of
+ * the file hooks); also used as bits in masks. */
+enum dome_file_access {
+  DOME_FILE_READ = 1,  /* fs:read */
+  DOME_FILE_WRITE = 2, /* fs:write */
+  DOME_FILE_EXEC = 4,  /* fs:exec */
+};
+
+/* The program that refused (struct dome_event.hook). Network hooks (an enum dome_net_action in the event):
+ * CONNECT4 .. BIND6 and SOCKET_CONNECT; file hooks (an enum dome_file_access): FILE_OPEN, FILE_RECEIVE,
+ * BPRM_CHECK, FILE_PERMISSION, PATH_LINK, PATH_RENAME; the others carry no Cedar action (SOCK_CREATE and
+ * SOCKET_CREATE a socket family, EGRESS the byte quota, PTRACE and TASK_KILL a target pid, BPF a command). */
+enum dome_hook {
+  DOME_HOOK_CONNECT4 = 1,
+  DOME_HOOK_CONNECT6 = 2,
+  DOME_HOOK_SENDMSG4 = 3,
+  DOME_HOOK_SENDMSG6 = 4,
+  DOME_HOOK_BIND4 = 5,
+  DOME_HOOK_BIND6 = 6,
+  DOME_HOOK_SOCK_CREATE = 7,
+  DOME_HOOK_EGRESS = 8,
+  DOME_HOOK_FILE_OPEN = 9,
+  DOME_HOOK_FILE_RECEIVE = 10,
+  DOME_HOOK_BPRM_CHECK = 11,
+  DOME_HOOK_SOCKET_CONNECT = 12,
+  DOME_HOOK_PTRACE = 13,
+  DOME_HOOK_TASK_KILL = 14,
+  DOME_HOOK_BPF = 15,
+  DOME_HOOK_FILE_PERMISSION = 16,
+  DOME_HOOK_SOCKET_CREATE = 17,
+  DOME_HOOK_PATH_LINK = 18,   /* link(2) that would widen access to a file (object: the existing name) */
+  DOME_HOOK_PATH_RENAME = 19, /* rename(2) that would widen access (object: the old name) */
+};
+#define DOME_HOOK_LAST DOME_HOOK_PATH_RENAME
 
 #define DOME_BPF_PORT_RANGES 16
 #define DOME_BPF_PATH_BYTES 248 /* file key path bytes (LPM data max is 256, minus the 8-byte header) */

@@ -83,7 +83,7 @@ static __always_inline int net_decide(const struct net_request *request, __u32 g
     compiler_barrier();
     if (hit && cached->sequence == sequence) {
       *entry = cached_entry;
-      return decision == 1;
+      return decision == DOME_DECISION_ALLOW;
     }
   }
   struct dome_net_key key = {};
@@ -101,7 +101,7 @@ static __always_inline int net_decide(const struct net_request *request, __u32 g
       struct dome_port_range *range = &value->ranges[i];
       if (request->port >= range->first && request->port <= range->last) {
         *entry = range->entry;
-        allowed = range->decision == 1;
+        allowed = range->decision == DOME_DECISION_ALLOW;
         break;
       }
     }

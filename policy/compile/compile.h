@@ -35,7 +35,7 @@
 
 #include "policy/cedar.h"
 #include "supervisor/common/error.h"
-#include "supervisor/kernel/kernel.h"
+#include "policy/tables/tables.h"
 
 /* Bounds on one compilation (untrusted policy sets); over them: -E2BIG naming the action. */
 #define DOME_COMPILE_MAX_PREFIXES 4096    /* distinct address prefixes of one action */

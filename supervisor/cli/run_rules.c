@@ -14,93 +14,15 @@
 
 #include "policy/compile/compile.h"
 
-#define MAX_KEPT_DENIALS 1024
-
-static unsigned jail_access_of(uint8_t access) {
-  return access == DOME_FILE_READ    ? JAIL_ACCESS_READ
-         : access == DOME_FILE_WRITE ? JAIL_ACCESS_WRITE
-                                     : JAIL_ACCESS_EXEC;
-}
-
-static bool beneath(const char *ancestor, const char *path) {
-  if (strcmp(ancestor, "/") == 0) return true;
-  size_t n = strlen(ancestor);
-  return strncmp(ancestor, path, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
-/* Deny entries of a forbid that lie inside an allowed subtree of the same access: what Landlock drops. */
-static unsigned count_inexpressible(const struct dome_rule_tables *t) {
-  unsigned count = 0;
-  for (size_t i = 0; i < t->file_count; i++) {
-    const struct dome_file_entry *d = &t->files[i];
-    if (d->decision != DOME_DECISION_DENY) continue;
-    for (size_t k = 0; k < t->file_count; k++) {
-      const struct dome_file_entry *a = &t->files[k];
-      if (a->decision == DOME_DECISION_ALLOW && a->match == DOME_MATCH_SUBTREE && a->access == d->access &&
-          beneath(a->path, d->path)) {
-        count++;
-        break;
-      }
-    }
-  }
-  return count;
-}
-
-/* Landlock path rules from the ALLOW file entries, merged per (path, exact). */
-static int build_path_rules(struct run_rules *rules, dome_error *err) {
-  const struct dome_rule_tables *t = &rules->tables;
-  rules->path_rules = calloc(t->file_count + 1, sizeof *rules->path_rules);
-  if (!rules->path_rules) return dome_error_set(err, ENOMEM, "out of memory");
-  for (size_t i = 0; i < t->file_count; i++) {
-    const struct dome_file_entry *e = &t->files[i];
-    if (e->decision != DOME_DECISION_ALLOW) continue;
-    bool exact = e->match == DOME_MATCH_EXACT;
-    struct jail_path_rule *rule = NULL;
-    for (size_t k = 0; k < rules->path_rule_count && !rule; k++)
-      if (strcmp(rules->path_rules[k].path, e->path) == 0 && rules->path_rules[k].exact == exact)
-        rule = &rules->path_rules[k];
-    if (!rule) {
-      if (rules->path_rule_count >= JAIL_MAX_PATH_RULES)
-        return dome_error_set(err, E2BIG, "--rules: more than %u allowed paths for Landlock",
-                              JAIL_MAX_PATH_RULES);
-      rule = &rules->path_rules[rules->path_rule_count++];
-      *rule = (struct jail_path_rule){.path = e->path, .optional = true, .exact = exact};
-    }
-    rule->access |= jail_access_of(e->access);
-  }
-  return 0;
-}
-
 /* ---- denials ---- */
 
 static void collect(void *context, const struct dome_denial *denial) {
   struct run_rules *rules = context;
   if (denial->cgroup_id != rules->cgroup_id) return;
   rules->denial_count++;
-  if (json_array_size(rules->denials) >= MAX_KEPT_DENIALS) return;
-  struct timespec real, mono;
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  int64_t now_mono = (int64_t)mono.tv_sec * 1000000000 + mono.tv_nsec;
-  int64_t at = (int64_t)real.tv_sec * 1000000000 + real.tv_nsec - (now_mono - (int64_t)denial->time_ns);
-  time_t seconds = (time_t)(at / 1000000000);
-  struct tm tm;
-  gmtime_r(&seconds, &tm);
-  char stamp[64];
-  snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-           tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)(at % 1000000000));
-  bool network = denial->hook <= DOME_HOOK_BIND6 || denial->hook == DOME_HOOK_SOCKET_CONNECT;
-  char action[32] = "";
-  if (network)
-    snprintf(action, sizeof action, "net:%s", dome_net_action_name(denial->net_action));
-  else if (denial->hook == DOME_HOOK_FILE_OPEN || denial->hook == DOME_HOOK_FILE_PERMISSION ||
-           denial->hook == DOME_HOOK_BPRM_CHECK)
-    snprintf(action, sizeof action, "fs:%s", dome_file_access_name(denial->file_access));
-  json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s?, s:I}", "time", stamp, "pid", (json_int_t)denial->pid,
-                        "hook", dome_hook_name(denial->hook), "object", denial->object, "policy",
-                        denial->policy_id, "entry", (json_int_t)denial->entry);
-  if (o && action[0]) json_object_set_new(o, "action", json_string(action));
-  if (o) json_array_append_new(rules->denials, o);
+  if (json_array_size(rules->denials) >= DOME_KERNEL_DENIALS_KEPT) return;
+  json_t *entry = dome_denial_to_json(denial, rules->start_ns);
+  if (entry) json_array_append_new(rules->denials, entry);
 }
 
 static void *poll_denials(void *context) {
@@ -123,6 +45,9 @@ static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_e
   int r = dome_kernel_on_cgroup_ready(&rules->kernel_hook, leaf, err);
   if (r < 0) return r;
   rules->cgroup_id = leaf->id;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  rules->start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
   /* from here until run_rules_finish only the poller uses the kernel object */
   pthread_t thread;
   if (pthread_create(&thread, NULL, poll_denials, rules) != 0)
@@ -179,11 +104,12 @@ int run_rules_prepare(struct run_rules *rules, const struct run_rules_options *o
     if (!options->allow_degraded)
       return dome_error_wrap(err, "--rules: reduced enforcement level (no BPF-LSM)");
     snprintf(rules->degraded_reason, sizeof rules->degraded_reason, "%s", err->message);
-    rules->degraded_entries = count_inexpressible(&rules->tables);
+    rules->degraded_entries = dome_landlock_inexpressible_count(&rules->tables);
   }
-  if ((r = build_path_rules(rules, err)) < 0) return r;
-  config->path_rules = rules->path_rules;
-  config->path_rule_count = rules->path_rule_count;
+  if ((r = dome_landlock_path_rules_from_tables(&rules->tables, &rules->path_rules, err)) < 0)
+    return dome_error_wrap(err, "--rules");
+  config->path_rules = rules->path_rules.rules;
+  config->path_rule_count = rules->path_rules.count;
 
   int n = dome_net_resolv_conf_for_entries(rules->tables.net, rules->tables.net_count, rules->resolv_conf,
                                            sizeof rules->resolv_conf, &rules->has_resolver, err);
@@ -259,8 +185,7 @@ void run_rules_release(struct run_rules *rules) {
   rules->net = NULL;
   if (rules->stop_fd >= 0) close(rules->stop_fd);
   rules->stop_fd = -1;
-  free(rules->path_rules);
-  rules->path_rules = NULL;
+  dome_landlock_path_rules_free(&rules->path_rules);
   json_decref(rules->denials);
   rules->denials = NULL;
   dome_rule_tables_free(&rules->tables);

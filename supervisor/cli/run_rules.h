@@ -24,8 +24,7 @@ struct run_rules {
   enum dome_enforcement_level level;
   unsigned degraded_entries; /* file entries Landlock could not express, dropped under --allow-degraded */
   char degraded_reason[1024];
-  struct jail_path_rule *path_rules;
-  size_t path_rule_count;
+  struct dome_landlock_path_rules path_rules;
   char resolv_conf[1024];
   bool has_resolver;
   bool egress;
@@ -34,6 +33,7 @@ struct run_rules {
   struct dome_net *net;
   struct dome_net_hook net_hook;
   uint64_t cgroup_id;
+  uint64_t start_ns; /* CLOCK_MONOTONIC at the jail's attachment: the base of the denials' offset_ms */
   /* denial collection during the run (a thread started once the jail is attached) */
   json_t *denials;
   size_t denial_count; /* all delivered, also those beyond the kept bound */

@@ -108,19 +108,12 @@ static void collect(void *context, const struct dome_denial *denial) {
   struct domed_kernel *k = context;
   for (struct domed_kernel_run *run = k->runs; run; run = run->next) {
     if (run->cgroup_id != denial->cgroup_id) continue;
-    if (json_array_size(run->denials) >= 256) return; /* bounded: the count still goes to metrics */
-    bool network = denial->hook <= DOME_HOOK_EGRESS || denial->hook == DOME_HOOK_SOCKET_CONNECT;
-    json_t *entry = json_pack("{s:s,s:s,s:i,s:s}", "hook", dome_hook_name(denial->hook), "object",
-                              denial->object, "pid", (int)denial->pid, "action",
-                              network ? (denial->net_action == DOME_NET_BIND   ? "net:bind"
-                                         : denial->net_action == DOME_NET_SEND ? "net:send"
-                                                                               : "net:connect")
-                                      : (denial->file_access == DOME_FILE_WRITE  ? "fs:write"
-                                         : denial->file_access == DOME_FILE_EXEC ? "fs:exec"
-                                                                                 : "fs:read"));
-    json_object_set_new(entry, "policy", denial->policy_id ? json_string(denial->policy_id) : json_null());
-    uint64_t offset_ms = denial->time_ns > run->start_ns ? (denial->time_ns - run->start_ns) / 1000000u : 0;
-    json_object_set_new(entry, "offset_ms", json_integer((json_int_t)offset_ms));
+    if (json_array_size(run->denials) >= DOME_KERNEL_DENIALS_KEPT) return; /* the count goes to metrics */
+    json_t *entry = dome_denial_to_json(denial, run->start_ns);
+    if (entry == NULL) return;
+    /* the executor reads the determining policy as `policy` */
+    json_t *policy = json_object_get(entry, "policy_id");
+    if (policy) json_object_set(entry, "policy", policy);
     json_array_append_new(run->denials, entry);
     run->count++;
     return;
@@ -291,9 +284,7 @@ struct domed_path_rules {
   unsigned refs; /* under path_cache_lock */
   char key[1024];
   uint64_t used;
-  struct jail_path_rule *rules;
-  size_t count;
-  char **paths; /* owned copies, parallel to rules */
+  struct dome_landlock_path_rules landlock;
 };
 
 static pthread_mutex_t path_cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -302,40 +293,8 @@ static uint64_t path_cache_tick;
 
 static void path_rules_free(struct domed_path_rules *p) {
   if (p == NULL) return;
-  for (size_t i = 0; i < p->count; i++) free(p->paths[i]);
-  free(p->paths);
-  free(p->rules);
+  dome_landlock_path_rules_free(&p->landlock);
   free(p);
-}
-
-static unsigned jail_access_of(uint8_t access) {
-  return access == DOME_FILE_READ    ? JAIL_ACCESS_READ
-         : access == DOME_FILE_WRITE ? JAIL_ACCESS_WRITE
-                                     : JAIL_ACCESS_EXEC;
-}
-
-static int build_path_rules(const struct dome_rule_tables *t, struct domed_path_rules *p, dome_error *err) {
-  p->rules = calloc(t->file_count + 1, sizeof *p->rules);
-  p->paths = calloc(t->file_count + 1, sizeof *p->paths);
-  if (p->rules == NULL || p->paths == NULL) return dome_error_set(err, ENOMEM, "path rules");
-  for (size_t i = 0; i < t->file_count; i++) {
-    const struct dome_file_entry *e = &t->files[i];
-    if (e->decision != DOME_DECISION_ALLOW) continue;
-    bool exact = e->match == DOME_MATCH_EXACT;
-    struct jail_path_rule *rule = NULL;
-    for (size_t k = 0; k < p->count && rule == NULL; k++)
-      if (strcmp(p->rules[k].path, e->path) == 0 && p->rules[k].exact == exact) rule = &p->rules[k];
-    if (rule == NULL) {
-      if (p->count >= JAIL_MAX_PATH_RULES)
-        return dome_error_set(err, E2BIG, "more than %u allowed paths for Landlock", JAIL_MAX_PATH_RULES);
-      if ((p->paths[p->count] = strdup(e->path)) == NULL) return dome_error_set(err, ENOMEM, "path rules");
-      rule = &p->rules[p->count];
-      *rule = (struct jail_path_rule){.path = p->paths[p->count], .optional = true, .exact = exact};
-      p->count++;
-    }
-    rule->access |= jail_access_of(e->access);
-  }
-  return 0;
 }
 
 int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *principal,
@@ -351,7 +310,7 @@ int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *p
   for (size_t i = 0; i < PATH_RULES_CACHED; i++)
     if (path_cache[i] && strcmp(path_cache[i]->key, key) == 0) {
       path_cache[i]->used = ++path_cache_tick;
-      if (path_cache[i]->count > 0) { /* none: the jail's baseline rules */
+      if (path_cache[i]->landlock.count > 0) { /* none: the jail's baseline rules */
         path_cache[i]->refs++;
         *out = path_cache[i];
       }
@@ -377,7 +336,7 @@ int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *p
   if (rc == 0 && p == NULL) rc = dome_error_set(err, ENOMEM, "path rules");
   if (rc == 0) {
     snprintf(p->key, sizeof p->key, "%s", key);
-    rc = build_path_rules(&tables, p, err);
+    rc = dome_landlock_path_rules_from_tables(&tables, &p->landlock, err);
   }
   dome_rule_tables_free(&tables);
   if (rc < 0) {
@@ -403,7 +362,7 @@ int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *p
     p->refs = 1; /* every slot in use: not cached */
   }
   pthread_mutex_unlock(&path_cache_lock);
-  if (p->count == 0) {
+  if (p->landlock.count == 0) {
     domed_path_rules_release(p);
     return 0;
   }
@@ -412,8 +371,8 @@ int domed_kernel_path_rules(struct domed *domed, const struct domed_principal *p
 }
 
 const struct jail_path_rule *domed_path_rules_list(const struct domed_path_rules *p, size_t *count) {
-  *count = p ? p->count : 0;
-  return p ? p->rules : NULL;
+  *count = p ? p->landlock.count : 0;
+  return p ? p->landlock.rules : NULL;
 }
 
 void domed_path_rules_release(struct domed_path_rules *p) {

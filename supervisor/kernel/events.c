@@ -64,13 +64,40 @@ static const struct dome_rule_tables *tables_of(const struct dome_kernel *kernel
   return NULL;
 }
 
+enum dome_hook_kind dome_hook_kind(enum dome_hook hook) {
+  switch (hook) {
+    case DOME_HOOK_CONNECT4:
+    case DOME_HOOK_CONNECT6:
+    case DOME_HOOK_SENDMSG4:
+    case DOME_HOOK_SENDMSG6:
+    case DOME_HOOK_BIND4:
+    case DOME_HOOK_BIND6:
+    case DOME_HOOK_SOCKET_CONNECT:
+      return DOME_HOOK_KIND_NETWORK;
+    case DOME_HOOK_FILE_OPEN:
+    case DOME_HOOK_FILE_RECEIVE:
+    case DOME_HOOK_BPRM_CHECK:
+    case DOME_HOOK_FILE_PERMISSION:
+    case DOME_HOOK_PATH_LINK:
+    case DOME_HOOK_PATH_RENAME:
+      return DOME_HOOK_KIND_FILE;
+    case DOME_HOOK_SOCK_CREATE:
+    case DOME_HOOK_EGRESS:
+    case DOME_HOOK_PTRACE:
+    case DOME_HOOK_TASK_KILL:
+    case DOME_HOOK_BPF:
+    case DOME_HOOK_SOCKET_CREATE:
+      break;
+  }
+  return DOME_HOOK_KIND_OTHER;
+}
+
 static bool is_net_hook(uint32_t hook) {
-  return (hook >= DOME_HOOK_CONNECT4 && hook <= DOME_HOOK_BIND6) || hook == DOME_HOOK_SOCKET_CONNECT;
+  return dome_hook_kind((enum dome_hook)hook) == DOME_HOOK_KIND_NETWORK;
 }
 
 static bool is_file_hook(uint32_t hook) {
-  return hook == DOME_HOOK_FILE_OPEN || hook == DOME_HOOK_FILE_RECEIVE || hook == DOME_HOOK_BPRM_CHECK ||
-         hook == DOME_HOOK_FILE_PERMISSION || hook == DOME_HOOK_PATH_LINK || hook == DOME_HOOK_PATH_RENAME;
+  return dome_hook_kind((enum dome_hook)hook) == DOME_HOOK_KIND_FILE;
 }
 
 static int on_event(void *context, void *data, size_t size) {

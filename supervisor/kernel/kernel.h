@@ -1,10 +1,10 @@
-/* dome in-kernel enforcement: decision tables, the BPF loader, denial events, Landlock translation.
+/* dome in-kernel enforcement: the BPF loader, denial events, Landlock translation of decision tables.
  *
- * Data flow: the Cedar→kernel compiler (policy/) fills a `struct dome_rule_tables` for one
- * (agent, policy version); the supervisor installs it into the kernel once (a *ruleset*, one per
- * agent) with dome_kernel_install_tables() and attaches each jail's cgroup2 leaf to a ruleset with
- * dome_kernel_attach(). A later install into the same ruleset swaps the tables of every attached jail
- * atomically (one map update). Refusals come back as `struct dome_denial` events.
+ * Data flow: the Cedar→kernel compiler (policy/compile) fills a `struct dome_rule_tables`
+ * (policy/tables/tables.h) for one (agent, policy version); the supervisor installs it into the kernel once
+ * (a *ruleset*, one per agent) with dome_kernel_install_tables() and attaches each jail's cgroup2 leaf to a
+ * ruleset with dome_kernel_attach(). A later install into the same ruleset swaps the tables of every attached
+ * jail atomically (one map update). Refusals come back as `struct dome_denial` events.
  *
  * Enforcement levels (dome_kernel_level()):
  *   - DOME_LEVEL_FULL: BPF-LSM programs (file_open, file_receive, file_permission, bprm_check_security,
@@ -19,27 +19,6 @@
  *     allows degradation.
  * Nothing unscoped is ever attached on a host at the reduced level.
  *
- * ---- Decision-table semantics (the compiler's contract) ----
- * Cedar's rule: any matching forbid denies, else any matching permit allows, else deny. The compiler
- * flattens a policy set into entries such that ONE most-specific lookup gives Cedar's answer:
- *
- * Network (actions net:connect, net:bind, net:send; context dst_ip, dst_port, protocol):
- *   For a request (action, protocol, family, address, port), take the entries with the same action,
- *   protocol and family whose prefix contains the address; among them keep those with the LONGEST
- *   prefix length (this is what the kernel's LPM trie returns); the entry of that group whose port range
- *   holds the port decides. If no prefix contains the address, or the longest group has no range holding
- *   the port, the answer is deny with no policy (DOME_NO_POLICY). So an entry for a longer prefix must
- *   repeat, for its ports, the decisions inherited from shorter prefixes ("flattened"). Entries of one
- *   group (same action, protocol, family, prefix, prefix length) must not overlap in ports
- *   (dome_rule_tables_validate() checks it). A request to an IPv4-mapped IPv6 address (::ffff:a.b.c.d)
- *   decides as the IPv4 request to a.b.c.d: the kernel side converts before the lookup, so the compiler
- *   emits no IPv6 entries for ::ffff:0:0/96.
- * Files (actions fs:read, fs:write, fs:exec; resource Dome::Path):
- *   For a request (access, path), the entries with that access that match the path — EXACT: path equal;
- *   SUBTREE: path equal or beneath (`resource in Dome::Path::"/x"`) — are ordered by specificity: longer
- *   entry path first, and at equal path EXACT before SUBTREE. The first one decides; none → deny.
- *   Paths are absolute, normalized (no "//", no "." or ".." components, no trailing "/" except "/").
- *
  * Threading: a struct dome_kernel is used from one thread (the supervisor's event loop).
  * Spec references: Cedar semantics (cedarpolicy.com "Authorization"), kernel Documentation/bpf/
  * (prog_cgroup_sockaddr, prog_lsm, ringbuf, map_lpm_trie), Documentation/userspace-api/landlock.rst. */
@@ -50,149 +29,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/dome.h"
+#include "policy/tables/tables.h"
 #include "supervisor/common/error.h"
-
-/* ---------------------------------------------------------------- decision tables */
-
-enum dome_decision {
-  DOME_DECISION_DENY = 0,
-  DOME_DECISION_ALLOW = 1,
-};
-
-/* Kernel-level network actions of the Dome schema. */
-enum dome_net_action {
-  DOME_NET_CONNECT = 0, /* net:connect — connect(2) of TCP and UDP sockets */
-  DOME_NET_BIND = 1,    /* net:bind — bind(2) */
-  DOME_NET_SEND = 2,    /* net:send — sendto/sendmsg(2) with a destination on UDP sockets */
-};
-#define DOME_NET_ACTION_COUNT 3
-
-/* context.protocol values the kernel can see; the numbers are IPPROTO_*. */
-enum dome_net_protocol {
-  DOME_PROTOCOL_TCP = 6,  /* "tcp" */
-  DOME_PROTOCOL_UDP = 17, /* "udp" */
-};
-
-/* Kernel-level file actions of the Dome schema; also used as bits in masks. */
-enum dome_file_access {
-  DOME_FILE_READ = 1,  /* fs:read */
-  DOME_FILE_WRITE = 2, /* fs:write */
-  DOME_FILE_EXEC = 4,  /* fs:exec */
-};
-
-enum dome_file_match {
-  DOME_MATCH_EXACT = 0,   /* resource == Dome::Path::"/x/y" */
-  DOME_MATCH_SUBTREE = 1, /* resource in Dome::Path::"/x" (the path itself and everything beneath) */
-};
-
-/* policy_index of an entry no policy decided (the default deny, materialized by flattening). */
-#define DOME_NO_POLICY UINT32_MAX
-
-/* Bounds (checked by dome_rule_tables_validate and the JSON reader). */
-#define DOME_PATH_MAX 4096          /* bytes of a file entry's path, with the NUL */
-#define DOME_NET_MAX_ENTRIES 65536  /* network entries in one table set */
-#define DOME_FILE_MAX_ENTRIES 16384 /* file entries in one table set */
-#define DOME_NET_MAX_PORT_RANGES 16 /* entries sharing one (action, protocol, family, prefix) */
-#define DOME_POLICY_MAX 65536       /* policy ids in the string table */
-
-/* One flattened network entry. */
-struct dome_net_entry {
-  uint8_t action;      /* enum dome_net_action */
-  uint8_t protocol;    /* enum dome_net_protocol */
-  uint8_t family;      /* AF_INET or AF_INET6 */
-  uint8_t prefix_len;  /* 0..32 (AF_INET) or 0..128 (AF_INET6); address bits beyond it are zero */
-  uint8_t address[16]; /* network byte order; AF_INET uses address[0..3] and zeroes the rest */
-  uint16_t port_first; /* inclusive, host byte order, 0..65535 */
-  uint16_t port_last;  /* inclusive, >= port_first */
-  uint8_t decision;    /* enum dome_decision */
-  uint32_t
-      policy_index; /* index in dome_rule_tables.policy_ids of the determining policy, or DOME_NO_POLICY */
-};
-
-/* One flattened file entry. */
-struct dome_file_entry {
-  char *path;            /* absolute, normalized; owned by the table set (malloc'd) */
-  uint8_t match;         /* enum dome_file_match */
-  uint8_t access;        /* one enum dome_file_access value */
-  uint8_t decision;      /* enum dome_decision */
-  uint32_t policy_index; /* as in dome_net_entry */
-};
-
-/* Decision tables of one (agent, policy version). Own every pointer; release with
- * dome_rule_tables_free(). Zero-initialize (or dome_rule_tables_init) before use. */
-struct dome_rule_tables {
-  char *agent;          /* the principal's entity id, e.g. "analyst" (may be NULL) */
-  char *policy_version; /* opaque version of the policy set, e.g. a hash (may be NULL) */
-  char **policy_ids;    /* string table of Cedar policy ids (the determining policies) */
-  size_t policy_count;
-  struct dome_net_entry *net;
-  size_t net_count;
-  struct dome_file_entry *files;
-  size_t file_count;
-};
-
-void dome_rule_tables_init(struct dome_rule_tables *tables);
-void dome_rule_tables_free(struct dome_rule_tables *tables);
-
-/* Intern a Cedar policy id; *index_out receives its index (an existing one when already present).
- * Returns 0, -ENOMEM, -E2BIG (more than DOME_POLICY_MAX ids). */
-int dome_rule_tables_add_policy(struct dome_rule_tables *tables, const char *policy_id, uint32_t *index_out,
-                                dome_error *err);
-
-/* Append a copy of *entry. Returns 0, -ENOMEM, -E2BIG (bound exceeded). Not validated here. */
-int dome_rule_tables_add_net(struct dome_rule_tables *tables, const struct dome_net_entry *entry,
-                             dome_error *err);
-
-/* Append a file entry; path is copied. Returns 0, -ENOMEM, -E2BIG. Not validated here. */
-int dome_rule_tables_add_file(struct dome_rule_tables *tables, const char *path, enum dome_file_match match,
-                              enum dome_file_access access, enum dome_decision decision,
-                              uint32_t policy_index, dome_error *err);
-
-/* Check the table set against the contract above: field ranges, host bits beyond the prefix zero,
- * ports ordered, no overlap inside a network group, at most DOME_NET_MAX_PORT_RANGES entries per group,
- * normalized absolute paths, no duplicate (access, match, path), policy indices in range.
- * Returns 0 or -EINVAL with err naming the entry ("network entry 3: ...", "file entry 1: ..."). */
-int dome_rule_tables_validate(const struct dome_rule_tables *tables, dome_error *err);
-
-/* Reference lookups (user space, same semantics as the kernel programs). Return enum dome_decision and
- * set *entry_out to the index of the deciding entry, or -1 when none decided (default deny).
- * address: 4 bytes (AF_INET) or 16 bytes (AF_INET6) in network order; an IPv4-mapped IPv6 address
- * decides as IPv4. Used by the compiler's property test and by tests. */
-enum dome_decision dome_rule_tables_lookup_net(const struct dome_rule_tables *tables,
-                                               enum dome_net_action action, enum dome_net_protocol protocol,
-                                               int family, const uint8_t *address, uint16_t port,
-                                               long *entry_out);
-enum dome_decision dome_rule_tables_lookup_file(const struct dome_rule_tables *tables,
-                                                enum dome_file_access access, const char *path,
-                                                long *entry_out);
-
-/* JSON form (for `dome rules compile --json` and tests):
- * {"agent": "a", "policy_version": "v", "policies": ["id0", "id1"],
- *  "network": [{"action": "connect"|"bind"|"send", "protocol": "tcp"|"udp", "prefix": "10.0.0.0/8"|"::1/128",
- *               "ports": [first, last], "decision": "allow"|"deny", "policy": "id0"|null}],
- *  "files": [{"path": "/workspace", "match": "exact"|"subtree", "access": "read"|"write"|"exec",
- *             "decision": "allow"|"deny", "policy": "id1"|null}]}
- * "policy" names an id of "policies" (written as the id, not the index). Output is validated input. */
-
-/* Serialize to a malloc'd NUL-terminated JSON text (compact unless pretty). Returns 0 or -ENOMEM. */
-int dome_rule_tables_to_json(const struct dome_rule_tables *tables, bool pretty, char **json_out,
-                             dome_error *err);
-
-/* Parse and validate. On error returns -EINVAL with err naming the place ("line 3 column 5: ...",
- * "network[2].prefix: ..."), leaving *tables_out untouched. tables_out must be freed by the caller. */
-int dome_rule_tables_from_json(const char *json, size_t length, struct dome_rule_tables *tables_out,
-                               dome_error *err);
-
-/* Names used in JSON and human output ("connect", "tcp", "read", "subtree", "allow"). */
-const char *dome_net_action_name(enum dome_net_action action);
-const char *dome_net_protocol_name(enum dome_net_protocol protocol);
-const char *dome_file_access_name(enum dome_file_access access);
-const char *dome_file_match_name(enum dome_file_match match);
-const char *dome_decision_name(enum dome_decision decision);
-
-/* Human-readable listing (for `dome rules compile`): one line per entry, e.g.
- * "net:connect tcp 10.0.0.0/8 ports 443-443 allow  (policy p1)". Returns 0 or -ENOMEM. */
-int dome_rule_tables_format(const struct dome_rule_tables *tables, char **text_out, dome_error *err);
 
 /* ---------------------------------------------------------------- loader */
 
@@ -311,28 +150,17 @@ int dome_kernel_on_cgroup_ready(void *context, const struct jail_cgroup *leaf, d
 
 /* ---------------------------------------------------------------- denial events */
 
-enum dome_hook {
-  DOME_HOOK_CONNECT4 = 1,
-  DOME_HOOK_CONNECT6 = 2,
-  DOME_HOOK_SENDMSG4 = 3,
-  DOME_HOOK_SENDMSG6 = 4,
-  DOME_HOOK_BIND4 = 5,
-  DOME_HOOK_BIND6 = 6,
-  DOME_HOOK_SOCK_CREATE = 7,
-  DOME_HOOK_EGRESS = 8,
-  DOME_HOOK_FILE_OPEN = 9,
-  DOME_HOOK_FILE_RECEIVE = 10,
-  DOME_HOOK_BPRM_CHECK = 11,
-  DOME_HOOK_SOCKET_CONNECT = 12,
-  DOME_HOOK_PTRACE = 13,
-  DOME_HOOK_TASK_KILL = 14,
-  DOME_HOOK_BPF = 15,
-  DOME_HOOK_FILE_PERMISSION = 16,
-  DOME_HOOK_SOCKET_CREATE = 17,
-  DOME_HOOK_PATH_LINK = 18,   /* link(2) that would widen access to a file (object: the existing name) */
-  DOME_HOOK_PATH_RENAME = 19, /* rename(2) that would widen access (object: the old name) */
-};
 const char *dome_hook_name(enum dome_hook hook); /* "connect4", "file_open", ... */
+
+/* What a hook's events carry (bpf/dome.h, enum dome_hook): a network hook an enum dome_net_action
+ * (dome_denial.net_action), a file hook an enum dome_file_access (dome_denial.file_access), any other
+ * hook (socket families, the egress quota, ptrace/kill targets, bpf commands) no Cedar action. */
+enum dome_hook_kind {
+  DOME_HOOK_KIND_OTHER = 0,
+  DOME_HOOK_KIND_NETWORK = 1,
+  DOME_HOOK_KIND_FILE = 2,
+};
+enum dome_hook_kind dome_hook_kind(enum dome_hook hook);
 
 /* One refusal, as delivered to user space. */
 struct dome_denial {
@@ -348,6 +176,18 @@ struct dome_denial {
 };
 
 typedef void (*dome_denial_fn)(void *context, const struct dome_denial *denial);
+
+/* Kernel denials an execution keeps as objects (dome_denial_to_json); later ones are only counted. */
+#define DOME_KERNEL_DENIALS_KEPT 256
+
+/* The JSON object of one denial, as results (`denials`) and `exec.denial` records carry it
+ * (docs/simulate-replay.md, "Kernel-level accesses"): {"hook": dome_hook_name, "object": denial->object,
+ * "action": "net:connect"|"net:bind"|"net:send" for a network hook, "fs:read"|"fs:write"|"fs:exec" for a
+ * file hook, absent for the others, "pid": thread group id, "policy_id": the determining Cedar policy, absent
+ * for the default deny, "offset_ms": milliseconds from start_ns (CLOCK_MONOTONIC ns, the jail's attachment)
+ * to the refusal, 0 when earlier}. Returns a new reference, or NULL when out of memory. */
+struct json_t;
+struct json_t *dome_denial_to_json(const struct dome_denial *denial, uint64_t start_ns);
 
 /* File descriptor that becomes readable when denials are pending (for epoll). */
 int dome_kernel_denial_fd(const struct dome_kernel *kernel);
@@ -375,6 +215,25 @@ int dome_landlock_ruleset_from_tables(const struct dome_rule_tables *tables, boo
  * entry that is not ("file entry 2 (deny read /workspace/secret, policy forbid-secret) lies inside
  * allowed subtree /workspace: Landlock cannot express it; pass --allow-degraded to run without it"). */
 int dome_landlock_check_tables(const struct dome_rule_tables *tables, dome_error *err);
+
+/* Number of DENY file entries that Landlock cannot express (inside or equal to an ALLOW subtree of the same
+ * access, as dome_landlock_check_tables names the first): what a degraded run drops. */
+unsigned dome_landlock_inexpressible_count(const struct dome_rule_tables *tables);
+
+/* The jail's Landlock path rules (struct jail_path_rule, supervisor/jail/jail.h) for the file tables: one
+ * rule per (path, exact) of the ALLOW entries, granting the union of their accesses, each optional (a path
+ * missing in the jail is skipped); DENY entries are Landlock's default. The paths are copies owned by
+ * *rules_out. Returns 0, -ENOMEM, -E2BIG (more than JAIL_MAX_PATH_RULES distinct paths). On error
+ * *rules_out is empty. Release with dome_landlock_path_rules_free. */
+struct jail_path_rule;
+struct dome_landlock_path_rules {
+  struct jail_path_rule *rules;
+  size_t count;
+  char **paths; /* owned, parallel to rules */
+};
+int dome_landlock_path_rules_from_tables(const struct dome_rule_tables *tables,
+                                         struct dome_landlock_path_rules *rules_out, dome_error *err);
+void dome_landlock_path_rules_free(struct dome_landlock_path_rules *rules); /* NULL accepted */
 
 /* Add a path-beneath rule for `access` (DOME_FILE_* mask) to a ruleset. Returns 0 or -errno. */
 int dome_landlock_add_path(int ruleset_fd, const char *path, unsigned access, dome_error *err);

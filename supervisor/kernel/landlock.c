@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "supervisor/common/cleanup.h"
-#include "supervisor/kernel/internal.h"
+#include "supervisor/jail/jail.h"
+#include "supervisor/kernel/kernel.h"
 
 #ifndef LANDLOCK_ACCESS_FS_REFER
 #define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
@@ -88,6 +89,64 @@ int dome_landlock_check_tables(const struct dome_rule_tables *tables, dome_error
     long j = enclosing_allow(tables, i);
     if (j >= 0) return refuse(tables, i, j, err);
   }
+  return 0;
+}
+
+unsigned dome_landlock_inexpressible_count(const struct dome_rule_tables *tables) {
+  unsigned count = 0;
+  for (size_t i = 0; i < tables->file_count; i++)
+    if (tables->files[i].decision == DOME_DECISION_DENY && enclosing_allow(tables, i) >= 0) count++;
+  return count;
+}
+
+static unsigned jail_access_of(uint8_t access) {
+  return access == DOME_FILE_READ    ? JAIL_ACCESS_READ
+         : access == DOME_FILE_WRITE ? JAIL_ACCESS_WRITE
+                                     : JAIL_ACCESS_EXEC;
+}
+
+void dome_landlock_path_rules_free(struct dome_landlock_path_rules *rules) {
+  if (rules == NULL) return;
+  for (size_t i = 0; i < rules->count; i++) free(rules->paths[i]);
+  free(rules->paths);
+  free(rules->rules);
+  *rules = (struct dome_landlock_path_rules){0};
+}
+
+int dome_landlock_path_rules_from_tables(const struct dome_rule_tables *tables,
+                                         struct dome_landlock_path_rules *rules_out, dome_error *err) {
+  struct dome_landlock_path_rules p = {.rules = calloc(tables->file_count + 1, sizeof *p.rules),
+                                       .paths = calloc(tables->file_count + 1, sizeof *p.paths)};
+  *rules_out = (struct dome_landlock_path_rules){0};
+  int rc = 0;
+  if (p.rules == NULL || p.paths == NULL) rc = dome_error_set(err, ENOMEM, "Landlock path rules");
+  for (size_t i = 0; i < tables->file_count && rc == 0; i++) {
+    const struct dome_file_entry *e = &tables->files[i];
+    if (e->decision != DOME_DECISION_ALLOW) continue;
+    bool exact = e->match == DOME_MATCH_EXACT;
+    struct jail_path_rule *rule = NULL;
+    for (size_t k = 0; k < p.count && rule == NULL; k++)
+      if (strcmp(p.rules[k].path, e->path) == 0 && p.rules[k].exact == exact) rule = &p.rules[k];
+    if (rule == NULL) {
+      if (p.count >= JAIL_MAX_PATH_RULES) {
+        rc = dome_error_set(err, E2BIG, "more than %u allowed paths for Landlock", JAIL_MAX_PATH_RULES);
+        break;
+      }
+      if ((p.paths[p.count] = strdup(e->path)) == NULL) {
+        rc = dome_error_set(err, ENOMEM, "Landlock path rules");
+        break;
+      }
+      rule = &p.rules[p.count];
+      *rule = (struct jail_path_rule){.path = p.paths[p.count], .optional = true, .exact = exact};
+      p.count++;
+    }
+    rule->access |= jail_access_of(e->access);
+  }
+  if (rc < 0) {
+    dome_landlock_path_rules_free(&p);
+    return rc;
+  }
+  *rules_out = p;
   return 0;
 }
 

@@ -2,7 +2,7 @@
 #ifndef DOME_KERNEL_LOADER_H
 #define DOME_KERNEL_LOADER_H
 
-#include "supervisor/kernel/internal.h"
+#include "supervisor/kernel/kernel.h"
 
 struct dome_bpf;
 struct bpf_link;

@@ -60,7 +60,7 @@
 #include <sys/types.h>
 
 #include "supervisor/common/error.h"
-#include "supervisor/kernel/kernel.h"
+#include "policy/tables/tables.h"
 
 /* ---------------------------------------------------------------- the plan (pure, no system calls) */
 

@@ -12,8 +12,6 @@
 #include "supervisor/kernel/kernel.h"
 #include "supervisor/replay/replay_internal.h"
 
-#define DENIALS_MAX 256 /* denials kept per execution (the rest are counted) */
-
 struct replay_kernel {
   struct dome_kernel *kernel;
   struct dome_kernel_attachment *attachment;
@@ -103,21 +101,11 @@ int replay_kernel_attach(struct replay_kernel *k, const struct jail_cgroup *leaf
 static void collect(void *context, const struct dome_denial *denial) {
   struct replay_kernel *k = context;
   if (denial->cgroup_id != k->cgroup_id) return;
-  if (json_array_size(k->denials) >= DENIALS_MAX) {
+  if (json_array_size(k->denials) >= DOME_KERNEL_DENIALS_KEPT) {
     k->dropped++;
     return;
   }
-  bool network = denial->hook <= DOME_HOOK_EGRESS || denial->hook == DOME_HOOK_SOCKET_CONNECT;
-  const char *action = network ? (denial->net_action == DOME_NET_BIND   ? "net:bind"
-                                  : denial->net_action == DOME_NET_SEND ? "net:send"
-                                                                        : "net:connect")
-                               : (denial->file_access == DOME_FILE_WRITE  ? "fs:write"
-                                  : denial->file_access == DOME_FILE_EXEC ? "fs:exec"
-                                                                          : "fs:read");
-  int64_t offset = denial->time_ns > k->start_ns ? (int64_t)((denial->time_ns - k->start_ns) / 1000000u) : 0;
-  json_t *entry = json_pack("{s:s,s:s,s:s,s:I}", "hook", dome_hook_name(denial->hook), "object",
-                            denial->object, "action", action, "offset_ms", (json_int_t)offset);
-  if (entry && denial->policy_id) json_object_set_new(entry, "policy_id", json_string(denial->policy_id));
+  json_t *entry = dome_denial_to_json(denial, k->start_ns);
   if (entry) json_array_append_new(k->denials, entry);
 }
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "policy/compile/compile.h"
+#include "supervisor/kernel/kernel.h"
 
 static int compile_text(const char *rules, const char *entities_json, struct dome_rule_tables *tables,
                         dome_error *err) {

@@ -1,4 +1,4 @@
-/* Decision tables: construction, validation against the contract of kernel.h, reference lookups. */
+/* Decision tables: construction, validation against the contract of tables.h, reference lookups. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 
 #include "supervisor/common/cleanup.h"
-#include "supervisor/kernel/internal.h"
+#include "policy/tables/internal.h"
 
 void dome_rule_tables_init(struct dome_rule_tables *tables) {
   memset(tables, 0, sizeof(*tables));
@@ -135,7 +135,7 @@ static bool same_group(const struct dome_net_entry *a, const struct dome_net_ent
          a->prefix_len == b->prefix_len && memcmp(a->address, b->address, 16) == 0;
 }
 
-bool dome_path_is_normalized(const char *path) {
+bool dome_rule_tables_path_is_normalized(const char *path) {
   if (path[0] != '/') return false;
   if (strcmp(path, "/") == 0) return true;
   size_t length = strlen(path);
@@ -206,7 +206,7 @@ static int validate_file(const struct dome_rule_tables *tables, size_t i, dome_e
   const struct dome_file_entry *e = &tables->files[i];
   if (!e->path) return dome_error_set(err, 0, "file entry %zu: no path", i);
   if (strlen(e->path) >= DOME_PATH_MAX) return dome_error_set(err, 0, "file entry %zu: path too long", i);
-  if (!dome_path_is_normalized(e->path))
+  if (!dome_rule_tables_path_is_normalized(e->path))
     return dome_error_set(err, 0, "file entry %zu: path `%s` is not absolute and normalized", i, e->path);
   if (e->match != DOME_MATCH_EXACT && e->match != DOME_MATCH_SUBTREE)
     return dome_error_set(err, 0, "file entry %zu: unknown match %u", i, e->match);
@@ -299,7 +299,7 @@ enum dome_decision dome_rule_tables_lookup_file(const struct dome_rule_tables *t
 
 /* ---------------------------------------------------------------- human listing */
 
-int dome_format_prefix(const struct dome_net_entry *e, char *out, size_t size) {
+int dome_rule_tables_format_prefix(const struct dome_net_entry *e, char *out, size_t size) {
   char address[INET6_ADDRSTRLEN];
   if (!inet_ntop(e->family == AF_INET ? AF_INET : AF_INET6, e->address, address, sizeof(address)))
     return -EINVAL;
@@ -318,7 +318,7 @@ int dome_rule_tables_format(const struct dome_rule_tables *tables, char **text_o
   for (size_t i = 0; i < tables->net_count; i++) {
     const struct dome_net_entry *e = &tables->net[i];
     char prefix[INET6_ADDRSTRLEN + 8] = "?";
-    dome_format_prefix(e, prefix, sizeof(prefix));
+    dome_rule_tables_format_prefix(e, prefix, sizeof(prefix));
     fprintf(out, "%4zu net:%-7s %s %-24s ports %u-%u %s", i, dome_net_action_name(e->action),
             dome_net_protocol_name(e->protocol), prefix, e->port_first, e->port_last,
             dome_decision_name(e->decision));

@@ -1,4 +1,4 @@
-/* JSON form of decision tables (jansson); the format is documented in kernel.h. */
+/* JSON form of decision tables (jansson); the format is documented in tables.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "supervisor/kernel/internal.h"
+#include "policy/tables/internal.h"
 
 static json_t *policy_json(const struct dome_rule_tables *tables, uint32_t index) {
   if (index == DOME_NO_POLICY || index >= tables->policy_count) return json_null();
@@ -25,7 +25,7 @@ int dome_rule_tables_to_json(const struct dome_rule_tables *tables, bool pretty,
   for (size_t i = 0; i < tables->net_count; i++) {
     const struct dome_net_entry *e = &tables->net[i];
     char prefix[INET6_ADDRSTRLEN + 8];
-    if (dome_format_prefix(e, prefix, sizeof(prefix)) < 0) {
+    if (dome_rule_tables_format_prefix(e, prefix, sizeof(prefix)) < 0) {
       json_decref(root);
       json_decref(policies);
       json_decref(network);
