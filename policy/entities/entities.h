@@ -5,8 +5,26 @@
 
 #include <jansson.h>
 
-#include "policy/eval/eval.h"
 #include "policy/schema/schema.h"
+#include "policy/syntax/value.h"
+
+/* ---------------- entity store (read by the evaluator) ---------------- */
+
+typedef struct cedar_entity {
+  cedar_euid uid;
+  cedar_value attrs;         /* RECORD */
+  cedar_value tags;          /* RECORD (count 0 when none) */
+  const cedar_euid *parents; /* direct parents as given */
+  size_t parent_count;
+  const cedar_euid *ancestors; /* transitive closure, sorted by cedar_euid_cmp */
+  size_t ancestor_count;
+} cedar_entity;
+
+const cedar_entity *cedar_entities_find(const cedar_entities *entities, const cedar_euid *uid);
+bool cedar_entity_has_ancestor(const cedar_entity *entity, const cedar_euid *ancestor);
+
+/* The record value of a context (the empty record for NULL). */
+const cedar_value *cedar_context_value(const cedar_context *context);
 
 /* Conversion state: errors are written to diag with `file` and a path of the value ("attribute `a`"). */
 typedef struct cedar_json_reader {

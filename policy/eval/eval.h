@@ -1,77 +1,10 @@
-/* Engine-internal: Cedar values, the evaluator and the entity store interface it reads.
- *
- * Values are small structs passed by value; their arrays live in an arena (the entity set's for entity
- * data, a per-request arena during evaluation). Sets are kept sorted by cedar_value_cmp without
- * duplicates; records sorted by key. An "unknown" value (partial evaluation) carries its name. */
+/* Engine-internal: the evaluator. Values are in policy/syntax/value.h, the entity store it reads in
+ * policy/entities/entities.h. */
 #ifndef DOME_POLICY_EVAL_EVAL_H
 #define DOME_POLICY_EVAL_EVAL_H
 
-#include "policy/syntax/syntax.h"
-
-typedef enum cedar_value_kind {
-  CV_BOOL,
-  CV_LONG,
-  CV_STRING,
-  CV_ENTITY,
-  CV_SET,
-  CV_RECORD,
-  CV_IPADDR,
-  CV_DECIMAL,
-  CV_DATETIME,
-  CV_DURATION,
-  CV_UNKNOWN,
-} cedar_value_kind;
-
-typedef struct cedar_value cedar_value;
-struct cedar_value {
-  uint8_t kind;
-  union {
-    bool boolean;
-    int64_t number; /* LONG; DECIMAL (x 10^4); DATETIME, DURATION (ms) */
-    cedar_str s;    /* STRING; UNKNOWN (its name) */
-    cedar_euid uid;
-    cedar_ipaddr ip;
-    struct {
-      const cedar_value *items;
-      size_t count;
-    } set;
-    struct {
-      const cedar_str *keys;
-      const cedar_value *values;
-      size_t count;
-    } record;
-  } u;
-};
-
-/* Total order used for set canonicalization (kind first). */
-int cedar_value_cmp(const cedar_value *a, const cedar_value *b);
-/* Cedar `==`. */
-bool cedar_value_eq(const cedar_value *a, const cedar_value *b);
-/* Sort and deduplicate items[0..count) in place; returns the new count. */
-size_t cedar_value_set_normalize(cedar_value *items, size_t count);
-/* Sort record entries by key; returns -1 on a duplicate key (index in *dup). */
-int cedar_value_record_normalize(cedar_str *keys, cedar_value *values, size_t count, size_t *dup);
-/* Attribute lookup in a record value; NULL when absent. */
-const cedar_value *cedar_record_get(const cedar_value *record, cedar_str key);
-const char *cedar_value_kind_name(cedar_value_kind kind);
-
-/* ---------------- entity store (implemented in policy/entities) ---------------- */
-
-typedef struct cedar_entity {
-  cedar_euid uid;
-  cedar_value attrs;         /* RECORD */
-  cedar_value tags;          /* RECORD (count 0 when none) */
-  const cedar_euid *parents; /* direct parents as given */
-  size_t parent_count;
-  const cedar_euid *ancestors; /* transitive closure, sorted by cedar_euid_cmp */
-  size_t ancestor_count;
-} cedar_entity;
-
-const cedar_entity *cedar_entities_find(const cedar_entities *entities, const cedar_euid *uid);
-bool cedar_entity_has_ancestor(const cedar_entity *entity, const cedar_euid *ancestor);
-
-/* The record value of a context (the empty record for NULL). */
-const cedar_value *cedar_context_value(const cedar_context *context);
+#include "policy/entities/entities.h"
+#include "policy/syntax/value.h"
 
 /* ---------------- evaluation ---------------- */
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "policy/syntax/syntax.h"
+#include "policy/syntax/value.h"
 
 /* ---------------- writing ---------------- */
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "policy/syntax/syntax.h"
+#include "policy/syntax/value.h"
 
 enum { PREC_IF, PREC_OR, PREC_AND, PREC_REL, PREC_ADD, PREC_MUL, PREC_UNARY, PREC_MEMBER };
 

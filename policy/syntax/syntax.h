@@ -289,8 +289,4 @@ int cedar_json_copy_bytes(cedar_arena *arena, const char *s, size_t length, ceda
 int cedar_schema_name_decode(cedar_arena *arena, const char *name, cedar_str *out);
 char *cedar_schema_name_encode(cedar_str name);
 
-/* Provided by policy/eval: print a value in Cedar syntax / as entity-JSON. */
-void cedar_print_value(cedar_buf *buf, const struct cedar_value *value);
-struct json_t *cedar_value_to_json(const struct cedar_value *value);
-
 #endif

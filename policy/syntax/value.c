@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/eval/eval.h"
+#include "policy/syntax/value.h"
 
 static int cmp_num(int64_t a, int64_t b) {
   return a < b ? -1 : a > b;
