@@ -121,8 +121,8 @@ int dome_compile_load_entities(const char *text, size_t length, const char *file
   return 0;
 }
 
-void decide(const struct compiled_policy *policies, size_t count, const bool *satisfied,
-            enum dome_decision *decision, long *policy) {
+void dome_compile_decide(const struct compiled_policy *policies, size_t count, const bool *satisfied,
+                         enum dome_decision *decision, long *policy) {
   long permit = -1;
   for (size_t i = 0; i < count; i++) {
     if (!satisfied[i]) continue;
@@ -230,7 +230,7 @@ static int compile_action(const cedar_policy_set *set, const cedar_entities *ent
     struct pred *pred = NULL;
     struct pred_env env = {
         .is_file = actions[a].is_file, .entities = entities, .agent = agent, .action = actions[a].name};
-    rc = pred_from_policy_json(est, &env, &pred, err);
+    rc = dome_compile_pred_from_policy_json(est, &env, &pred, err);
     json_decref(est);
     if (rc < 0) {
       const char *file = NULL;
@@ -251,11 +251,11 @@ static int compile_action(const cedar_policy_set *set, const cedar_entities *ent
   if (rc == 0) {
     qsort(policies, count, sizeof *policies, compare_order);
     rc = actions[a].is_file
-             ? compile_file_action(policies, count, (enum dome_file_access)actions[a].kind, tables, err)
-             : compile_net_action(policies, count, (enum dome_net_action)actions[a].kind, tables, err);
+             ? dome_compile_file_action(policies, count, (enum dome_file_access)actions[a].kind, tables, err)
+             : dome_compile_net_action(policies, count, (enum dome_net_action)actions[a].kind, tables, err);
   }
 out:
-  for (size_t i = 0; i < count; i++) pred_free(policies[i].pred);
+  for (size_t i = 0; i < count; i++) dome_compile_pred_free(policies[i].pred);
   free(policies);
   cedar_partial_response_release(&response);
   return rc;
@@ -291,7 +291,7 @@ bool dome_compile_needs_egress(const struct dome_rule_tables *tables) {
     if (e->decision != DOME_DECISION_ALLOW || e->action == DOME_NET_BIND) continue;
     struct prefix p = {.family = e->family == AF_INET6 ? 6 : 4, .length = e->prefix_len};
     memcpy(p.address, e->address, 16);
-    if (!prefix_covers(p.family == 4 ? &lo4 : &lo6, &p)) return true;
+    if (!dome_compile_prefix_covers(p.family == 4 ? &lo4 : &lo6, &p)) return true;
   }
   return false;
 }

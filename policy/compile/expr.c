@@ -119,11 +119,11 @@ static int reject(struct builder *b, json_t *expression, const char *reason) {
 
 /* ---- predicates ---- */
 
-void pred_free(struct pred *pred) {
+void dome_compile_pred_free(struct pred *pred) {
   if (!pred) return;
-  pred_free(pred->a);
-  pred_free(pred->b);
-  pred_free(pred->c);
+  dome_compile_pred_free(pred->a);
+  dome_compile_pred_free(pred->b);
+  dome_compile_pred_free(pred->c);
   free(pred->path);
   free(pred);
 }
@@ -145,14 +145,14 @@ static struct pred *constant(struct builder *b, bool value) {
 
 static struct pred *combine(struct builder *b, enum pred_kind kind, struct pred *x, struct pred *y) {
   if (!x || !y) {
-    pred_free(x);
-    pred_free(y);
+    dome_compile_pred_free(x);
+    dome_compile_pred_free(y);
     return NULL;
   }
   struct pred *p = node(b, kind);
   if (!p) {
-    pred_free(x);
-    pred_free(y);
+    dome_compile_pred_free(x);
+    dome_compile_pred_free(y);
     return NULL;
   }
   p->a = x;
@@ -389,7 +389,7 @@ static struct pred *resource_atom(struct builder *b, json_t *e, const char *type
     }
     struct pred *x = node(b, in_op ? PRED_PATH_IN : PRED_PATH_EQ);
     if (x && !(x->path = strdup(id))) {
-      pred_free(x);
+      dome_compile_pred_free(x);
       dome_error_set(b->err, ENOMEM, "out of memory");
       return NULL;
     }
@@ -461,7 +461,7 @@ static struct pred *equality(struct builder *b, json_t *e, json_t *args, bool ne
   if (x && negate) {
     struct pred *n = node(b, PRED_NOT);
     if (!n) {
-      pred_free(x);
+      dome_compile_pred_free(x);
       return NULL;
     }
     n->a = x;
@@ -556,7 +556,7 @@ static struct pred *membership(struct builder *b, json_t *e, json_t *args, unsig
     json_t *value = json_object_get(element, "Value");
     const char *type, *id;
     if (!entity_value(value ? value : element, &type, &id)) {
-      pred_free(x);
+      dome_compile_pred_free(x);
       reject(b, e, "a set holding something other than entities");
       return NULL;
     }
@@ -580,7 +580,7 @@ static struct pred *is_type(struct builder *b, json_t *e, json_t *args, unsigned
   if (in && x) {
     struct term r;
     if (term(b, in, &r, depth + 1) < 0 || r.kind != TERM_ENTITY) {
-      pred_free(x);
+      dome_compile_pred_free(x);
       if (r.kind != TERM_ENTITY) reject(b, e, "`is ... in` compiles only with an entity");
       return NULL;
     }
@@ -652,7 +652,7 @@ static struct pred *build(struct builder *b, json_t *e, unsigned depth) {
     if (!inner) return NULL;
     struct pred *x = node(b, PRED_NOT);
     if (!x) {
-      pred_free(inner);
+      dome_compile_pred_free(inner);
       return NULL;
     }
     x->a = inner;
@@ -671,9 +671,9 @@ static struct pred *build(struct builder *b, json_t *e, unsigned depth) {
     struct pred *f = t ? build(b, json_object_get(args, "else"), depth + 1) : NULL;
     struct pred *x = t && f ? node(b, PRED_ITE) : NULL;
     if (!x) {
-      pred_free(c);
-      pred_free(t);
-      pred_free(f);
+      dome_compile_pred_free(c);
+      dome_compile_pred_free(t);
+      dome_compile_pred_free(f);
       return NULL;
     }
     x->a = c;
@@ -700,7 +700,8 @@ static struct pred *build(struct builder *b, json_t *e, unsigned depth) {
   return NULL;
 }
 
-int pred_from_policy_json(json_t *policy, const struct pred_env *env, struct pred **out, dome_error *err) {
+int dome_compile_pred_from_policy_json(json_t *policy, const struct pred_env *env, struct pred **out,
+                                       dome_error *err) {
   struct builder b = {.is_file = env->is_file, .env = env, .err = err};
   struct pred *all = constant(&b, true);
   json_t *conditions = json_object_get(policy, "conditions");
@@ -715,7 +716,7 @@ int pred_from_policy_json(json_t *policy, const struct pred_env *env, struct pre
       if (n)
         n->a = x;
       else
-        pred_free(x);
+        dome_compile_pred_free(x);
       x = n;
     }
     all = combine(&b, PRED_AND, all, x);
@@ -726,7 +727,7 @@ int pred_from_policy_json(json_t *policy, const struct pred_env *env, struct pre
   for (size_t s = 0; all && s < 3; s++) {
     const char *op = json_string_value(json_object_get(json_object_get(policy, scopes[s]), "op"));
     if (!op || strcmp(op, "All") != 0) {
-      pred_free(all);
+      dome_compile_pred_free(all);
       all = NULL;
       dome_error_set(err, EINVAL, "cannot compile the residual scope of `%s`", scopes[s]);
     }
@@ -761,7 +762,7 @@ static int eval(const struct pred *p, const struct net_cell *n, const struct fil
       x = eval(p->a, n, f);
       return x < 0 ? x : x ? eval(p->b, n, f) : eval(p->c, n, f);
     case PRED_IP_IN:
-      return n && prefix_contains(&p->prefix, n->node->family, n->address);
+      return n && dome_compile_prefix_contains(&p->prefix, n->node->family, n->address);
     case PRED_FAMILY:
       return n && n->node->family == p->family;
     case PRED_PORT:
@@ -772,35 +773,36 @@ static int eval(const struct pred *p, const struct net_cell *n, const struct fil
       if (!n) return 0;
       struct prefix lo4 = {.family = 4, .length = 8, .address = {127}};
       struct prefix lo6 = {.family = 6, .length = 128, .address = {[15] = 1}};
-      bool loopback = prefix_contains(&lo4, n->node->family, n->address) ||
-                      prefix_contains(&lo6, n->node->family, n->address);
+      bool loopback = dome_compile_prefix_contains(&lo4, n->node->family, n->address) ||
+                      dome_compile_prefix_contains(&lo6, n->node->family, n->address);
       return (p->mask & (loopback ? CLASS_LOOPBACK_BIT : CLASS_EGRESS_BIT)) != 0;
     }
     case PRED_PATH_EQ:
       return f && f->exact && strcmp(f->path, p->path) == 0;
     case PRED_PATH_IN:
-      return f && path_is_ancestor_or_self(p->path, f->path);
+      return f && dome_compile_path_is_ancestor_or_self(p->path, f->path);
   }
   return -1;
 }
 
-bool pred_eval_net(const struct pred *pred, const struct net_cell *cell) {
+bool dome_compile_pred_eval_net(const struct pred *pred, const struct net_cell *cell) {
   return eval(pred, cell, NULL) == 1;
 }
 
-bool pred_eval_file(const struct pred *pred, const struct file_cell *cell) {
+bool dome_compile_pred_eval_file(const struct pred *pred, const struct file_cell *cell) {
   return eval(pred, NULL, cell) == 1;
 }
 
-void pred_visit(const struct pred *p, void (*fn)(void *context, const struct pred *atom), void *context) {
+void dome_compile_pred_visit(const struct pred *p, void (*fn)(void *context, const struct pred *atom),
+                             void *context) {
   if (!p) return;
   fn(context, p);
-  pred_visit(p->a, fn, context);
-  pred_visit(p->b, fn, context);
-  pred_visit(p->c, fn, context);
+  dome_compile_pred_visit(p->a, fn, context);
+  dome_compile_pred_visit(p->b, fn, context);
+  dome_compile_pred_visit(p->c, fn, context);
 }
 
-bool prefix_contains(const struct prefix *prefix, uint8_t family, const uint8_t *address) {
+bool dome_compile_prefix_contains(const struct prefix *prefix, uint8_t family, const uint8_t *address) {
   if (prefix->family != family) return false;
   for (unsigned bit = 0; bit < prefix->length; bit++) {
     uint8_t m = (uint8_t)(0x80u >> (bit % 8));
@@ -809,11 +811,11 @@ bool prefix_contains(const struct prefix *prefix, uint8_t family, const uint8_t 
   return true;
 }
 
-bool prefix_covers(const struct prefix *a, const struct prefix *b) {
-  return a->length <= b->length && prefix_contains(a, b->family, b->address);
+bool dome_compile_prefix_covers(const struct prefix *a, const struct prefix *b) {
+  return a->length <= b->length && dome_compile_prefix_contains(a, b->family, b->address);
 }
 
-bool path_is_ancestor_or_self(const char *ancestor, const char *path) {
+bool dome_compile_path_is_ancestor_or_self(const char *ancestor, const char *path) {
   if (strcmp(ancestor, "/") == 0) return true;
   size_t n = strlen(ancestor);
   return strncmp(ancestor, path, n) == 0 && (path[n] == 0 || path[n] == '/');

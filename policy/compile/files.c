@@ -57,8 +57,8 @@ static int add(const struct compiled_policy *policies, const char *path, enum do
   return dome_rule_tables_add_file(tables, path, match, access, v.decision, index, err);
 }
 
-int compile_file_action(const struct compiled_policy *policies, size_t count, enum dome_file_access access,
-                        struct dome_rule_tables *tables, dome_error *err) {
+int dome_compile_file_action(const struct compiled_policy *policies, size_t count,
+                             enum dome_file_access access, struct dome_rule_tables *tables, dome_error *err) {
   struct paths paths = {.items = calloc(DOME_COMPILE_MAX_PATHS + 1, sizeof(char *))};
   bool *satisfied = calloc(count + 1, sizeof *satisfied);
   struct verdict *beneath = NULL;
@@ -69,7 +69,7 @@ int compile_file_action(const struct compiled_policy *policies, size_t count, en
     goto out;
   }
   add_path(&paths, "/");
-  for (size_t i = 0; i < count; i++) pred_visit(policies[i].pred, collect_atom, &paths);
+  for (size_t i = 0; i < count; i++) dome_compile_pred_visit(policies[i].pred, collect_atom, &paths);
   if (paths.overflow) {
     rc = dome_error_set(err, E2BIG, "fs:%s: more than %d distinct paths", dome_file_access_name(access),
                         DOME_COMPILE_MAX_PATHS);
@@ -86,15 +86,15 @@ int compile_file_action(const struct compiled_policy *policies, size_t count, en
     const char *path = paths.items[n];
     struct verdict exact;
     struct file_cell cell = {.path = path, .exact = true};
-    for (size_t i = 0; i < count; i++) satisfied[i] = pred_eval_file(policies[i].pred, &cell);
-    decide(policies, count, satisfied, &exact.decision, &exact.policy);
+    for (size_t i = 0; i < count; i++) satisfied[i] = dome_compile_pred_eval_file(policies[i].pred, &cell);
+    dome_compile_decide(policies, count, satisfied, &exact.decision, &exact.policy);
     cell.exact = false;
-    for (size_t i = 0; i < count; i++) satisfied[i] = pred_eval_file(policies[i].pred, &cell);
-    decide(policies, count, satisfied, &beneath[n].decision, &beneath[n].policy);
+    for (size_t i = 0; i < count; i++) satisfied[i] = dome_compile_pred_eval_file(policies[i].pred, &cell);
+    dome_compile_decide(policies, count, satisfied, &beneath[n].decision, &beneath[n].policy);
     /* what the lookup finds without this literal's entries: the nearest emitted ancestor's subtree */
     struct verdict inherited = {DOME_DECISION_DENY, -1};
     for (size_t a = n; a-- > 0;)
-      if (emitted[a] && path_is_ancestor_or_self(paths.items[a], path)) {
+      if (emitted[a] && dome_compile_path_is_ancestor_or_self(paths.items[a], path)) {
         inherited = beneath[a];
         break;
       }

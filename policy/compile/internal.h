@@ -57,8 +57,9 @@ struct pred_env {
   const char *agent;
   const char *action; /* "fs:read", ... */
 };
-int pred_from_policy_json(json_t *policy, const struct pred_env *env, struct pred **out, dome_error *err);
-void pred_free(struct pred *pred);
+int dome_compile_pred_from_policy_json(json_t *policy, const struct pred_env *env, struct pred **out,
+                                       dome_error *err);
+void dome_compile_pred_free(struct pred *pred);
 
 /* A cell: one class of concrete requests on which every atom of the policies is constant. */
 struct net_cell {
@@ -73,16 +74,17 @@ struct file_cell {
 };
 /* Cedar's outcome of the condition in the cell: true only when it evaluates to true without error (an
  * erroring policy is not satisfied; && || ! if-then-else propagate errors as Cedar does). */
-bool pred_eval_net(const struct pred *pred, const struct net_cell *cell);
-bool pred_eval_file(const struct pred *pred, const struct file_cell *cell);
+bool dome_compile_pred_eval_net(const struct pred *pred, const struct net_cell *cell);
+bool dome_compile_pred_eval_file(const struct pred *pred, const struct file_cell *cell);
 
 /* Walk the atoms (for collecting literals). */
-void pred_visit(const struct pred *pred, void (*fn)(void *context, const struct pred *atom), void *context);
+void dome_compile_pred_visit(const struct pred *pred, void (*fn)(void *context, const struct pred *atom),
+                             void *context);
 
-bool prefix_contains(const struct prefix *prefix, uint8_t family, const uint8_t *address);
+bool dome_compile_prefix_contains(const struct prefix *prefix, uint8_t family, const uint8_t *address);
 /* prefix a contains prefix b (same family, a shorter or equal, b's address in a) */
-bool prefix_covers(const struct prefix *a, const struct prefix *b);
-bool path_is_ancestor_or_self(const char *ancestor, const char *path);
+bool dome_compile_prefix_covers(const struct prefix *a, const struct prefix *b);
+bool dome_compile_path_is_ancestor_or_self(const char *ancestor, const char *path);
 
 /* One compiled policy of an action. */
 struct compiled_policy {
@@ -93,13 +95,13 @@ struct compiled_policy {
 };
 
 /* Compile one action's policies into the tables. */
-int compile_net_action(const struct compiled_policy *policies, size_t count, enum dome_net_action action,
-                       struct dome_rule_tables *tables, dome_error *err);
-int compile_file_action(const struct compiled_policy *policies, size_t count, enum dome_file_access access,
-                        struct dome_rule_tables *tables, dome_error *err);
+int dome_compile_net_action(const struct compiled_policy *policies, size_t count, enum dome_net_action action,
+                            struct dome_rule_tables *tables, dome_error *err);
+int dome_compile_file_action(const struct compiled_policy *policies, size_t count,
+                             enum dome_file_access access, struct dome_rule_tables *tables, dome_error *err);
 
 /* Decision for a satisfied-policy vector: fills *decision and *policy (index into policies or -1). */
-void decide(const struct compiled_policy *policies, size_t count, const bool *satisfied,
-            enum dome_decision *decision, long *policy);
+void dome_compile_decide(const struct compiled_policy *policies, size_t count, const bool *satisfied,
+                         enum dome_decision *decision, long *policy);
 
 #endif

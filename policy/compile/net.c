@@ -74,8 +74,8 @@ static int compare_prefixes(const void *a, const void *b) {
 static bool representative(const struct prefix *p, const struct prefix *others, size_t count, uint8_t *out) {
   bool any_inside = false;
   for (size_t i = 0; i < count && !any_inside; i++)
-    any_inside =
-        others[i].family == p->family && others[i].length > p->length && prefix_covers(p, &others[i]);
+    any_inside = others[i].family == p->family && others[i].length > p->length &&
+                 dome_compile_prefix_covers(p, &others[i]);
   if (!any_inside) {
     memcpy(out, p->address, 16);
     return true;
@@ -88,8 +88,8 @@ static bool representative(const struct prefix *p, const struct prefix *others, 
     if (half) child.address[p->length / 8] |= (uint8_t)(0x80u >> (p->length % 8));
     bool covered = false;
     for (size_t i = 0; i < count && !covered; i++)
-      covered =
-          others[i].family == p->family && prefix_covers(&others[i], &child) && others[i].length > p->length;
+      covered = others[i].family == p->family && dome_compile_prefix_covers(&others[i], &child) &&
+                others[i].length > p->length;
     if (covered) continue;
     if (representative(&child, others, count, out)) return true;
   }
@@ -164,8 +164,8 @@ static int emit(const struct compiled_policy *policies, const struct prefix *p, 
   return 0;
 }
 
-int compile_net_action(const struct compiled_policy *policies, size_t count, enum dome_net_action action,
-                       struct dome_rule_tables *tables, dome_error *err) {
+int dome_compile_net_action(const struct compiled_policy *policies, size_t count, enum dome_net_action action,
+                            struct dome_rule_tables *tables, dome_error *err) {
   struct collect c = {0};
   c.prefixes = calloc(DOME_COMPILE_MAX_PREFIXES + 8, sizeof *c.prefixes);
   c.cuts = calloc(DOME_COMPILE_MAX_PORT_CUTS + 2, sizeof *c.cuts);
@@ -186,7 +186,7 @@ int compile_net_action(const struct compiled_policy *policies, size_t count, enu
   };
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) add_prefix(&c, &fixed[i]);
   add_cut(&c, 0);
-  for (size_t i = 0; i < count; i++) pred_visit(policies[i].pred, collect_atom, &c);
+  for (size_t i = 0; i < count; i++) dome_compile_pred_visit(policies[i].pred, collect_atom, &c);
   if (c.overflow) {
     rc = dome_error_set(err, E2BIG, "net:%s: more than %d address ranges or %d port boundaries",
                         dome_net_action_name(action), DOME_COMPILE_MAX_PREFIXES, DOME_COMPILE_MAX_PORT_CUTS);
@@ -210,7 +210,8 @@ int compile_net_action(const struct compiled_policy *policies, size_t count, enu
   for (size_t n = 0; n < c.prefix_count; n++) {
     const struct prefix *p = &c.prefixes[n];
     uint8_t address[16];
-    bool reachable = !prefix_covers(&mapped, p) && representative(p, c.prefixes, c.prefix_count, address);
+    bool reachable =
+        !dome_compile_prefix_covers(&mapped, p) && representative(p, c.prefixes, c.prefix_count, address);
     for (unsigned proto = 0; proto < 2; proto++) {
       struct vector *v = &vectors[n * 2 + proto];
       v->ranges = storage + (n * 2 + proto) * intervals;
@@ -221,9 +222,9 @@ int compile_net_action(const struct compiled_policy *policies, size_t count, enu
                                 .address = address,
                                 .port = c.cuts[k],
                                 .protocol_bit = proto ? PROTO_UDP_BIT : PROTO_TCP_BIT};
-        for (size_t i = 0; i < count; i++) satisfied[i] = pred_eval_net(policies[i].pred, &cell);
+        for (size_t i = 0; i < count; i++) satisfied[i] = dome_compile_pred_eval_net(policies[i].pred, &cell);
         struct range r = {.first = c.cuts[k], .last = k + 1 < intervals ? c.cuts[k + 1] - 1 : 65535};
-        decide(policies, count, satisfied, &r.decision, &r.policy);
+        dome_compile_decide(policies, count, satisfied, &r.decision, &r.policy);
         if (v->count && v->ranges[v->count - 1].decision == r.decision &&
             v->ranges[v->count - 1].policy == r.policy)
           v->ranges[v->count - 1].last = r.last;
@@ -241,7 +242,7 @@ int compile_net_action(const struct compiled_policy *policies, size_t count, enu
       const struct vector *inherited = NULL;
       for (size_t a = n; a-- > 0;) {
         const struct vector *va = &vectors[a * 2 + proto];
-        if (va->count && prefix_covers(&c.prefixes[a], p) && c.prefixes[a].length < p->length) {
+        if (va->count && dome_compile_prefix_covers(&c.prefixes[a], p) && c.prefixes[a].length < p->length) {
           inherited = va;
           break;
         }

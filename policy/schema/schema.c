@@ -17,7 +17,7 @@ struct schema_arena_chunk {
   _Alignas(16) unsigned char data[];
 };
 
-void *schema_arena_alloc(schema_arena *arena, size_t size) {
+void *cedar_schema_arena_alloc(schema_arena *arena, size_t size) {
   size = (size + 15) & ~(size_t)15;
   schema_arena_chunk *chunk = arena->chunks;
   if (!chunk || chunk->size - chunk->used < size) {
@@ -38,19 +38,19 @@ void *schema_arena_alloc(schema_arena *arena, size_t size) {
   return p;
 }
 
-char *schema_arena_strndup(schema_arena *arena, const char *text, size_t length) {
-  char *p = schema_arena_alloc(arena, length + 1);
+char *cedar_schema_arena_strndup(schema_arena *arena, const char *text, size_t length) {
+  char *p = cedar_schema_arena_alloc(arena, length + 1);
   if (p) memcpy(p, text, length);
   return p;
 }
 
-char *schema_arena_printf(schema_arena *arena, const char *format, ...) {
+char *cedar_schema_arena_printf(schema_arena *arena, const char *format, ...) {
   va_list ap;
   va_start(ap, format);
   int n = vsnprintf(NULL, 0, format, ap);
   va_end(ap);
   if (n < 0) return NULL;
-  char *p = schema_arena_alloc(arena, (size_t)n + 1);
+  char *p = cedar_schema_arena_alloc(arena, (size_t)n + 1);
   if (!p) return NULL;
   va_start(ap, format);
   vsnprintf(p, (size_t)n + 1, format, ap);
@@ -58,10 +58,11 @@ char *schema_arena_printf(schema_arena *arena, const char *format, ...) {
   return p;
 }
 
-void *schema_arena_push(schema_arena *arena, void **items, size_t *count, size_t *capacity, size_t size) {
+void *cedar_schema_arena_push(schema_arena *arena, void **items, size_t *count, size_t *capacity,
+                              size_t size) {
   if (*count == *capacity) {
     size_t grown = *capacity ? *capacity * 2 : 4;
-    void *bigger = schema_arena_alloc(arena, grown * size);
+    void *bigger = cedar_schema_arena_alloc(arena, grown * size);
     if (!bigger) return NULL;
     if (*count) memcpy(bigger, *items, *count * size);
     *items = bigger;
@@ -72,7 +73,7 @@ void *schema_arena_push(schema_arena *arena, void **items, size_t *count, size_t
   return slot;
 }
 
-void schema_arena_release(schema_arena *arena) {
+void cedar_schema_arena_release(schema_arena *arena) {
   while (arena->chunks) {
     schema_arena_chunk *next = arena->chunks->next;
     free(arena->chunks);
@@ -82,8 +83,8 @@ void schema_arena_release(schema_arena *arena) {
 
 /* ---------------- errors ---------------- */
 
-int schema_error(cedar_schema_error *err, const char *file, unsigned line, unsigned column,
-                 const char *format, ...) {
+int cedar_schema_set_error(cedar_schema_error *err, const char *file, unsigned line, unsigned column,
+                           const char *format, ...) {
   if (!err) return -EINVAL;
   snprintf(err->file, sizeof err->file, "%s", file ? file : "");
   err->line = line;
@@ -114,20 +115,20 @@ typedef int (*raw_parser)(schema_arena *, const char *, size_t, const char *, ra
 
 static int parse_with(raw_parser parser, const char *text, size_t length, const char *file,
                       cedar_schema **out, cedar_schema_error *err) {
-  if (!text || !out) return schema_error(err, file, 0, 0, "no schema text");
+  if (!text || !out) return cedar_schema_set_error(err, file, 0, 0, "no schema text");
   if (length > CEDAR_SCHEMA_MAX_BYTES) {
-    schema_error(err, file, 0, 0, "schema is %zu bytes, over the limit of %u bytes", length,
-                 CEDAR_SCHEMA_MAX_BYTES);
+    cedar_schema_set_error(err, file, 0, 0, "schema is %zu bytes, over the limit of %u bytes", length,
+                           CEDAR_SCHEMA_MAX_BYTES);
     return -E2BIG;
   }
   cedar_schema *schema = calloc(1, sizeof *schema);
   if (!schema) return -ENOMEM;
   raw_schema raw = {0};
   int r = parser(&schema->arena, text, length, file, &raw, err);
-  if (r == 0) r = schema_resolve(schema, &raw, file, err);
+  if (r == 0) r = cedar_schema_resolve(schema, &raw, file, err);
   if (r == 0 && schema->arena.failed) r = -ENOMEM;
   if (r < 0) {
-    if (r == -ENOMEM) schema_error(err, file, 0, 0, "out of memory");
+    if (r == -ENOMEM) cedar_schema_set_error(err, file, 0, 0, "out of memory");
     cedar_schema_free(schema);
     return r;
   }
@@ -137,31 +138,31 @@ static int parse_with(raw_parser parser, const char *text, size_t length, const 
 
 int cedar_schema_parse(const char *text, size_t length, const char *file, cedar_schema **out,
                        cedar_schema_error *err) {
-  return parse_with(schema_parse_human, text, length, file, out, err);
+  return parse_with(cedar_schema_parse_human, text, length, file, out, err);
 }
 
 int cedar_schema_parse_json(const char *text, size_t length, const char *file, cedar_schema **out,
                             cedar_schema_error *err) {
-  return parse_with(schema_parse_json_raw, text, length, file, out, err);
+  return parse_with(cedar_schema_parse_json_raw, text, length, file, out, err);
 }
 
 int cedar_schema_load_file(const char *path, cedar_schema **out, cedar_schema_error *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
-    schema_error(err, path, 0, 0, "open: %s", strerror(e));
+    cedar_schema_set_error(err, path, 0, 0, "open: %s", strerror(e));
     return -e;
   }
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    schema_error(err, path, 0, 0, "not a regular file");
+    cedar_schema_set_error(err, path, 0, 0, "not a regular file");
     return -EINVAL;
   }
   if ((uint64_t)st.st_size > CEDAR_SCHEMA_MAX_BYTES) {
     close(fd);
-    schema_error(err, path, 0, 0, "schema is %lld bytes, over the limit of %u bytes", (long long)st.st_size,
-                 CEDAR_SCHEMA_MAX_BYTES);
+    cedar_schema_set_error(err, path, 0, 0, "schema is %lld bytes, over the limit of %u bytes",
+                           (long long)st.st_size, CEDAR_SCHEMA_MAX_BYTES);
     return -E2BIG;
   }
   size_t size = (size_t)st.st_size;
@@ -199,7 +200,7 @@ int cedar_schema_load_file(const char *path, cedar_schema **out, cedar_schema_er
 
 void cedar_schema_free(cedar_schema *schema) {
   if (!schema) return;
-  schema_arena_release(&schema->arena);
+  cedar_schema_arena_release(&schema->arena);
   free(schema);
 }
 

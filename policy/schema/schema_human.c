@@ -61,7 +61,7 @@ static int fail(parser *p, unsigned line, unsigned column, const char *format, .
   va_start(ap, format);
   vsnprintf(message, sizeof message, format, ap);
   va_end(ap);
-  p->status = schema_error(p->err, p->file, line, column, "%s", message);
+  p->status = cedar_schema_set_error(p->err, p->file, line, column, "%s", message);
   return p->status;
 }
 
@@ -85,7 +85,7 @@ static int hex(char c) {
 
 /* Unescape a Cedar string body [start, end) into the arena. */
 static char *unescape(parser *p, const char *start, const char *end, unsigned line, unsigned column) {
-  char *out = schema_arena_alloc(p->arena, (size_t)(end - start) * 2 + 1);
+  char *out = cedar_schema_arena_alloc(p->arena, (size_t)(end - start) * 2 + 1);
   if (!out) return NULL;
   size_t n = 0;
   for (const char *s = start; s < end; s++) {
@@ -224,7 +224,7 @@ static void advance(parser *p) {
     while (p->cursor < p->end && is_ident_char(*p->cursor)) p->cursor++;
     t->kind = TOKEN_IDENT;
     t->length = (size_t)(p->cursor - s);
-    t->value = schema_arena_strndup(p->arena, s, t->length);
+    t->value = cedar_schema_arena_strndup(p->arena, s, t->length);
     if (!t->value) {
       p->status = -ENOMEM;
       t->kind = TOKEN_END;
@@ -332,7 +332,7 @@ static char *parse_path(parser *p, bool *followed_by_string) {
       return NULL;
     }
     if (check_name(p)) return NULL;
-    path = schema_arena_printf(p->arena, "%s::%s", path, p->current.value);
+    path = cedar_schema_arena_printf(p->arena, "%s::%s", path, p->current.value);
     advance(p);
   }
   return path;
@@ -368,7 +368,7 @@ static void skip_annotations(parser *p) {
 }
 
 static raw_type *new_type(parser *p, raw_type_kind kind, unsigned line, unsigned column) {
-  raw_type *t = schema_arena_alloc(p->arena, sizeof *t);
+  raw_type *t = cedar_schema_arena_alloc(p->arena, sizeof *t);
   if (!t) {
     p->status = -ENOMEM;
     return NULL;
@@ -407,8 +407,8 @@ static raw_type *parse_record(parser *p) {
     for (size_t i = 0; i < record->attribute_count && !a; i++)
       if (strcmp(record->attributes[i].name, name) == 0) a = &record->attributes[i];
     if (!a)
-      a = schema_arena_push(p->arena, (void **)&record->attributes, &record->attribute_count,
-                            &record->attribute_capacity, sizeof *a);
+      a = cedar_schema_arena_push(p->arena, (void **)&record->attributes, &record->attribute_count,
+                                  &record->attribute_capacity, sizeof *a);
     if (!a) {
       p->status = -ENOMEM;
       return NULL;
@@ -448,7 +448,7 @@ static raw_type *parse_type(parser *p) {
           expected(p, "a name after `::`");
           break;
         }
-        path = schema_arena_printf(p->arena, "%s::%s", path, p->current.value);
+        path = cedar_schema_arena_printf(p->arena, "%s::%s", path, p->current.value);
         advance(p);
       }
       if (!p->status) {
@@ -481,7 +481,7 @@ static int parse_type_list(parser *p, const char ***list, size_t *count, size_t 
     if (bracketed && is_punct(p, ']')) break;
     char *path = parse_path(p, NULL);
     if (!path) return p->status;
-    const char **slot = schema_arena_push(p->arena, (void **)list, count, capacity, sizeof *slot);
+    const char **slot = cedar_schema_arena_push(p->arena, (void **)list, count, capacity, sizeof *slot);
     if (!slot) return p->status = -ENOMEM;
     *slot = path;
     if (!bracketed) return p->status;
@@ -500,8 +500,8 @@ static int parse_entity(parser *p) {
     if (check_name(p)) return p->status;
     if (strcmp(p->current.value, "__cedar") == 0)
       return fail(p, p->current.line, p->current.column, "`__cedar` is reserved");
-    raw_entity *e = schema_arena_push(p->arena, (void **)&p->raw->entities, &p->raw->entity_count,
-                                      &p->raw->entity_capacity, sizeof *e);
+    raw_entity *e = cedar_schema_arena_push(p->arena, (void **)&p->raw->entities, &p->raw->entity_count,
+                                            &p->raw->entity_capacity, sizeof *e);
     if (!e) return p->status = -ENOMEM;
     e->name_space = p->name_space;
     e->name = p->current.value;
@@ -516,8 +516,8 @@ static int parse_entity(parser *p) {
     if (expect_punct(p, '[')) return p->status;
     while (!p->status && !is_punct(p, ']')) {
       if (p->current.kind != TOKEN_STRING) return expected(p, "a string (enum entity id)");
-      const char **slot = schema_arena_push(p->arena, (void **)&model.enum_ids, &model.enum_id_count,
-                                            &model.enum_id_capacity, sizeof *slot);
+      const char **slot = cedar_schema_arena_push(p->arena, (void **)&model.enum_ids, &model.enum_id_count,
+                                                  &model.enum_id_capacity, sizeof *slot);
       if (!slot) return p->status = -ENOMEM;
       *slot = p->current.value;
       advance(p);
@@ -594,8 +594,8 @@ static int parse_action(parser *p) {
     if (p->current.kind != TOKEN_IDENT && p->current.kind != TOKEN_STRING)
       return expected(p, "an action name");
     if (check_name(p)) return p->status;
-    raw_action *a = schema_arena_push(p->arena, (void **)&p->raw->actions, &p->raw->action_count,
-                                      &p->raw->action_capacity, sizeof *a);
+    raw_action *a = cedar_schema_arena_push(p->arena, (void **)&p->raw->actions, &p->raw->action_count,
+                                            &p->raw->action_capacity, sizeof *a);
     if (!a) return p->status = -ENOMEM;
     a->name_space = p->name_space;
     a->id = p->current.value;
@@ -610,8 +610,9 @@ static int parse_action(parser *p) {
     if (bracketed) advance(p);
     if (bracketed && is_punct(p, ']')) return expected(p, "an action group");
     while (!p->status) {
-      raw_action_ref *ref = schema_arena_push(p->arena, (void **)&model.member_of, &model.member_of_count,
-                                              &model.member_of_capacity, sizeof *ref);
+      raw_action_ref *ref =
+          cedar_schema_arena_push(p->arena, (void **)&model.member_of, &model.member_of_count,
+                                  &model.member_of_capacity, sizeof *ref);
       if (!ref) return p->status = -ENOMEM;
       if (parse_action_ref(p, ref)) return p->status;
       if (!bracketed || !is_punct(p, ',')) break;
@@ -680,8 +681,8 @@ static int parse_common(parser *p) {
   advance(p); /* `type` */
   if (p->current.kind != TOKEN_IDENT) return expected(p, "a common type name");
   if (check_name(p)) return p->status;
-  raw_common *c = schema_arena_push(p->arena, (void **)&p->raw->commons, &p->raw->common_count,
-                                    &p->raw->common_capacity, sizeof *c);
+  raw_common *c = cedar_schema_arena_push(p->arena, (void **)&p->raw->commons, &p->raw->common_count,
+                                          &p->raw->common_capacity, sizeof *c);
   if (!c) return p->status = -ENOMEM;
   c->name_space = p->name_space;
   c->name = p->current.value;
@@ -703,8 +704,8 @@ static int parse_declaration(parser *p) {
   return expected(p, "`entity`, `action` or `type`");
 }
 
-int schema_parse_human(schema_arena *arena, const char *text, size_t length, const char *file,
-                       raw_schema *raw, cedar_schema_error *err) {
+int cedar_schema_parse_human(schema_arena *arena, const char *text, size_t length, const char *file,
+                             raw_schema *raw, cedar_schema_error *err) {
   parser p = {.arena = arena,
               .text = text,
               .end = text + length,
@@ -716,7 +717,7 @@ int schema_parse_human(schema_arena *arena, const char *text, size_t length, con
               .raw = raw,
               .name_space = ""};
   if (length && memchr(text, '\0', length))
-    return schema_error(err, file, 0, 0, "schema text contains a NUL byte");
+    return cedar_schema_set_error(err, file, 0, 0, "schema text contains a NUL byte");
   const char *namespaces[1024]; /* declared so far (a schema with more blocks is not checked beyond) */
   size_t namespace_count = 0;
   advance(&p);

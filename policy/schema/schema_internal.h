@@ -15,13 +15,15 @@ typedef struct schema_arena {
   bool failed; /* an allocation failed: the parse reports -ENOMEM */
 } schema_arena;
 
-void *schema_arena_alloc(schema_arena *arena, size_t size); /* zeroed; NULL on ENOMEM */
-char *schema_arena_strndup(schema_arena *arena, const char *text, size_t length);
-char *schema_arena_printf(schema_arena *arena, const char *format, ...) __attribute__((format(printf, 2, 3)));
+void *cedar_schema_arena_alloc(schema_arena *arena, size_t size); /* zeroed; NULL on ENOMEM */
+char *cedar_schema_arena_strndup(schema_arena *arena, const char *text, size_t length);
+char *cedar_schema_arena_printf(schema_arena *arena, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Append one element of `size` bytes to the array *items holding *count elements (capacity
  * doubling inside the arena). Returns the new element (zeroed) or NULL. */
-void *schema_arena_push(schema_arena *arena, void **items, size_t *count, size_t *capacity, size_t size);
-void schema_arena_release(schema_arena *arena);
+void *cedar_schema_arena_push(schema_arena *arena, void **items, size_t *count, size_t *capacity,
+                              size_t size);
+void cedar_schema_arena_release(schema_arena *arena);
 
 /* ---- raw declarations (names as written, relative to their namespace) ---- */
 typedef enum raw_type_kind {
@@ -123,17 +125,17 @@ struct cedar_schema {
 };
 
 /* Fill err (may be NULL) with file/line/column/message; returns -EINVAL. */
-int schema_error(cedar_schema_error *err, const char *file, unsigned line, unsigned column,
-                 const char *format, ...) __attribute__((format(printf, 5, 6)));
+int cedar_schema_set_error(cedar_schema_error *err, const char *file, unsigned line, unsigned column,
+                           const char *format, ...) __attribute__((format(printf, 5, 6)));
 
 /* Resolve raw declarations into *schema (whose arena holds raw). Returns 0 or -EINVAL/-ENOMEM. */
-int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, cedar_schema_error *err);
+int cedar_schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, cedar_schema_error *err);
 
 /* Parse the human syntax into raw (allocations in arena). */
-int schema_parse_human(schema_arena *arena, const char *text, size_t length, const char *file,
-                       raw_schema *raw, cedar_schema_error *err);
+int cedar_schema_parse_human(schema_arena *arena, const char *text, size_t length, const char *file,
+                             raw_schema *raw, cedar_schema_error *err);
 /* Parse the JSON format into raw. */
-int schema_parse_json_raw(schema_arena *arena, const char *text, size_t length, const char *file,
-                          raw_schema *raw, cedar_schema_error *err);
+int cedar_schema_parse_json_raw(schema_arena *arena, const char *text, size_t length, const char *file,
+                                raw_schema *raw, cedar_schema_error *err);
 
 #endif

@@ -26,24 +26,24 @@ static int json_fail(json_parser *p, const char *path, const char *format, ...) 
   va_start(ap, format);
   vsnprintf(message, sizeof message, format, ap);
   va_end(ap);
-  return schema_error(p->err, p->file, 0, 0, "%s: %s", path, message);
+  return cedar_schema_set_error(p->err, p->file, 0, 0, "%s: %s", path, message);
 }
 
 static char *dup_string(json_parser *p, json_t *value) {
   size_t length = json_string_length(value);
-  char *out = schema_arena_alloc(p->arena, 2 * length + 1);
+  char *out = cedar_schema_arena_alloc(p->arena, 2 * length + 1);
   if (out) cedar_schema_encode_name(json_string_value(value), length, out, 2 * length + 1);
   return out;
 }
 
 static char *dup_key(json_parser *p, const char *key, size_t length) {
-  char *out = schema_arena_alloc(p->arena, 2 * length + 1);
+  char *out = cedar_schema_arena_alloc(p->arena, 2 * length + 1);
   if (out) cedar_schema_encode_name(key, length, out, 2 * length + 1);
   return out;
 }
 
 static char *sub_path(json_parser *p, const char *path, const char *key) {
-  return schema_arena_printf(p->arena, "%s.%s", path, key);
+  return cedar_schema_arena_printf(p->arena, "%s.%s", path, key);
 }
 
 static int check_keys(json_parser *p, json_t *object, const char *path, const char *const *allowed) {
@@ -92,8 +92,9 @@ static raw_type *parse_json_record(json_parser *p, json_t *json, const char *pat
       *status = json_fail(p, attribute_path, "`required` must be a boolean");
       return NULL;
     }
-    raw_attribute *a = schema_arena_push(p->arena, (void **)&record->attributes, &record->attribute_count,
-                                         &record->attribute_capacity, sizeof *a);
+    raw_attribute *a =
+        cedar_schema_arena_push(p->arena, (void **)&record->attributes, &record->attribute_count,
+                                &record->attribute_capacity, sizeof *a);
     if (!a) {
       *status = -ENOMEM;
       return NULL;
@@ -119,7 +120,7 @@ static raw_type *parse_json_type(json_parser *p, json_t *json, const char *path,
     *status = json_fail(p, path, "types nested deeper than %d levels", CEDAR_SCHEMA_MAX_DEPTH);
     return NULL;
   }
-  raw_type *t = schema_arena_alloc(p->arena, sizeof *t);
+  raw_type *t = cedar_schema_arena_alloc(p->arena, sizeof *t);
   json_t *type = json_object_get(json, "type");
   raw_type *result = NULL;
   if (!t) {
@@ -177,7 +178,7 @@ static int parse_string_list(json_parser *p, json_t *json, const char *path, con
   json_t *item;
   json_array_foreach(json, i, item) {
     if (!json_is_string(item)) return json_fail(p, path, "element %zu is not a string", i);
-    const char **slot = schema_arena_push(p->arena, (void **)list, count, capacity, sizeof *slot);
+    const char **slot = cedar_schema_arena_push(p->arena, (void **)list, count, capacity, sizeof *slot);
     if (!slot) return -ENOMEM;
     *slot = dup_string(p, item);
   }
@@ -189,8 +190,8 @@ static int parse_json_entity(json_parser *p, const char *name, json_t *json, con
   if (!json_is_object(json)) return json_fail(p, path, "an entity type must be an object");
   int status = check_keys(p, json, path, keys);
   if (status) return status;
-  raw_entity *e = schema_arena_push(p->arena, (void **)&p->raw->entities, &p->raw->entity_count,
-                                    &p->raw->entity_capacity, sizeof *e);
+  raw_entity *e = cedar_schema_arena_push(p->arena, (void **)&p->raw->entities, &p->raw->entity_count,
+                                          &p->raw->entity_capacity, sizeof *e);
   if (!e) return -ENOMEM;
   e->name_space = p->name_space;
   e->name = dup_key(p, name, strlen(name));
@@ -225,8 +226,8 @@ static int parse_json_action(json_parser *p, const char *id, json_t *json, const
   if (!json_is_object(json)) return json_fail(p, path, "an action must be an object");
   int status = check_keys(p, json, path, keys);
   if (status) return status;
-  raw_action *a = schema_arena_push(p->arena, (void **)&p->raw->actions, &p->raw->action_count,
-                                    &p->raw->action_capacity, sizeof *a);
+  raw_action *a = cedar_schema_arena_push(p->arena, (void **)&p->raw->actions, &p->raw->action_count,
+                                          &p->raw->action_capacity, sizeof *a);
   if (!a) return -ENOMEM;
   a->name_space = p->name_space;
   a->id = dup_key(p, id, strlen(id));
@@ -240,8 +241,8 @@ static int parse_json_action(json_parser *p, const char *id, json_t *json, const
       if (!json_is_string(item_id) || (item_type && !json_is_string(item_type)))
         return json_fail(p, path, "`memberOf` element %zu needs a string `id` (and optional string `type`)",
                          i);
-      raw_action_ref *ref = schema_arena_push(p->arena, (void **)&a->member_of, &a->member_of_count,
-                                              &a->member_of_capacity, sizeof *ref);
+      raw_action_ref *ref = cedar_schema_arena_push(p->arena, (void **)&a->member_of, &a->member_of_count,
+                                                    &a->member_of_capacity, sizeof *ref);
       if (!ref) return -ENOMEM;
       ref->id = dup_string(p, item_id);
       ref->type = item_type ? dup_string(p, item_type) : NULL;
@@ -281,7 +282,7 @@ static int parse_json_namespace(json_parser *p, const char *name, json_t *json) 
   int status = check_keys(p, json, path, keys);
   if (status) return status;
   if (strcmp(name, "__cedar") == 0) return json_fail(p, path, "the namespace `__cedar` is reserved");
-  p->name_space = schema_arena_strndup(p->arena, name, strlen(name));
+  p->name_space = cedar_schema_arena_strndup(p->arena, name, strlen(name));
   json_t *entity_types = json_object_get(json, "entityTypes");
   json_t *actions = json_object_get(json, "actions");
   json_t *commons = json_object_get(json, "commonTypes");
@@ -298,11 +299,11 @@ static int parse_json_namespace(json_parser *p, const char *name, json_t *json) 
   if (commons) {
     if (!json_is_object(commons)) return json_fail(p, path, "`commonTypes` must be an object");
     json_object_foreach(commons, key, value) {
-      raw_common *c = schema_arena_push(p->arena, (void **)&p->raw->commons, &p->raw->common_count,
-                                        &p->raw->common_capacity, sizeof *c);
+      raw_common *c = cedar_schema_arena_push(p->arena, (void **)&p->raw->commons, &p->raw->common_count,
+                                              &p->raw->common_capacity, sizeof *c);
       if (!c) return -ENOMEM;
       c->name_space = p->name_space;
-      c->name = schema_arena_strndup(p->arena, key, strlen(key));
+      c->name = cedar_schema_arena_strndup(p->arena, key, strlen(key));
       c->type = parse_json_type(p, value, sub_path(p, path, key), &status);
       if (!c->type) return status;
     }
@@ -310,15 +311,16 @@ static int parse_json_namespace(json_parser *p, const char *name, json_t *json) 
   return 0;
 }
 
-int schema_parse_json_raw(schema_arena *arena, const char *text, size_t length, const char *file,
-                          raw_schema *raw, cedar_schema_error *err) {
+int cedar_schema_parse_json_raw(schema_arena *arena, const char *text, size_t length, const char *file,
+                                raw_schema *raw, cedar_schema_error *err) {
   json_error_t error;
   json_t *root = json_loadb(text, length, JSON_REJECT_DUPLICATES, &error);
-  if (!root) return schema_error(err, file, (unsigned)error.line, (unsigned)error.column, "%s", error.text);
+  if (!root)
+    return cedar_schema_set_error(err, file, (unsigned)error.line, (unsigned)error.column, "%s", error.text);
   json_parser p = {.arena = arena, .file = file, .err = err, .raw = raw};
   int status = 0;
   if (!json_is_object(root)) {
-    status = schema_error(err, file, 1, 1, "a JSON schema must be an object of namespaces");
+    status = cedar_schema_set_error(err, file, 1, 1, "a JSON schema must be an object of namespaces");
   } else {
     const char *key;
     json_t *value;

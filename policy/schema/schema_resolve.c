@@ -35,13 +35,13 @@ static int fail_at(resolver *r, unsigned line, unsigned column, const char *form
   va_start(ap, format);
   vsnprintf(message, sizeof message, format, ap);
   va_end(ap);
-  r->status = schema_error(r->err, r->file, line, column, "%s", message);
+  r->status = cedar_schema_set_error(r->err, r->file, line, column, "%s", message);
   return r->status;
 }
 
 static char *qualify(resolver *r, const char *name_space, const char *name) {
   if (!name_space || !name_space[0]) return (char *)name;
-  return schema_arena_printf(&r->schema->arena, "%s::%s", name_space, name);
+  return cedar_schema_arena_printf(&r->schema->arena, "%s::%s", name_space, name);
 }
 
 static raw_common *find_common(resolver *r, const char *full_name) {
@@ -59,7 +59,7 @@ static raw_common *find_common(resolver *r, const char *full_name) {
 }
 
 static const cedar_schema_type *new_type(resolver *r, cedar_schema_type_kind kind, const char *name) {
-  cedar_schema_type *t = schema_arena_alloc(&r->schema->arena, sizeof *t);
+  cedar_schema_type *t = cedar_schema_arena_alloc(&r->schema->arena, sizeof *t);
   if (!t) {
     r->status = -ENOMEM;
     return NULL;
@@ -201,7 +201,7 @@ static const cedar_schema_type *resolve_type(resolver *r, const char *name_space
       if (!t) break;
       t->additional_attributes = raw->additional_attributes;
       cedar_schema_attribute *attributes =
-          schema_arena_alloc(&r->schema->arena, (raw->attribute_count + 1) * sizeof *attributes);
+          cedar_schema_arena_alloc(&r->schema->arena, (raw->attribute_count + 1) * sizeof *attributes);
       if (!attributes) {
         r->status = -ENOMEM;
         break;
@@ -253,11 +253,11 @@ static int compare_common(const void *a, const void *b) {
 
 static int build_common_index(resolver *r) {
   size_t n = r->raw->common_count;
-  r->common_names = schema_arena_alloc(&r->schema->arena, (n + 1) * sizeof *r->common_names);
-  r->commons = schema_arena_alloc(&r->schema->arena, (n + 1) * sizeof *r->commons);
+  r->common_names = cedar_schema_arena_alloc(&r->schema->arena, (n + 1) * sizeof *r->common_names);
+  r->commons = cedar_schema_arena_alloc(&r->schema->arena, (n + 1) * sizeof *r->commons);
   if (!r->common_names || !r->commons) return -ENOMEM;
   /* sort (name, pointer) pairs by name through an array of indices encoded next to the names */
-  const char **pairs = schema_arena_alloc(&r->schema->arena, (2 * n + 1) * sizeof *pairs);
+  const char **pairs = cedar_schema_arena_alloc(&r->schema->arena, (2 * n + 1) * sizeof *pairs);
   if (!pairs) return -ENOMEM;
   for (size_t i = 0; i < n; i++) {
     raw_common *c = &r->raw->commons[i];
@@ -305,14 +305,14 @@ static void close_transitively(uint64_t *bits, size_t n, size_t words) {
   }
 }
 
-int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, cedar_schema_error *err) {
+int cedar_schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, cedar_schema_error *err) {
   resolver r = {.schema = schema, .raw = raw, .file = file, .err = err};
   schema_arena *arena = &schema->arena;
 
   /* entity type names */
   size_t ne = raw->entity_count;
-  schema->entity_types = schema_arena_alloc(arena, (ne + 1) * sizeof *schema->entity_types);
-  schema->entity_index = schema_arena_alloc(arena, (ne + 1) * sizeof *schema->entity_index);
+  schema->entity_types = cedar_schema_arena_alloc(arena, (ne + 1) * sizeof *schema->entity_types);
+  schema->entity_index = cedar_schema_arena_alloc(arena, (ne + 1) * sizeof *schema->entity_index);
   if (!schema->entity_types || !schema->entity_index) return -ENOMEM;
   for (size_t i = 0; i < ne; i++) {
     if (strcmp(raw->entities[i].name, "Action") == 0)
@@ -350,7 +350,7 @@ int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, ceda
       return fail_at(&r, re->line, re->column, "the attributes of entity type `%s` must be a record type",
                      e->name);
     if (re->tags) e->tags = resolve_type(&r, re->name_space, re->tags);
-    const char **parents = schema_arena_alloc(arena, (re->member_of_count + 1) * sizeof *parents);
+    const char **parents = cedar_schema_arena_alloc(arena, (re->member_of_count + 1) * sizeof *parents);
     if (!parents) return -ENOMEM;
     for (size_t k = 0; k < re->member_of_count; k++) {
       parents[k] = resolve_entity_name(&r, re->name_space, re->member_of[k]);
@@ -368,9 +368,9 @@ int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, ceda
 
   /* actions: identities first, then references */
   size_t na = raw->action_count;
-  schema->actions = schema_arena_alloc(arena, (na + 1) * sizeof *schema->actions);
-  schema->action_index = schema_arena_alloc(arena, (na + 1) * sizeof *schema->action_index);
-  schema->action_types = schema_arena_alloc(arena, (na + 1) * sizeof *schema->action_types);
+  schema->actions = cedar_schema_arena_alloc(arena, (na + 1) * sizeof *schema->actions);
+  schema->action_index = cedar_schema_arena_alloc(arena, (na + 1) * sizeof *schema->action_index);
+  schema->action_types = cedar_schema_arena_alloc(arena, (na + 1) * sizeof *schema->action_types);
   if (!schema->actions || !schema->action_index || !schema->action_types) return -ENOMEM;
   for (size_t i = 0; i < na; i++) {
     schema->actions[i].uid.type = qualify(&r, raw->actions[i].name_space, "Action");
@@ -397,7 +397,8 @@ int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, ceda
   for (size_t i = 0; i < na && !r.status; i++) {
     raw_action *ra = &raw->actions[i];
     cedar_schema_action *a = &schema->actions[i];
-    cedar_schema_action_ref *groups = schema_arena_alloc(arena, (ra->member_of_count + 1) * sizeof *groups);
+    cedar_schema_action_ref *groups =
+        cedar_schema_arena_alloc(arena, (ra->member_of_count + 1) * sizeof *groups);
     if (!groups) return -ENOMEM;
     for (size_t k = 0; k < ra->member_of_count; k++) {
       const raw_action_ref *ref = &ra->member_of[k];
@@ -418,8 +419,8 @@ int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, ceda
     a->member_of = groups;
     a->member_of_count = ra->member_of_count;
     a->has_applies_to = ra->has_applies_to;
-    const char **principals = schema_arena_alloc(arena, (ra->principal_count + 1) * sizeof *principals);
-    const char **resources = schema_arena_alloc(arena, (ra->resource_count + 1) * sizeof *resources);
+    const char **principals = cedar_schema_arena_alloc(arena, (ra->principal_count + 1) * sizeof *principals);
+    const char **resources = cedar_schema_arena_alloc(arena, (ra->resource_count + 1) * sizeof *resources);
     if (!principals || !resources) return -ENOMEM;
     for (size_t k = 0; k < ra->principal_count; k++)
       if (!(principals[k] = resolve_entity_name(&r, ra->name_space, ra->principals[k])))
@@ -442,8 +443,10 @@ int schema_resolve(cedar_schema *schema, raw_schema *raw, const char *file, ceda
   /* transitive membership */
   schema->entity_words = (ne + 63) / 64 ? (ne + 63) / 64 : 1;
   schema->action_words = (na + 63) / 64 ? (na + 63) / 64 : 1;
-  schema->entity_ancestors = schema_arena_alloc(arena, (ne + 1) * schema->entity_words * sizeof(uint64_t));
-  schema->action_ancestors = schema_arena_alloc(arena, (na + 1) * schema->action_words * sizeof(uint64_t));
+  schema->entity_ancestors =
+      cedar_schema_arena_alloc(arena, (ne + 1) * schema->entity_words * sizeof(uint64_t));
+  schema->action_ancestors =
+      cedar_schema_arena_alloc(arena, (na + 1) * schema->action_words * sizeof(uint64_t));
   if (!schema->entity_ancestors || !schema->action_ancestors) return -ENOMEM;
   for (size_t i = 0; i < ne; i++) {
     const cedar_schema_entity_type *e = &schema->entity_types[i];

@@ -7,7 +7,7 @@
 
 /* ---------------- structural equality of expressions (source positions ignored) ---------------- */
 
-bool expr_equal(const cedar_expr *a, const cedar_expr *b, int depth) {
+bool cedar_validate_expr_equal(const cedar_expr *a, const cedar_expr *b, int depth) {
   if (a == b) return true;
   if (!a || !b || a->kind != b->kind || depth > MAX_TYPECHECK_DEPTH) return false;
   switch ((cedar_expr_kind)a->kind) {
@@ -32,7 +32,7 @@ bool expr_equal(const cedar_expr *a, const cedar_expr *b, int depth) {
       if (a->kind == CX_CALL && !cedar_str_eq(a->u.list.name, b->u.list.name)) return false;
       for (size_t i = 0; i < a->u.list.count; i++) {
         if (a->kind == CX_RECORD && !cedar_str_eq(a->u.list.keys[i], b->u.list.keys[i])) return false;
-        if (!expr_equal(a->u.list.items[i], b->u.list.items[i], depth + 1)) return false;
+        if (!cedar_validate_expr_equal(a->u.list.items[i], b->u.list.items[i], depth + 1)) return false;
       }
       return true;
     case CX_LIKE:
@@ -49,14 +49,16 @@ bool expr_equal(const cedar_expr *a, const cedar_expr *b, int depth) {
     default:
       break;
   }
-  return expr_equal(a->u.op.a, b->u.op.a, depth + 1) && expr_equal(a->u.op.b, b->u.op.b, depth + 1) &&
-         expr_equal(a->u.op.c, b->u.op.c, depth + 1);
+  return cedar_validate_expr_equal(a->u.op.a, b->u.op.a, depth + 1) &&
+         cedar_validate_expr_equal(a->u.op.b, b->u.op.b, depth + 1) &&
+         cedar_validate_expr_equal(a->u.op.c, b->u.op.c, depth + 1);
 }
 
 /* ---------------- capabilities ---------------- */
 
-const cap *cap_single(checker *c, const cedar_expr *on, const char *attr, const cedar_expr *tag) {
-  cap *k = schema_arena_alloc(c->arena, sizeof *k);
+const cap *cedar_validate_cap_single(checker *c, const cedar_expr *on, const char *attr,
+                                     const cedar_expr *tag) {
+  cap *k = cedar_schema_arena_alloc(c->arena, sizeof *k);
   if (!k) {
     c->failed_alloc = true;
     return NULL;
@@ -67,20 +69,23 @@ const cap *cap_single(checker *c, const cedar_expr *on, const char *attr, const 
   return k;
 }
 
-bool cap_contains(const cap *caps, const cedar_expr *on, const char *attr, const cedar_expr *tag) {
+bool cedar_validate_cap_contains(const cap *caps, const cedar_expr *on, const char *attr,
+                                 const cedar_expr *tag) {
   for (const cap *k = caps; k; k = k->next) {
-    if (attr ? (!k->attr || strcmp(k->attr, attr) != 0) : (k->attr || !expr_equal(k->tag, tag, 0))) continue;
-    if (expr_equal(k->on, on, 0)) return true;
+    if (attr ? (!k->attr || strcmp(k->attr, attr) != 0)
+             : (k->attr || !cedar_validate_expr_equal(k->tag, tag, 0)))
+      continue;
+    if (cedar_validate_expr_equal(k->on, on, 0)) return true;
   }
   return false;
 }
 
-const cap *cap_union(checker *c, const cap *a, const cap *b) {
+const cap *cedar_validate_cap_union(checker *c, const cap *a, const cap *b) {
   if (!a) return b;
   if (!b) return a;
   const cap *out = b;
   for (const cap *k = a; k; k = k->next) {
-    cap *copy = schema_arena_alloc(c->arena, sizeof *copy);
+    cap *copy = cedar_schema_arena_alloc(c->arena, sizeof *copy);
     if (!copy) {
       c->failed_alloc = true;
       return out;
@@ -92,11 +97,11 @@ const cap *cap_union(checker *c, const cap *a, const cap *b) {
   return out;
 }
 
-const cap *cap_intersect(checker *c, const cap *a, const cap *b) {
+const cap *cedar_validate_cap_intersect(checker *c, const cap *a, const cap *b) {
   const cap *out = NULL;
   for (const cap *k = a; k; k = k->next) {
-    if (!cap_contains(b, k->on, k->attr, k->tag)) continue;
-    cap *copy = schema_arena_alloc(c->arena, sizeof *copy);
+    if (!cedar_validate_cap_contains(b, k->on, k->attr, k->tag)) continue;
+    cap *copy = cedar_schema_arena_alloc(c->arena, sizeof *copy);
     if (!copy) {
       c->failed_alloc = true;
       return out;

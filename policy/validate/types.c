@@ -6,18 +6,19 @@
 
 #include "policy/validate/types.h"
 
-const vtype VT_TRUE_TYPE = {.kind = VT_TRUE};
-const vtype VT_FALSE_TYPE = {.kind = VT_FALSE};
-const vtype VT_BOOL_TYPE = {.kind = VT_BOOL};
-const vtype VT_LONG_TYPE = {.kind = VT_LONG};
-const vtype VT_STRING_TYPE = {.kind = VT_STRING};
-const vtype VT_ANY_SET_TYPE = {.kind = VT_SET};
-const vtype VT_ANY_ENTITY_TYPE = {.kind = VT_ANY_ENTITY};
-const vtype VT_ANY_RECORD_TYPE = {.kind = VT_RECORD, .open = true};
-const vtype VT_EMPTY_RECORD_TYPE = {.kind = VT_RECORD};
+const vtype cedar_validate_vt_true_type = {.kind = VT_TRUE};
+const vtype cedar_validate_vt_false_type = {.kind = VT_FALSE};
+const vtype cedar_validate_vt_bool_type = {.kind = VT_BOOL};
+const vtype cedar_validate_vt_long_type = {.kind = VT_LONG};
+const vtype cedar_validate_vt_string_type = {.kind = VT_STRING};
+const vtype cedar_validate_vt_any_set_type = {.kind = VT_SET};
+const vtype cedar_validate_vt_any_entity_type = {.kind = VT_ANY_ENTITY};
+const vtype cedar_validate_vt_any_record_type = {.kind = VT_RECORD, .open = true};
+const vtype cedar_validate_vt_empty_record_type = {.kind = VT_RECORD};
 
-const vtype *vt_new(schema_arena *arena, vt_kind kind, const char *name, const vtype *element) {
-  vtype *t = schema_arena_alloc(arena, sizeof *t);
+const vtype *cedar_validate_vt_new(schema_arena *arena, vt_kind kind, const char *name,
+                                   const vtype *element) {
+  vtype *t = cedar_schema_arena_alloc(arena, sizeof *t);
   if (!t) return NULL;
   t->kind = kind;
   t->name = name;
@@ -25,31 +26,31 @@ const vtype *vt_new(schema_arena *arena, vt_kind kind, const char *name, const v
   return t;
 }
 
-const vtype *vt_from_schema(schema_arena *arena, const cedar_schema_type *s, int depth) {
+const vtype *cedar_validate_vt_from_schema(schema_arena *arena, const cedar_schema_type *s, int depth) {
   if (!s || depth > 4 * CEDAR_SCHEMA_MAX_DEPTH) return NULL;
   switch (s->kind) {
     case CEDAR_SCHEMA_BOOL:
-      return &VT_BOOL_TYPE;
+      return &cedar_validate_vt_bool_type;
     case CEDAR_SCHEMA_LONG:
-      return &VT_LONG_TYPE;
+      return &cedar_validate_vt_long_type;
     case CEDAR_SCHEMA_STRING:
-      return &VT_STRING_TYPE;
+      return &cedar_validate_vt_string_type;
     case CEDAR_SCHEMA_ENTITY:
-      return vt_new(arena, VT_ENTITY, s->name, NULL);
+      return cedar_validate_vt_new(arena, VT_ENTITY, s->name, NULL);
     case CEDAR_SCHEMA_EXTENSION:
-      return vt_new(arena, VT_EXTENSION, s->name, NULL);
+      return cedar_validate_vt_new(arena, VT_EXTENSION, s->name, NULL);
     case CEDAR_SCHEMA_SET: {
-      const vtype *element = vt_from_schema(arena, s->element, depth + 1);
-      return element ? vt_new(arena, VT_SET, NULL, element) : NULL;
+      const vtype *element = cedar_validate_vt_from_schema(arena, s->element, depth + 1);
+      return element ? cedar_validate_vt_new(arena, VT_SET, NULL, element) : NULL;
     }
     case CEDAR_SCHEMA_RECORD: {
-      vtype *t = (vtype *)vt_new(arena, VT_RECORD, NULL, NULL);
-      vattr *attrs = schema_arena_alloc(arena, (s->attribute_count + 1) * sizeof *attrs);
+      vtype *t = (vtype *)cedar_validate_vt_new(arena, VT_RECORD, NULL, NULL);
+      vattr *attrs = cedar_schema_arena_alloc(arena, (s->attribute_count + 1) * sizeof *attrs);
       if (!t || !attrs) return NULL;
       for (size_t i = 0; i < s->attribute_count; i++) {
         attrs[i].name = s->attributes[i].name;
         attrs[i].required = s->attributes[i].required;
-        attrs[i].type = vt_from_schema(arena, s->attributes[i].type, depth + 1);
+        attrs[i].type = cedar_validate_vt_from_schema(arena, s->attributes[i].type, depth + 1);
         if (!attrs[i].type) return NULL;
       }
       t->attributes = attrs;
@@ -61,7 +62,7 @@ const vtype *vt_from_schema(schema_arena *arena, const cedar_schema_type *s, int
   return NULL;
 }
 
-const vattr *vt_record_attribute(const vtype *record, const char *name) {
+const vattr *cedar_validate_vt_record_attribute(const vtype *record, const char *name) {
   for (size_t i = 0; i < record->attribute_count; i++)
     if (strcmp(record->attributes[i].name, name) == 0) return &record->attributes[i];
   return NULL;
@@ -70,11 +71,11 @@ const vattr *vt_record_attribute(const vtype *record, const char *name) {
 static bool same_keys(const vtype *a, const vtype *b) {
   if (a->attribute_count != b->attribute_count) return false;
   for (size_t i = 0; i < a->attribute_count; i++)
-    if (!vt_record_attribute(b, a->attributes[i].name)) return false;
+    if (!cedar_validate_vt_record_attribute(b, a->attributes[i].name)) return false;
   return true;
 }
 
-bool vt_is_subtype(const vtype *a, const vtype *b, bool permissive) {
+bool cedar_validate_vt_is_subtype(const vtype *a, const vtype *b, bool permissive) {
   if (a->kind == VT_NEVER) return true;
   switch (b->kind) {
     case VT_BOOL:
@@ -96,17 +97,17 @@ bool vt_is_subtype(const vtype *a, const vtype *b, bool permissive) {
       if (a->kind != VT_SET) return false;
       if (!b->element) return true;
       if (!a->element) return false;
-      return vt_is_subtype(a->element, b->element, permissive);
+      return cedar_validate_vt_is_subtype(a->element, b->element, permissive);
     case VT_RECORD: {
       if (a->kind != VT_RECORD) return false;
       if (a->open && !b->open) return false;
       bool width = b->open && permissive;
       if (!width && !same_keys(a, b)) return false;
       for (size_t i = 0; i < b->attribute_count; i++) {
-        const vattr *mine = vt_record_attribute(a, b->attributes[i].name);
+        const vattr *mine = cedar_validate_vt_record_attribute(a, b->attributes[i].name);
         if (!mine) return false;
         if (!mine->required && b->attributes[i].required) return false;
-        if (!vt_is_subtype(mine->type, b->attributes[i].type, permissive)) return false;
+        if (!cedar_validate_vt_is_subtype(mine->type, b->attributes[i].type, permissive)) return false;
       }
       return true;
     }
@@ -114,24 +115,24 @@ bool vt_is_subtype(const vtype *a, const vtype *b, bool permissive) {
   return false;
 }
 
-const vtype *vt_lub(schema_arena *arena, const vtype *a, const vtype *b) {
-  if (vt_is_subtype(a, b, false)) return b;
-  if (vt_is_subtype(b, a, false)) return a;
+const vtype *cedar_validate_vt_lub(schema_arena *arena, const vtype *a, const vtype *b) {
+  if (cedar_validate_vt_is_subtype(a, b, false)) return b;
+  if (cedar_validate_vt_is_subtype(b, a, false)) return a;
   if ((a->kind == VT_TRUE || a->kind == VT_FALSE) && (b->kind == VT_TRUE || b->kind == VT_FALSE))
-    return &VT_BOOL_TYPE;
+    return &cedar_validate_vt_bool_type;
   if (a->kind == VT_SET && b->kind == VT_SET) {
-    if (!a->element || !b->element) return &VT_ANY_SET_TYPE;
-    const vtype *element = vt_lub(arena, a->element, b->element);
-    return element ? vt_new(arena, VT_SET, NULL, element) : NULL;
+    if (!a->element || !b->element) return &cedar_validate_vt_any_set_type;
+    const vtype *element = cedar_validate_vt_lub(arena, a->element, b->element);
+    return element ? cedar_validate_vt_new(arena, VT_SET, NULL, element) : NULL;
   }
   if (a->kind == VT_RECORD && b->kind == VT_RECORD) {
     if (!same_keys(a, b)) return NULL;
-    vtype *t = (vtype *)vt_new(arena, VT_RECORD, NULL, NULL);
-    vattr *attrs = schema_arena_alloc(arena, (a->attribute_count + 1) * sizeof *attrs);
+    vtype *t = (vtype *)cedar_validate_vt_new(arena, VT_RECORD, NULL, NULL);
+    vattr *attrs = cedar_schema_arena_alloc(arena, (a->attribute_count + 1) * sizeof *attrs);
     if (!t || !attrs) return NULL;
     for (size_t i = 0; i < a->attribute_count; i++) {
-      const vattr *other = vt_record_attribute(b, a->attributes[i].name);
-      const vtype *lub = vt_lub(arena, a->attributes[i].type, other->type);
+      const vattr *other = cedar_validate_vt_record_attribute(b, a->attributes[i].name);
+      const vtype *lub = cedar_validate_vt_lub(arena, a->attributes[i].type, other->type);
       if (!lub) return NULL;
       attrs[i] = (vattr){a->attributes[i].name, lub, a->attributes[i].required && other->required};
     }
@@ -202,33 +203,33 @@ static const char *finish_text(schema_arena *arena, cedar_buf *b, size_t limit) 
   size_t n = strlen(text);
   const char *out;
   if (n > limit)
-    out = schema_arena_printf(arena, "%.*s...", (int)limit, text);
+    out = cedar_schema_arena_printf(arena, "%.*s...", (int)limit, text);
   else
-    out = schema_arena_strndup(arena, text, n);
+    out = cedar_schema_arena_strndup(arena, text, n);
   free(text);
   return out ? out : "?";
 }
 
-const char *type_text(schema_arena *arena, const vtype *t) {
+const char *cedar_validate_type_text(schema_arena *arena, const vtype *t) {
   cedar_buf b = {0};
   type_text_into(&b, t, 0);
   return finish_text(arena, &b, 120);
 }
 
-const char *expr_text(schema_arena *arena, const cedar_expr *e) {
+const char *cedar_validate_expr_text(schema_arena *arena, const cedar_expr *e) {
   cedar_buf b = {0};
   cedar_print_expr(&b, e);
   return finish_text(arena, &b, 100);
 }
 
-const char *encode_str(schema_arena *arena, cedar_str s) {
-  char *out = schema_arena_alloc(arena, 2 * s.len + 1);
+const char *cedar_validate_encode_str(schema_arena *arena, cedar_str s) {
+  char *out = cedar_schema_arena_alloc(arena, 2 * s.len + 1);
   if (!out) return "";
   cedar_schema_encode_name(s.ptr ? s.ptr : "", s.len, out, 2 * s.len + 1);
   return out;
 }
 
-bool is_action_type_name(const char *type) {
+bool cedar_validate_is_action_type_name(const char *type) {
   size_t n = strlen(type);
   return strcmp(type, "Action") == 0 || (n > 8 && strcmp(type + n - 8, "::Action") == 0);
 }
@@ -252,7 +253,7 @@ static size_t edit_distance(const char *a, const char *b) {
   return row[m];
 }
 
-const char *closest_name(const char *name, const char *const *candidates, size_t count) {
+const char *cedar_validate_closest_name(const char *name, const char *const *candidates, size_t count) {
   const char *best = NULL;
   size_t best_distance = (size_t)-1;
   size_t limit = strlen(name) / 3 + 1;
@@ -264,7 +265,7 @@ const char *closest_name(const char *name, const char *const *candidates, size_t
   return best_distance <= limit ? best : NULL;
 }
 
-void add_finding(findings *list, unsigned line, unsigned column, const char *format, ...) {
+void cedar_validate_add_finding(findings *list, unsigned line, unsigned column, const char *format, ...) {
   char message[sizeof list->items[0].message];
   va_list ap;
   va_start(ap, format);

@@ -49,7 +49,7 @@ static void flush_findings(validation *v, const cedar_policy *p, findings *f, bo
 
 static cedar_expr *node(validation *v, const cedar_policy *p, cedar_expr_kind kind, cedar_expr *a,
                         cedar_expr *b) {
-  cedar_expr *e = schema_arena_alloc(&v->arena, sizeof *e);
+  cedar_expr *e = cedar_schema_arena_alloc(&v->arena, sizeof *e);
   if (!e) {
     v->failed = true;
     return NULL;
@@ -96,7 +96,7 @@ static cedar_expr *scope_condition(validation *v, const cedar_policy *p, const c
     }
     case CEDAR_SCOPE_IN_LIST: {
       cedar_expr *set = node(v, p, CX_SET, NULL, NULL);
-      cedar_expr **items = schema_arena_alloc(&v->arena, (s->list_count + 1) * sizeof *items);
+      cedar_expr **items = cedar_schema_arena_alloc(&v->arena, (s->list_count + 1) * sizeof *items);
       if (!set || !items) return NULL;
       for (size_t i = 0; i < s->list_count; i++) items[i] = uid_node(v, p, &s->list[i]);
       set->u.list.items = items;
@@ -129,21 +129,21 @@ static cedar_expr *policy_condition(validation *v, const cedar_policy *p) {
 
 static const char *suggest_entity_type(validation *v, const char *name) {
   size_t n = cedar_schema_entity_type_count(v->schema);
-  const char **names = schema_arena_alloc(&v->arena, (n + 1) * sizeof *names);
+  const char **names = cedar_schema_arena_alloc(&v->arena, (n + 1) * sizeof *names);
   if (!names) return NULL;
   for (size_t i = 0; i < n; i++) names[i] = cedar_schema_entity_type_at(v->schema, i)->name;
-  return closest_name(name, names, n);
+  return cedar_validate_closest_name(name, names, n);
 }
 
 static const char *suggest_action(validation *v, const char *type, const char *id) {
   size_t n = cedar_schema_action_count(v->schema);
-  const char **names = schema_arena_alloc(&v->arena, (n + 1) * sizeof *names);
+  const char **names = cedar_schema_arena_alloc(&v->arena, (n + 1) * sizeof *names);
   if (!names) return NULL;
   for (size_t i = 0; i < n; i++) {
     const cedar_schema_action *a = cedar_schema_action_at(v->schema, i);
-    names[i] = schema_arena_printf(&v->arena, "%s::\"%s\"", a->uid.type, a->uid.id);
+    names[i] = cedar_schema_arena_printf(&v->arena, "%s::\"%s\"", a->uid.type, a->uid.id);
   }
-  return closest_name(schema_arena_printf(&v->arena, "%s::\"%s\"", type, id), names, n);
+  return cedar_validate_closest_name(cedar_schema_arena_printf(&v->arena, "%s::\"%s\"", type, id), names, n);
 }
 
 static const char *action_list(validation *v) {
@@ -151,30 +151,33 @@ static const char *action_list(validation *v) {
   size_t n = cedar_schema_action_count(v->schema);
   for (size_t i = 0; i < n && i < 12; i++) {
     const cedar_schema_action *a = cedar_schema_action_at(v->schema, i);
-    text = schema_arena_printf(&v->arena, "%s%s%s::\"%s\"", text, i ? ", " : "", a->uid.type, a->uid.id);
+    text =
+        cedar_schema_arena_printf(&v->arena, "%s%s%s::\"%s\"", text, i ? ", " : "", a->uid.type, a->uid.id);
   }
-  if (n > 12) text = schema_arena_printf(&v->arena, "%s, ...", text);
+  if (n > 12) text = cedar_schema_arena_printf(&v->arena, "%s, ...", text);
   return n ? text : "(none)";
 }
 
 static void check_type_name(validation *v, findings *f, const char *type, unsigned line, unsigned column) {
-  if (is_action_type_name(type) || cedar_schema_entity_type_find(v->schema, type)) return;
+  if (cedar_validate_is_action_type_name(type) || cedar_schema_entity_type_find(v->schema, type)) return;
   const char *s = suggest_entity_type(v, type);
-  add_finding(f, line, column, "unknown entity type `%s`: the schema does not declare it%s%s%s", type,
-              s ? "; did you mean `" : "", s ? s : "", s ? "`?" : "");
+  cedar_validate_add_finding(f, line, column,
+                             "unknown entity type `%s`: the schema does not declare it%s%s%s", type,
+                             s ? "; did you mean `" : "", s ? s : "", s ? "`?" : "");
 }
 
 static void check_uid(validation *v, findings *f, const cedar_euid *uid, unsigned line, unsigned column) {
-  const char *type = encode_str(&v->arena, uid->type);
-  const char *id = encode_str(&v->arena, uid->id);
-  if (is_action_type_name(type)) {
+  const char *type = cedar_validate_encode_str(&v->arena, uid->type);
+  const char *id = cedar_validate_encode_str(&v->arena, uid->id);
+  if (cedar_validate_is_action_type_name(type)) {
     if (cedar_schema_action_find(v->schema, type, id)) return;
     const char *s = suggest_action(v, type, id);
     if (s)
-      add_finding(f, line, column, "unknown action `%s::\"%s\"`: did you mean `%s`?", type, id, s);
+      cedar_validate_add_finding(f, line, column, "unknown action `%s::\"%s\"`: did you mean `%s`?", type, id,
+                                 s);
     else
-      add_finding(f, line, column, "unknown action `%s::\"%s\"`: the schema declares %s", type, id,
-                  action_list(v));
+      cedar_validate_add_finding(f, line, column, "unknown action `%s::\"%s\"`: the schema declares %s", type,
+                                 id, action_list(v));
     return;
   }
   check_type_name(v, f, type, line, column);
@@ -182,9 +185,9 @@ static void check_uid(validation *v, findings *f, const cedar_euid *uid, unsigne
   if (!e || !e->is_enum) return;
   for (size_t i = 0; i < e->enum_id_count; i++)
     if (strcmp(e->enum_ids[i], id) == 0) return;
-  add_finding(f, line, column,
-              "`%s::\"%s\"` is not one of the ids the schema allows for the enumerated type `%s`", type, id,
-              type);
+  cedar_validate_add_finding(
+      f, line, column, "`%s::\"%s\"` is not one of the ids the schema allows for the enumerated type `%s`",
+      type, id, type);
 }
 
 static void check_literals(validation *v, findings *f, const cedar_expr *e, int depth) {
@@ -194,7 +197,7 @@ static void check_literals(validation *v, findings *f, const cedar_expr *e, int 
       check_uid(v, f, &e->u.uid, e->line, e->column);
       return;
     case CX_IS:
-      check_type_name(v, f, encode_str(&v->arena, e->u.op.name), e->line, e->column);
+      check_type_name(v, f, cedar_validate_encode_str(&v->arena, e->u.op.name), e->line, e->column);
       break;
     case CX_SET:
     case CX_RECORD:
@@ -219,7 +222,7 @@ static void check_literals(validation *v, findings *f, const cedar_expr *e, int 
 
 static void check_scope_literals(validation *v, findings *f, const cedar_policy *p, const cedar_scope *s) {
   if ((s->op == CEDAR_SCOPE_IS || s->op == CEDAR_SCOPE_IS_IN))
-    check_type_name(v, f, encode_str(&v->arena, s->type), p->line, p->column);
+    check_type_name(v, f, cedar_validate_encode_str(&v->arena, s->type), p->line, p->column);
   if ((s->op == CEDAR_SCOPE_EQ || s->op == CEDAR_SCOPE_IN || s->op == CEDAR_SCOPE_IS_IN) && !s->slot)
     check_uid(v, f, &s->uid, p->line, p->column);
   for (size_t i = 0; s->op == CEDAR_SCOPE_IN_LIST && i < s->list_count; i++)
@@ -234,21 +237,23 @@ static bool scope_admits_type(validation *v, const cedar_scope *s, const char *t
     case CEDAR_SCOPE_ANY:
       return true;
     case CEDAR_SCOPE_EQ:
-      return s->slot || strcmp(encode_str(&v->arena, s->uid.type), type) == 0;
+      return s->slot || strcmp(cedar_validate_encode_str(&v->arena, s->uid.type), type) == 0;
     case CEDAR_SCOPE_IN:
       return s->slot ||
-             (cedar_schema_entity_type_find(v->schema, encode_str(&v->arena, s->uid.type)) &&
-              cedar_schema_entity_type_may_be_in(v->schema, type, encode_str(&v->arena, s->uid.type)));
+             (cedar_schema_entity_type_find(v->schema, cedar_validate_encode_str(&v->arena, s->uid.type)) &&
+              cedar_schema_entity_type_may_be_in(v->schema, type,
+                                                 cedar_validate_encode_str(&v->arena, s->uid.type)));
     case CEDAR_SCOPE_IS:
-      return strcmp(encode_str(&v->arena, s->type), type) == 0 &&
+      return strcmp(cedar_validate_encode_str(&v->arena, s->type), type) == 0 &&
              cedar_schema_entity_type_find(v->schema, type);
     case CEDAR_SCOPE_IS_IN:
-      if (strcmp(encode_str(&v->arena, s->type), type) != 0 ||
+      if (strcmp(cedar_validate_encode_str(&v->arena, s->type), type) != 0 ||
           !cedar_schema_entity_type_find(v->schema, type))
         return false;
       return s->slot ||
-             (cedar_schema_entity_type_find(v->schema, encode_str(&v->arena, s->uid.type)) &&
-              cedar_schema_entity_type_may_be_in(v->schema, type, encode_str(&v->arena, s->uid.type)));
+             (cedar_schema_entity_type_find(v->schema, cedar_validate_encode_str(&v->arena, s->uid.type)) &&
+              cedar_schema_entity_type_may_be_in(v->schema, type,
+                                                 cedar_validate_encode_str(&v->arena, s->uid.type)));
     default:
       return false;
   }
@@ -261,15 +266,16 @@ static bool scope_admits_action(validation *v, const cedar_scope *s, const cedar
     case CEDAR_SCOPE_ANY:
       return true;
     case CEDAR_SCOPE_EQ:
-      return strcmp(encode_str(&v->arena, s->uid.type), a->uid.type) == 0 &&
-             strcmp(encode_str(&v->arena, s->uid.id), a->uid.id) == 0;
+      return strcmp(cedar_validate_encode_str(&v->arena, s->uid.type), a->uid.type) == 0 &&
+             strcmp(cedar_validate_encode_str(&v->arena, s->uid.id), a->uid.id) == 0;
     case CEDAR_SCOPE_IN_LIST:
       list = s->list, count = s->list_count; /* fall through */
     case CEDAR_SCOPE_IN: {
       bool in = false;
       for (size_t i = 0; i < count; i++) {
-        const cedar_schema_action *group = cedar_schema_action_find(
-            v->schema, encode_str(&v->arena, list[i].type), encode_str(&v->arena, list[i].id));
+        const cedar_schema_action *group =
+            cedar_schema_action_find(v->schema, cedar_validate_encode_str(&v->arena, list[i].type),
+                                     cedar_validate_encode_str(&v->arena, list[i].id));
         if (!group) return false; /* an unknown action in the list: upstream admits none */
         if (cedar_schema_action_is_in(v->schema, &a->uid, &group->uid)) in = true;
       }
@@ -305,7 +311,7 @@ typedef struct slot_links {
 static slot_links links_for(validation *v, const cedar_scope *s, const char *var_type) {
   slot_links links = {0};
   size_t n = cedar_schema_entity_type_count(v->schema);
-  links.types = schema_arena_alloc(&v->arena, (n + 2) * sizeof *links.types);
+  links.types = cedar_schema_arena_alloc(&v->arena, (n + 2) * sizeof *links.types);
   if (!links.types) {
     v->failed = true;
     return links;
@@ -347,7 +353,7 @@ static bool typecheck_policy(validation *v, const cedar_policy *p, findings *err
                                resource_links.types[y]};
             checker c = {.schema = v->schema, .arena = &v->arena, .policy = p, .env = &env, .errors = errors};
             bool typechecked = false;
-            const vtype *t = typecheck_condition(&c, condition, &typechecked);
+            const vtype *t = cedar_validate_typecheck_condition(&c, condition, &typechecked);
             if (c.failed_alloc) v->failed = true;
             bool is_false = t && t->kind == VT_FALSE;
             if (!is_false) all_false = false;
@@ -364,9 +370,11 @@ static void validate_policy(validation *v, const cedar_policy *p) {
   if (p->template_id) {
     /* template-linked: the slot values' types and the linked scope's action application */
     if (!p->principal.slot && p->principal.op != CEDAR_SCOPE_ANY && p->principal.op != CEDAR_SCOPE_IS)
-      check_type_name(v, &errors, encode_str(&v->arena, p->principal.uid.type), p->line, p->column);
+      check_type_name(v, &errors, cedar_validate_encode_str(&v->arena, p->principal.uid.type), p->line,
+                      p->column);
     if (!p->resource.slot && p->resource.op != CEDAR_SCOPE_ANY && p->resource.op != CEDAR_SCOPE_IS)
-      check_type_name(v, &errors, encode_str(&v->arena, p->resource.uid.type), p->line, p->column);
+      check_type_name(v, &errors, cedar_validate_encode_str(&v->arena, p->resource.uid.type), p->line,
+                      p->column);
   } else {
     check_scope_literals(v, &errors, p, &p->principal);
     check_scope_literals(v, &errors, p, &p->action);
@@ -379,13 +387,14 @@ static void validate_policy(validation *v, const cedar_policy *p) {
   /* Both are warnings in cedar-policy 4.13 (as cedar-wasm reports them): validation still passes. */
   bool application_error = v->flags & CEDAR_VALIDATE_ACTION_APPLICATION_ERROR;
   if (!action_applies(v, p)) {
-    add_finding(application_error ? &errors : &warnings, p->line, p->column,
-                "no action in the schema applies to the principal and resource this policy's scope allows "
-                "(check the action's appliesTo principal and resource types)");
+    cedar_validate_add_finding(
+        application_error ? &errors : &warnings, p->line, p->column,
+        "no action in the schema applies to the principal and resource this policy's scope allows "
+        "(check the action's appliesTo principal and resource types)");
     if (application_error) flush_findings(v, p, &errors, false);
   }
   if (impossible) {
-    add_finding(
+    cedar_validate_add_finding(
         &warnings, p->line, p->column,
         "this policy can never apply: its scope and conditions are false for every principal, action and "
         "resource type the schema allows");
@@ -403,7 +412,7 @@ int cedar_validate_with(const cedar_schema *schema, const cedar_policy_set *set,
   validation v = {.schema = schema, .result = result, .flags = flags};
   size_t n = cedar_policy_set_count(set);
   for (size_t i = 0; i < n && !v.failed; i++) validate_policy(&v, cedar_policy_set_at(set, i));
-  schema_arena_release(&v.arena);
+  cedar_schema_arena_release(&v.arena);
   if (v.failed || v.arena.failed) {
     cedar_validation_result_release(result);
     return -ENOMEM;

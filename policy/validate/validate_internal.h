@@ -81,29 +81,31 @@ struct cap {
 };
 
 /* Structural equality of expressions, source positions ignored (depth: recursion so far). */
-bool expr_equal(const cedar_expr *a, const cedar_expr *b, int depth);
+bool cedar_validate_expr_equal(const cedar_expr *a, const cedar_expr *b, int depth);
 /* A one-element capability set (NULL and c->failed_alloc on ENOMEM). */
-const cap *cap_single(checker *c, const cedar_expr *on, const char *attr, const cedar_expr *tag);
-bool cap_contains(const cap *caps, const cedar_expr *on, const char *attr, const cedar_expr *tag);
-const cap *cap_union(checker *c, const cap *a, const cap *b);
-const cap *cap_intersect(checker *c, const cap *a, const cap *b);
+const cap *cedar_validate_cap_single(checker *c, const cedar_expr *on, const char *attr,
+                                     const cedar_expr *tag);
+bool cedar_validate_cap_contains(const cap *caps, const cedar_expr *on, const char *attr,
+                                 const cedar_expr *tag);
+const cap *cedar_validate_cap_union(checker *c, const cap *a, const cap *b);
+const cap *cedar_validate_cap_intersect(checker *c, const cap *a, const cap *b);
 
 /* Typecheck `condition` (the whole policy condition) in one environment. Returns its type (NULL when it
  * has none) and sets *typechecked. Errors are appended to c->errors. */
-const vtype *typecheck_condition(checker *c, const cedar_expr *condition, bool *typechecked);
+const vtype *cedar_validate_typecheck_condition(checker *c, const cedar_expr *condition, bool *typechecked);
 
 /* Add a finding. */
-void add_finding(findings *list, unsigned line, unsigned column, const char *format, ...)
+void cedar_validate_add_finding(findings *list, unsigned line, unsigned column, const char *format, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Schema-encoded C string of s (arena). */
-const char *encode_str(schema_arena *arena, cedar_str s);
+const char *cedar_validate_encode_str(schema_arena *arena, cedar_str s);
 /* Text of an expression / type for messages (arena). */
-const char *expr_text(schema_arena *arena, const cedar_expr *e);
-const char *type_text(schema_arena *arena, const vtype *t);
+const char *cedar_validate_expr_text(schema_arena *arena, const cedar_expr *e);
+const char *cedar_validate_type_text(schema_arena *arena, const vtype *t);
 /* Is `type` an action entity type name ("Action" or "...::Action")? */
-bool is_action_type_name(const char *type);
+bool cedar_validate_is_action_type_name(const char *type);
 /* Closest candidate to `name` among candidates (NULL when none is close). */
-const char *closest_name(const char *name, const char *const *candidates, size_t count);
+const char *cedar_validate_closest_name(const char *name, const char *const *candidates, size_t count);
 
 #endif

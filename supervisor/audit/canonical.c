@@ -216,7 +216,7 @@ int journal_canonical_dump(json_t *value, canonical_buffer *b) {
   return b->too_big ? -E2BIG : -EINVAL;
 }
 
-void canonical_buffer_init(canonical_buffer *b) {
+void journal_canonical_buffer_init(canonical_buffer *b) {
   b->data = b->stack;
   b->length = 0;
   b->capacity = sizeof b->stack;
@@ -226,7 +226,7 @@ void canonical_buffer_init(canonical_buffer *b) {
   b->cut_seq = b->cut_time = 0;
 }
 
-void canonical_buffer_free(canonical_buffer *b) {
+void journal_canonical_buffer_free(canonical_buffer *b) {
   if (b->heap) free(b->data);
-  canonical_buffer_init(b);
+  journal_canonical_buffer_init(b);
 }

@@ -32,7 +32,7 @@ int journal_seek_entry_add(journal *j, uint32_t compressed, uint32_t decompresse
 static int compress(journal *j, const void *data, size_t length, ZSTD_EndDirective mode, dome_error *err) {
   ZSTD_inBuffer in = {data, length, 0};
   for (;;) {
-    if (byte_buffer_reserve(&j->out, ZSTD_CStreamOutSize()) < 0)
+    if (journal_byte_buffer_reserve(&j->out, ZSTD_CStreamOutSize()) < 0)
       return dome_error_set(err, ENOMEM, "compress: out of memory");
     ZSTD_outBuffer out = {j->out.data + j->out.length, j->out.capacity - j->out.length, 0};
     size_t remaining = ZSTD_compressStream2(j->cctx, &out, &in, mode);
@@ -134,7 +134,7 @@ static int segment_seal(journal *j, dome_error *err) {
   if (r < 0) return r;
   size_t length;
   _cleanup_free_ uint8_t *table = journal_seek_table_encode(j->entries, j->entry_count, &length);
-  if (!table || byte_buffer_append(&j->out, table, length) < 0)
+  if (!table || journal_byte_buffer_append(&j->out, table, length) < 0)
     return dome_error_set(err, ENOMEM, "seek table: out of memory");
   return sync_out(j, err);
 }
@@ -185,8 +185,8 @@ static void apply_retention(journal *j) {
  * line's newline (compressed with it, not hashed). */
 static int add_line(journal *j, const uint8_t *line, size_t length, dome_error *err) {
   uint8_t leaf[JOURNAL_HASH_BYTES];
-  merkle_leaf_hash(line, length, leaf);
-  merkle_append(&j->tree, leaf);
+  journal_merkle_leaf_hash(line, length, leaf);
+  journal_merkle_append(&j->tree, leaf);
   if (!j->frame_open) {
     ZSTD_CCtx_reset(j->cctx, ZSTD_reset_session_only);
     j->frame_open = true;
@@ -224,7 +224,8 @@ static int add_pending(journal *j, const struct pending_event *p, dome_error *er
   size_t time_length = strlen(time_text);
   byte_buffer *b = &j->line;
   b->length = 0;
-  if (byte_buffer_reserve(b, p->length + 96) < 0) return dome_error_set(err, ENOMEM, "line: out of memory");
+  if (journal_byte_buffer_reserve(b, p->length + 96) < 0)
+    return dome_error_set(err, ENOMEM, "line: out of memory");
   const char *t = p->text;
   char *o = (char *)b->data;
   memcpy(o, t, p->cut_seq), o += p->cut_seq;
@@ -259,7 +260,7 @@ static int write_checkpoint_file(journal *j, const char *line, size_t length, do
 static int add_checkpoint(journal *j, uint64_t seq, int64_t time_ns, char **line_out, dome_error *err) {
   uint8_t root[JOURNAL_HASH_BYTES];
   char root_hex[2 * JOURNAL_HASH_BYTES + 1], time_text[40], signature_hex[2 * crypto_sign_BYTES + 1];
-  merkle_root(&j->tree, root);
+  journal_merkle_root(&j->tree, root);
   journal_hex_encode(root, sizeof root, root_hex);
   journal_format_time(time_ns, time_text, sizeof time_text);
   _cleanup_free_ char *message = journal_checkpoint_message(j->tree.size, root_hex, time_text);
@@ -276,7 +277,8 @@ static int add_checkpoint(journal *j, uint64_t seq, int64_t time_ns, char **line
   if (!line) return dome_error_set(err, ENOMEM, "checkpoint: out of memory");
   size_t length = strlen(line);
   j->line.length = 0;
-  int r = byte_buffer_append(&j->line, line, length) == 0 && byte_buffer_append(&j->line, "\n", 1) == 0
+  int r = journal_byte_buffer_append(&j->line, line, length) == 0 &&
+                  journal_byte_buffer_append(&j->line, "\n", 1) == 0
               ? add_line(j, j->line.data, length, err)
               : dome_error_set(err, ENOMEM, "checkpoint: out of memory");
   j->last_checkpoint_mono_ns = journal_mono_ns();

@@ -43,8 +43,8 @@ typedef struct canonical_buffer {
   char stack[2048];
 } canonical_buffer;
 
-void canonical_buffer_init(canonical_buffer *b);
-void canonical_buffer_free(canonical_buffer *b);
+void journal_canonical_buffer_init(canonical_buffer *b);
+void journal_canonical_buffer_free(canonical_buffer *b);
 /* Append to b exactly what json_dumps(value, JSON_SORT_KEYS | JSON_COMPACT) returns (docs/journal-format.md
  * section 3), without its allocations. Returns 0, -E2BIG (text over JOURNAL_MAX_EVENT_BYTES), -EINVAL
  * (not an object or array, or not serialisable: invalid UTF-8, NaN, a cycle) or -ENOMEM. */
@@ -57,17 +57,18 @@ typedef struct merkle_frontier {
   uint8_t hash[64][JOURNAL_HASH_BYTES]; /* complete-subtree roots, largest first */
 } merkle_frontier;
 
-void merkle_init(merkle_frontier *f);
-void merkle_leaf_hash(const void *data, size_t length, uint8_t out[JOURNAL_HASH_BYTES]);
-void merkle_node_hash(const uint8_t left[JOURNAL_HASH_BYTES], const uint8_t right[JOURNAL_HASH_BYTES],
-                      uint8_t out[JOURNAL_HASH_BYTES]);
-void merkle_append(merkle_frontier *f, const uint8_t leaf[JOURNAL_HASH_BYTES]);
+void journal_merkle_init(merkle_frontier *f);
+void journal_merkle_leaf_hash(const void *data, size_t length, uint8_t out[JOURNAL_HASH_BYTES]);
+void journal_merkle_node_hash(const uint8_t left[JOURNAL_HASH_BYTES], const uint8_t right[JOURNAL_HASH_BYTES],
+                              uint8_t out[JOURNAL_HASH_BYTES]);
+void journal_merkle_append(merkle_frontier *f, const uint8_t leaf[JOURNAL_HASH_BYTES]);
 /* Append the root of a perfect subtree of 2^height leaves; f->size must be a multiple of 2^height. */
-void merkle_append_subtree(merkle_frontier *f, const uint8_t root[JOURNAL_HASH_BYTES], int height);
-void merkle_root(const merkle_frontier *f, uint8_t out[JOURNAL_HASH_BYTES]);
-json_t *merkle_frontier_to_json(const merkle_frontier *f);
-int merkle_frontier_from_json(merkle_frontier *f, uint64_t size, const json_t *array, dome_error *err);
-bool merkle_frontier_equal(const merkle_frontier *a, const merkle_frontier *b);
+void journal_merkle_append_subtree(merkle_frontier *f, const uint8_t root[JOURNAL_HASH_BYTES], int height);
+void journal_merkle_root(const merkle_frontier *f, uint8_t out[JOURNAL_HASH_BYTES]);
+json_t *journal_merkle_frontier_to_json(const merkle_frontier *f);
+int journal_merkle_frontier_from_json(merkle_frontier *f, uint64_t size, const json_t *array,
+                                      dome_error *err);
+bool journal_merkle_frontier_equal(const merkle_frontier *a, const merkle_frontier *b);
 
 /* ---- segments ---- */
 typedef struct journal_segment {
@@ -135,19 +136,19 @@ typedef struct frame_info {
   const char *open_reason;
 } frame_info;
 
-int frame_scanner_init(frame_scanner *s, int fd, dome_error *err);
-void frame_scanner_free(frame_scanner *s);
+int journal_frame_scanner_init(frame_scanner *s, int fd, dome_error *err);
+void journal_frame_scanner_free(frame_scanner *s);
 /* Next frame at s->offset. Returns 0 with *info (content valid until the next call) and advances past
  * complete frames (not past FRAME_OPEN); -EBADMSG when the bytes are not a valid frame (info->offset
  * set; message says why), -errno on I/O. */
-int frame_scanner_next(frame_scanner *s, frame_info *info, dome_error *err);
+int journal_frame_scanner_next(frame_scanner *s, frame_info *info, dome_error *err);
 /* Kind and size of the frame at `offset` without decoding it (readers skipping ahead). Returns 0 with
  * *kind (FRAME_END, FRAME_OPEN for an incomplete frame, FRAME_DATA, or a skippable kind) and *size. */
-int frame_scanner_measure(frame_scanner *s, off_t offset, enum frame_kind *kind, size_t *size,
-                          dome_error *err);
+int journal_frame_scanner_measure(frame_scanner *s, off_t offset, enum frame_kind *kind, size_t *size,
+                                  dome_error *err);
 /* seq and time (Unix ns) of the first event of the complete data frame at `offset`, decoding only the
  * frame's beginning. Returns 0, or -1 when there is no such frame or line. */
-int frame_scanner_first_event(frame_scanner *s, off_t offset, uint64_t *seq, int64_t *time_ns);
+int journal_frame_scanner_first_event(frame_scanner *s, off_t offset, uint64_t *seq, int64_t *time_ns);
 
 /* ---- event line scanning (top-level members of a canonical line) ---- */
 typedef struct line_fields {
@@ -209,16 +210,18 @@ typedef struct frame_work {
 typedef struct frame_pool frame_pool;
 /* One worker per online core (at most 8), 2 frame slots per worker and 2 more; the caller checks
  * frames too while it waits for the oldest. NULL when out of memory/threads. */
-frame_pool *frame_pool_create(void);
-bool frame_pool_full(const frame_pool *p);    /* every slot submitted and not yet released */
-bool frame_pool_pending(const frame_pool *p); /* some slot submitted and not yet released */
-/* The slot to fill next (only when !frame_pool_full), then frame_pool_submit to hand it over. */
-frame_work *frame_pool_next_slot(frame_pool *p);
-void frame_pool_submit(frame_pool *p);
-/* The oldest submitted frame, waiting until a worker is done with it; frame_pool_release frees its slot. */
-frame_work *frame_pool_oldest(frame_pool *p);
-void frame_pool_release(frame_pool *p);
-void frame_pool_free(frame_pool *p);
+frame_pool *journal_frame_pool_create(void);
+bool journal_frame_pool_full(const frame_pool *p);    /* every slot submitted and not yet released */
+bool journal_frame_pool_pending(const frame_pool *p); /* some slot submitted and not yet released */
+/* The slot to fill next (only when !journal_frame_pool_full), then journal_frame_pool_submit to hand it over.
+ */
+frame_work *journal_frame_pool_next_slot(frame_pool *p);
+void journal_frame_pool_submit(frame_pool *p);
+/* The oldest submitted frame, waiting until a worker is done with it; journal_frame_pool_release frees its
+ * slot. */
+frame_work *journal_frame_pool_oldest(frame_pool *p);
+void journal_frame_pool_release(frame_pool *p);
+void journal_frame_pool_free(frame_pool *p);
 
 int64_t journal_now_ns(void);
 int journal_fsync_directory(const char *directory, dome_error *err);

@@ -30,12 +30,12 @@ int journal_hex_decode(const char *hex, uint8_t *out, size_t n) {
   return 0;
 }
 
-void merkle_init(merkle_frontier *f) {
+void journal_merkle_init(merkle_frontier *f) {
   f->size = 0;
   f->count = 0;
 }
 
-void merkle_leaf_hash(const void *data, size_t length, uint8_t out[JOURNAL_HASH_BYTES]) {
+void journal_merkle_leaf_hash(const void *data, size_t length, uint8_t out[JOURNAL_HASH_BYTES]) {
   crypto_hash_sha256_state state;
   static const uint8_t prefix = 0x00;
   crypto_hash_sha256_init(&state);
@@ -44,8 +44,8 @@ void merkle_leaf_hash(const void *data, size_t length, uint8_t out[JOURNAL_HASH_
   crypto_hash_sha256_final(&state, out);
 }
 
-void merkle_node_hash(const uint8_t left[JOURNAL_HASH_BYTES], const uint8_t right[JOURNAL_HASH_BYTES],
-                      uint8_t out[JOURNAL_HASH_BYTES]) {
+void journal_merkle_node_hash(const uint8_t left[JOURNAL_HASH_BYTES], const uint8_t right[JOURNAL_HASH_BYTES],
+                              uint8_t out[JOURNAL_HASH_BYTES]) {
   uint8_t buffer[1 + 2 * JOURNAL_HASH_BYTES];
   buffer[0] = 0x01;
   memcpy(buffer + 1, left, JOURNAL_HASH_BYTES);
@@ -55,35 +55,35 @@ void merkle_node_hash(const uint8_t left[JOURNAL_HASH_BYTES], const uint8_t righ
 
 /* Appending leaf n+1 merges the rightmost subtrees as a binary counter carries: one merge per trailing
  * one bit of the old size. */
-void merkle_append(merkle_frontier *f, const uint8_t leaf[JOURNAL_HASH_BYTES]) {
-  merkle_append_subtree(f, leaf, 0);
+void journal_merkle_append(merkle_frontier *f, const uint8_t leaf[JOURNAL_HASH_BYTES]) {
+  journal_merkle_append_subtree(f, leaf, 0);
 }
 
 /* A subtree of 2^height leaves at a size that is a multiple of 2^height: the same carry, from bit
  * `height` up (the frontier's last entry then covers exactly 2^height leaves when that bit is set). */
-void merkle_append_subtree(merkle_frontier *f, const uint8_t root[JOURNAL_HASH_BYTES], int height) {
+void journal_merkle_append_subtree(merkle_frontier *f, const uint8_t root[JOURNAL_HASH_BYTES], int height) {
   uint8_t carry[JOURNAL_HASH_BYTES];
   memcpy(carry, root, JOURNAL_HASH_BYTES);
   for (uint64_t bits = f->size >> height; bits & 1; bits >>= 1) {
-    merkle_node_hash(f->hash[f->count - 1], carry, carry);
+    journal_merkle_node_hash(f->hash[f->count - 1], carry, carry);
     f->count--;
   }
   memcpy(f->hash[f->count++], carry, JOURNAL_HASH_BYTES);
   f->size += 1ull << height;
 }
 
-void merkle_root(const merkle_frontier *f, uint8_t out[JOURNAL_HASH_BYTES]) {
+void journal_merkle_root(const merkle_frontier *f, uint8_t out[JOURNAL_HASH_BYTES]) {
   if (f->count == 0) {
     crypto_hash_sha256(out, (const uint8_t *)"", 0);
     return;
   }
   uint8_t root[JOURNAL_HASH_BYTES];
   memcpy(root, f->hash[f->count - 1], JOURNAL_HASH_BYTES);
-  for (int i = f->count - 2; i >= 0; i--) merkle_node_hash(f->hash[i], root, root);
+  for (int i = f->count - 2; i >= 0; i--) journal_merkle_node_hash(f->hash[i], root, root);
   memcpy(out, root, JOURNAL_HASH_BYTES);
 }
 
-json_t *merkle_frontier_to_json(const merkle_frontier *f) {
+json_t *journal_merkle_frontier_to_json(const merkle_frontier *f) {
   json_t *array = json_array();
   char hex[2 * JOURNAL_HASH_BYTES + 1];
   for (int i = 0; array && i < f->count; i++) {
@@ -93,7 +93,8 @@ json_t *merkle_frontier_to_json(const merkle_frontier *f) {
   return array;
 }
 
-int merkle_frontier_from_json(merkle_frontier *f, uint64_t size, const json_t *array, dome_error *err) {
+int journal_merkle_frontier_from_json(merkle_frontier *f, uint64_t size, const json_t *array,
+                                      dome_error *err) {
   if (!json_is_array(array)) return dome_error_set(err, 0, "frontier: not an array");
   int expected = __builtin_popcountll(size);
   if ((int)json_array_size(array) != expected)
@@ -109,7 +110,7 @@ int merkle_frontier_from_json(merkle_frontier *f, uint64_t size, const json_t *a
   return 0;
 }
 
-bool merkle_frontier_equal(const merkle_frontier *a, const merkle_frontier *b) {
+bool journal_merkle_frontier_equal(const merkle_frontier *a, const merkle_frontier *b) {
   if (a->size != b->size || a->count != b->count) return false;
   for (int i = 0; i < a->count; i++)
     if (memcmp(a->hash[i], b->hash[i], JOURNAL_HASH_BYTES) != 0) return false;

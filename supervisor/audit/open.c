@@ -68,7 +68,7 @@ static int finish_interrupted_recovery(journal *j, dome_error *err) {
   byte_buffer lines = {0};
   char chunk[65536];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) byte_buffer_append(&lines, chunk, n);
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) journal_byte_buffer_append(&lines, chunk, n);
   int r = rewrite_tail(j, segment, (off_t)offset, (const char *)lines.data, lines.length, err);
   free(lines.data);
   if (r < 0) return r;
@@ -128,7 +128,7 @@ static int load_tail(journal *j, json_t **recovered, int depth, dome_error *err)
   if (count < 0) return count;
   if (count == 0) {
     free(segments);
-    merkle_init(&j->tree);
+    journal_merkle_init(&j->tree);
     return journal_segment_start(j, err);
   }
   snprintf(j->segment_name, sizeof j->segment_name, "%s", segments[count - 1].name);
@@ -140,7 +140,7 @@ static int load_tail(journal *j, json_t **recovered, int depth, dome_error *err)
   struct stat st;
   if (fstat(fd, &st) < 0) return dome_error_set_errno(err, errno, "stat `%s`", path);
   frame_scanner scanner;
-  r = frame_scanner_init(&scanner, fd, err);
+  r = journal_frame_scanner_init(&scanner, fd, err);
   if (r < 0) return r;
   bool sealed = false, have_header = false;
   uint64_t expected = 0;
@@ -152,7 +152,7 @@ static int load_tail(journal *j, json_t **recovered, int depth, dome_error *err)
   for (;;) {
     frame_info info;
     dome_error frame_err = {0};
-    r = frame_scanner_next(&scanner, &info, &frame_err);
+    r = journal_frame_scanner_next(&scanner, &info, &frame_err);
     if (r < 0 || info.kind == FRAME_OPEN || (info.kind != FRAME_END && sealed) ||
         (info.kind != FRAME_HEADER && !have_header && info.kind != FRAME_END)) {
       tail_offset = info.offset;
@@ -168,9 +168,9 @@ static int load_tail(journal *j, json_t **recovered, int depth, dome_error *err)
           if (!newline || journal_scan_line(p, (size_t)(newline - p), &fields) < 0 || fields.seq != expected)
             break;
           uint8_t leaf[JOURNAL_HASH_BYTES];
-          merkle_leaf_hash(p, (size_t)(newline - p), leaf);
-          merkle_append(&j->tree, leaf);
-          byte_buffer_append(&kept, p, (size_t)(newline - p + 1));
+          journal_merkle_leaf_hash(p, (size_t)(newline - p), leaf);
+          journal_merkle_append(&j->tree, leaf);
+          journal_byte_buffer_append(&kept, p, (size_t)(newline - p + 1));
           kept_events++;
           expected++;
           int64_t t;
@@ -216,8 +216,8 @@ static int load_tail(journal *j, json_t **recovered, int depth, dome_error *err)
         break;
       }
       uint8_t leaf[JOURNAL_HASH_BYTES];
-      merkle_leaf_hash(p, (size_t)(newline - p), leaf);
-      merkle_append(&j->tree, leaf);
+      journal_merkle_leaf_hash(p, (size_t)(newline - p), leaf);
+      journal_merkle_append(&j->tree, leaf);
       expected++;
       if (fields.time) {
         char text[64];
@@ -230,7 +230,7 @@ static int load_tail(journal *j, json_t **recovered, int depth, dome_error *err)
     if (r < 0) break;
     journal_seek_entry_add(j, (uint32_t)info.compressed_size, (uint32_t)info.content_length, info.checksum);
   }
-  frame_scanner_free(&scanner);
+  journal_frame_scanner_free(&scanner);
   if (r < 0) {
     free(kept.data);
     return r;

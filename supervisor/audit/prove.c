@@ -56,9 +56,9 @@ int journal_prove(const char *directory, uint64_t seq, json_t **proof, dome_erro
       lo += k;
     }
   }
-  for (int i = 0; i < count; i++) merkle_init(&ranges[i].tree);
+  for (int i = 0; i < count; i++) journal_merkle_init(&ranges[i].tree);
   merkle_frontier whole;
-  merkle_init(&whole);
+  journal_merkle_init(&whole);
   uint8_t leaf[JOURNAL_HASH_BYTES], target[JOURNAL_HASH_BYTES];
   char *event_line = NULL;
   journal_filter filter = {.to_seq = tree_size};
@@ -78,15 +78,15 @@ int journal_prove(const char *directory, uint64_t seq, json_t **proof, dome_erro
       break;
     }
     next++;
-    merkle_leaf_hash(record.line, record.length, leaf);
-    merkle_append(&whole, leaf);
+    journal_merkle_leaf_hash(record.line, record.length, leaf);
+    journal_merkle_append(&whole, leaf);
     uint64_t index = record.seq - 1;
     if (index == m) {
       memcpy(target, leaf, sizeof leaf);
       event_line = strndup(record.line, record.length);
     }
     for (int i = 0; i < count; i++)
-      if (index >= ranges[i].begin && index < ranges[i].end) merkle_append(&ranges[i].tree, leaf);
+      if (index >= ranges[i].begin && index < ranges[i].end) journal_merkle_append(&ranges[i].tree, leaf);
     if (record.seq == tree_size) break;
   }
   if (reader) journal_reader_close(reader);
@@ -97,7 +97,7 @@ int journal_prove(const char *directory, uint64_t seq, json_t **proof, dome_erro
                        "journal holds %" PRIu64 " of the %" PRIu64 " events the checkpoint signs", whole.size,
                        tree_size);
   if (r == 0) {
-    merkle_root(&whole, root);
+    journal_merkle_root(&whole, root);
     journal_hex_encode(root, sizeof root, hex);
     const char *signed_root = json_string_value(json_object_get(json_object_get(head, "checkpoint"), "root"));
     if (!signed_root || strcmp(signed_root, hex) != 0)
@@ -108,7 +108,7 @@ int journal_prove(const char *directory, uint64_t seq, json_t **proof, dome_erro
     json_t *path = json_array();
     for (int i = count - 1; i >= 0; i--) { /* leaf up */
       uint8_t subtree[JOURNAL_HASH_BYTES];
-      merkle_root(&ranges[i].tree, subtree);
+      journal_merkle_root(&ranges[i].tree, subtree);
       journal_hex_encode(subtree, sizeof subtree, hex);
       json_array_append_new(path, json_string(hex));
     }
@@ -141,7 +141,7 @@ int journal_proof_check(const json_t *proof, const char *public_key_path, dome_e
   uint64_t fn = (uint64_t)json_integer_value(index_json), sn = (uint64_t)json_integer_value(size_json) - 1;
   if (fn > sn) return dome_error_set(err, EBADMSG, "proof: leaf_index outside the tree");
   uint8_t r[JOURNAL_HASH_BYTES];
-  merkle_leaf_hash(event, strlen(event), r);
+  journal_merkle_leaf_hash(event, strlen(event), r);
   size_t i;
   json_t *element;
   json_array_foreach(path, i, element) {
@@ -150,11 +150,11 @@ int journal_proof_check(const json_t *proof, const char *public_key_path, dome_e
       return dome_error_set(err, EBADMSG, "proof: audit_path[%zu] is not 64 hex digits", i);
     if (sn == 0) return dome_error_set(err, EBADMSG, "proof: audit path longer than the tree is deep");
     if ((fn & 1) || fn == sn) {
-      merkle_node_hash(p, r, r);
+      journal_merkle_node_hash(p, r, r);
       if (!(fn & 1))
         while (!(fn & 1) && fn != 0) fn >>= 1, sn >>= 1;
     } else {
-      merkle_node_hash(r, p, r);
+      journal_merkle_node_hash(r, p, r);
     }
     fn >>= 1;
     sn >>= 1;

@@ -40,12 +40,12 @@ static int segment_first_event(const char *directory, const char *name, uint64_t
   frame_scanner scanner;
   dome_error ignored;
   int r = -1;
-  if (frame_scanner_init(&scanner, fd, &ignored) == 0) {
+  if (journal_frame_scanner_init(&scanner, fd, &ignored) == 0) {
     enum frame_kind kind;
     size_t size;
-    if (frame_scanner_measure(&scanner, 0, &kind, &size, &ignored) == 0 && kind == FRAME_HEADER)
-      r = frame_scanner_first_event(&scanner, (off_t)size, seq, time_ns);
-    frame_scanner_free(&scanner);
+    if (journal_frame_scanner_measure(&scanner, 0, &kind, &size, &ignored) == 0 && kind == FRAME_HEADER)
+      r = journal_frame_scanner_first_event(&scanner, (off_t)size, seq, time_ns);
+    journal_frame_scanner_free(&scanner);
   }
   close(fd);
   return r;
@@ -98,7 +98,7 @@ int journal_reader_open(const char *directory, const journal_filter *filter, jou
 
 void journal_reader_close(journal_reader *r) {
   if (!r) return;
-  if (r->scanner_ready) frame_scanner_free(&r->scanner);
+  if (r->scanner_ready) journal_frame_scanner_free(&r->scanner);
   if (r->fd >= 0) close(r->fd);
   if (r->inotify >= 0) close(r->inotify);
   free(r->segments);
@@ -110,14 +110,14 @@ void journal_reader_close(journal_reader *r) {
 }
 
 static int open_segment(journal_reader *r, int index, dome_error *err) {
-  if (r->scanner_ready) frame_scanner_free(&r->scanner);
+  if (r->scanner_ready) journal_frame_scanner_free(&r->scanner);
   r->scanner_ready = false;
   if (r->fd >= 0) close(r->fd);
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", r->directory, r->segments[index].name);
   r->fd = open(path, O_RDONLY | O_CLOEXEC);
   if (r->fd < 0) return dome_error_set_errno(err, errno, "open segment `%s`", path);
-  int rc = frame_scanner_init(&r->scanner, r->fd, err);
+  int rc = journal_frame_scanner_init(&r->scanner, r->fd, err);
   if (rc < 0) return rc;
   r->scanner_ready = true;
   r->index = index;
@@ -132,11 +132,13 @@ static void skip_frames_before_target(journal_reader *r, dome_error *err) {
   for (;;) {
     enum frame_kind kind;
     size_t size;
-    if (frame_scanner_measure(&r->scanner, r->scanner.offset, &kind, &size, err) < 0 || kind != FRAME_DATA)
+    if (journal_frame_scanner_measure(&r->scanner, r->scanner.offset, &kind, &size, err) < 0 ||
+        kind != FRAME_DATA)
       return;
     uint64_t next_seq;
     int64_t next_time;
-    if (frame_scanner_first_event(&r->scanner, r->scanner.offset + (off_t)size, &next_seq, &next_time) < 0)
+    if (journal_frame_scanner_first_event(&r->scanner, r->scanner.offset + (off_t)size, &next_seq,
+                                          &next_time) < 0)
       return;
     bool before = (r->filter.from_seq <= 1 || next_seq <= r->filter.from_seq) &&
                   (r->filter.since_ns == 0 || next_time < r->filter.since_ns);
@@ -161,7 +163,7 @@ static int load_frame(journal_reader *r, dome_error *err) {
       skip_frames_before_target(r, err);
     }
     frame_info info;
-    int rc = frame_scanner_next(&r->scanner, &info, err);
+    int rc = journal_frame_scanner_next(&r->scanner, &info, err);
     if (rc < 0)
       return dome_error_wrap(err, "segment `%s/%s`", r->directory, r->segments[r->index].name), -EBADMSG;
     switch (info.kind) {
@@ -189,7 +191,7 @@ static int load_frame(journal_reader *r, dome_error *err) {
         r->open_offset = info.offset;
         if (r->position < r->content_length) return 1;
         if (r->index + 1 < r->segment_count) { /* a torn tail of an older segment: skip it */
-          frame_scanner_free(&r->scanner);
+          journal_frame_scanner_free(&r->scanner);
           r->scanner_ready = false;
           continue;
         }
@@ -197,7 +199,7 @@ static int load_frame(journal_reader *r, dome_error *err) {
       }
       case FRAME_END:
         if (r->index + 1 < r->segment_count) {
-          frame_scanner_free(&r->scanner);
+          journal_frame_scanner_free(&r->scanner);
           r->scanner_ready = false;
           continue;
         }

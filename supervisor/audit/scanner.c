@@ -11,7 +11,7 @@
 #include "supervisor/audit/journal.h"
 #include "supervisor/audit/journal_internal.h"
 
-int frame_scanner_init(frame_scanner *s, int fd, dome_error *err) {
+int journal_frame_scanner_init(frame_scanner *s, int fd, dome_error *err) {
   memset(s, 0, sizeof *s);
   s->fd = fd;
   s->dctx = ZSTD_createDCtx();
@@ -20,13 +20,13 @@ int frame_scanner_init(frame_scanner *s, int fd, dome_error *err) {
   s->out_capacity = 1024 * 1024;
   s->out = malloc(s->out_capacity);
   if (!s->dctx || !s->in || !s->out) {
-    frame_scanner_free(s);
+    journal_frame_scanner_free(s);
     return dome_error_set(err, ENOMEM, "frame scanner: out of memory");
   }
   return 0;
 }
 
-void frame_scanner_free(frame_scanner *s) {
+void journal_frame_scanner_free(frame_scanner *s) {
   ZSTD_freeDCtx(s->dctx);
   free(s->in);
   free(s->out);
@@ -106,7 +106,7 @@ static int decode_salvage(frame_scanner *s, size_t length, size_t *out_length) {
   return -1;
 }
 
-int frame_scanner_next(frame_scanner *s, frame_info *info, dome_error *err) {
+int journal_frame_scanner_next(frame_scanner *s, frame_info *info, dome_error *err) {
   memset(info, 0, sizeof *info);
   info->offset = s->offset;
   ssize_t have = load(s, 8, err);
@@ -211,8 +211,8 @@ static int measure_at(frame_scanner *s, off_t offset, enum frame_kind *kind, siz
   }
 }
 
-int frame_scanner_measure(frame_scanner *s, off_t offset, enum frame_kind *kind, size_t *size,
-                          dome_error *err) {
+int journal_frame_scanner_measure(frame_scanner *s, off_t offset, enum frame_kind *kind, size_t *size,
+                                  dome_error *err) {
   off_t saved = s->offset; /* peeking never moves the scanner */
   int r = measure_at(s, offset, kind, size, err);
   s->offset = saved;
@@ -221,7 +221,7 @@ int frame_scanner_measure(frame_scanner *s, off_t offset, enum frame_kind *kind,
 
 static int first_event_at(frame_scanner *s, off_t offset, uint64_t *seq, int64_t *time_ns);
 
-int frame_scanner_first_event(frame_scanner *s, off_t offset, uint64_t *seq, int64_t *time_ns) {
+int journal_frame_scanner_first_event(frame_scanner *s, off_t offset, uint64_t *seq, int64_t *time_ns) {
   off_t saved = s->offset;
   int r = first_event_at(s, offset, seq, time_ns);
   s->offset = saved;

@@ -69,7 +69,7 @@ int journal_segments_list(const char *directory, journal_segment **out, dome_err
 uint8_t *journal_header_encode(uint64_t first_seq, const merkle_frontier *f, size_t *length) {
   json_t *header =
       json_pack("{s:I, s:s, s:o, s:I}", "first_seq", (json_int_t)first_seq, "format", JOURNAL_FORMAT,
-                "frontier", merkle_frontier_to_json(f), "tree_size", (json_int_t)f->size);
+                "frontier", journal_merkle_frontier_to_json(f), "tree_size", (json_int_t)f->size);
   if (!header) return NULL;
   char *text = json_dumps(header, JSON_SORT_KEYS | JSON_COMPACT);
   json_decref(header);
@@ -100,8 +100,8 @@ int journal_header_decode(const uint8_t *content, size_t length, uint64_t *first
            json_integer_value(size) != json_integer_value(seq) - 1)
     r = dome_error_set(err, 0, "segment header: first_seq/tree_size missing or inconsistent");
   else
-    r = merkle_frontier_from_json(f, (uint64_t)json_integer_value(size), json_object_get(header, "frontier"),
-                                  err);
+    r = journal_merkle_frontier_from_json(f, (uint64_t)json_integer_value(size),
+                                          json_object_get(header, "frontier"), err);
   if (r == 0) *first_seq = (uint64_t)json_integer_value(seq);
   json_decref(header);
   return r;

@@ -107,8 +107,9 @@ static void append_leaves(verifier *v, uint8_t (*leaves)[JOURNAL_HASH_BYTES], si
     size_t m = (size_t)1 << height;
     uint8_t(*level)[JOURNAL_HASH_BYTES] = leaves + i;
     for (size_t width = m; width > 1; width /= 2)
-      for (size_t k = 0; k < width / 2; k++) merkle_node_hash(level[2 * k], level[2 * k + 1], level[k]);
-    merkle_append_subtree(&v->tree, level[0], height);
+      for (size_t k = 0; k < width / 2; k++)
+        journal_merkle_node_hash(level[2 * k], level[2 * k + 1], level[k]);
+    journal_merkle_append_subtree(&v->tree, level[0], height);
     i += m;
   }
 }
@@ -170,7 +171,8 @@ static int check_lines(verifier *v, const char *segment, const char *content, si
     expected++;
     p = newline + 1;
   }
-  for (size_t i = 0; i < n; i++) merkle_leaf_hash(content + t->offsets[i], t->lengths[i], t->leaves[i]);
+  for (size_t i = 0; i < n; i++)
+    journal_merkle_leaf_hash(content + t->offsets[i], t->lengths[i], t->leaves[i]);
   int r = ordered_pass(v, content, t->offsets, t->lengths, n ? t->seqs[0] : 0, t->checkpoint, t->leaves, n);
   if (r < 0) return r;
   if (scan_error) {
@@ -194,7 +196,7 @@ static int ordered_pass(verifier *v, const char *content, const uint32_t *offset
       json_t *event = json_loadb(line, lengths[i], 0, &jerr);
       if (!event) return bad(v, seq, "seq %" PRIu64 ": invalid JSON: %s", seq, jerr.text);
       uint8_t root[JOURNAL_HASH_BYTES];
-      merkle_root(&v->tree, root);
+      journal_merkle_root(&v->tree, root);
       dome_error err;
       int r = journal_checkpoint_check(event, root, &v->key, &err);
       json_decref(event);
@@ -232,14 +234,14 @@ static int ordered_pass(verifier *v, const char *content, const uint32_t *offset
  * leaves when it found them clean and they continue the journal, else the serial check (which words
  * any error exactly as for a frame read directly). */
 static int consume_frame(verifier *v, const journal_segment *segment, frame_scanner *scanner) {
-  frame_work *w = frame_pool_oldest(v->frames);
+  frame_work *w = journal_frame_pool_oldest(v->frames);
   int r;
   if (w->status == FRAME_WORK_UNDECODABLE) { /* read it again with the scanner for its error */
     off_t saved = scanner->offset;
     scanner->offset = w->offset;
     frame_info info;
     dome_error frame_err = {0};
-    r = frame_scanner_next(scanner, &info, &frame_err);
+    r = journal_frame_scanner_next(scanner, &info, &frame_err);
     scanner->offset = saved;
     if (r < 0) {
       r = bad(v, v->expected, "segment %s: %s (the frame should start with seq %" PRIu64 ")", segment->name,
@@ -260,17 +262,17 @@ static int consume_frame(verifier *v, const journal_segment *segment, frame_scan
       r = check_lines(v, segment->name, w->content, w->content_length);
     }
   }
-  frame_pool_release(v->frames);
+  journal_frame_pool_release(v->frames);
   return r;
 }
 
 /* Check every frame in flight, in order; after an error (or when r is one already), drop the rest
  * unchecked. Returns the first error or r. */
 static int drain_frames(verifier *v, const journal_segment *segment, frame_scanner *scanner, int r) {
-  while (v->frames && frame_pool_pending(v->frames)) {
+  while (v->frames && journal_frame_pool_pending(v->frames)) {
     if (r < 0) {
-      frame_pool_oldest(v->frames);
-      frame_pool_release(v->frames);
+      journal_frame_pool_oldest(v->frames);
+      journal_frame_pool_release(v->frames);
     } else {
       r = consume_frame(v, segment, scanner);
     }
@@ -285,17 +287,18 @@ static int submit_frame(verifier *v, const journal_segment *segment, frame_scann
   enum frame_kind kind;
   size_t size;
   dome_error ignored;
-  if (frame_scanner_measure(scanner, scanner->offset, &kind, &size, &ignored) < 0 || kind != FRAME_DATA ||
-      size < 4)
+  if (journal_frame_scanner_measure(scanner, scanner->offset, &kind, &size, &ignored) < 0 ||
+      kind != FRAME_DATA || size < 4)
     return 0;
-  if (frame_pool_full(v->frames)) {
+  if (journal_frame_pool_full(v->frames)) {
     int r = consume_frame(v, segment, scanner);
     if (r < 0) return r;
     /* the scanner's buffer was reused by an error path only; measure again to be sure */
-    if (frame_scanner_measure(scanner, scanner->offset, &kind, &size, &ignored) < 0 || kind != FRAME_DATA)
+    if (journal_frame_scanner_measure(scanner, scanner->offset, &kind, &size, &ignored) < 0 ||
+        kind != FRAME_DATA)
       return 0;
   }
-  frame_work *w = frame_pool_next_slot(v->frames);
+  frame_work *w = journal_frame_pool_next_slot(v->frames);
   if (w->compressed_capacity < size) {
     uint8_t *grown = realloc(w->compressed, size);
     if (!grown) return 0; /* the serial path copes */
@@ -306,7 +309,7 @@ static int submit_frame(verifier *v, const journal_segment *segment, frame_scann
   w->compressed_size = size;
   w->offset = scanner->offset;
   w->checksum = journal_read_le32(scanner->in + size - 4);
-  frame_pool_submit(v->frames);
+  journal_frame_pool_submit(v->frames);
   scanner->offset += (off_t)size;
   v->result->compressed_bytes += size;
   return 1;
@@ -318,7 +321,7 @@ static int verify_segment(verifier *v, const journal_segment *segment, bool last
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return dome_error_set_errno(err, errno, "open `%s`", path);
   frame_scanner scanner;
-  int r = frame_scanner_init(&scanner, fd, err);
+  int r = journal_frame_scanner_init(&scanner, fd, err);
   if (r < 0) return r;
   v->entry_count = 0;
   bool header = false, sealed = false;
@@ -335,7 +338,7 @@ static int verify_segment(verifier *v, const journal_segment *segment, bool last
     if (r < 0) break;
     frame_info info;
     dome_error frame_err = {0};
-    r = frame_scanner_next(&scanner, &info, &frame_err);
+    r = journal_frame_scanner_next(&scanner, &info, &frame_err);
     if (recovering && info.offset >= v->recovery_offset && header) {
       /* Recovery was interrupted: the kept lines are in recovery.tmp; the next open writes them back. */
       r = check_lines(v, segment->name, v->recovery_lines, v->recovery_length);
@@ -385,7 +388,7 @@ static int verify_segment(verifier *v, const journal_segment *segment, bool last
                 " comes next (segment missing or truncated)",
                 segment->name, first_seq, v->expected);
         break;
-      } else if (!merkle_frontier_equal(&frontier, &v->tree)) {
+      } else if (!journal_merkle_frontier_equal(&frontier, &v->tree)) {
         r = bad(v, first_seq, "segment %s: header's Merkle frontier does not match the events before it",
                 segment->name);
         break;
@@ -437,7 +440,7 @@ static int verify_segment(verifier *v, const journal_segment *segment, bool last
     }
   }
   r = drain_frames(v, segment, &scanner, r);
-  frame_scanner_free(&scanner);
+  journal_frame_scanner_free(&scanner);
   return r;
 }
 
@@ -447,7 +450,7 @@ int journal_verify(const char *directory, const char *public_key_path, journal_v
   if (sodium_init() < 0) return dome_error_set(err, EIO, "libsodium: initialisation failed");
   line_table lines = {0};
   verifier v = {.directory = directory, .result = result, .lines = &lines};
-  merkle_init(&v.tree);
+  journal_merkle_init(&v.tree);
   struct stat st;
   if (stat(directory, &st) < 0)
     return dome_error_set_errno(err, errno, "open journal directory `%s`", directory);
@@ -499,9 +502,9 @@ int journal_verify(const char *directory, const char *public_key_path, journal_v
     return count;
   }
   result->segments = (uint64_t)count;
-  v.frames = frame_pool_create(); /* NULL (no threads): everything is checked serially */
+  v.frames = journal_frame_pool_create(); /* NULL (no threads): everything is checked serially */
   for (int i = 0; r == 0 && i < count; i++) r = verify_segment(&v, &segments[i], i == count - 1, err);
-  frame_pool_free(v.frames);
+  journal_frame_pool_free(v.frames);
   line_table_free(&lines);
   if (r == 0 && v.head_seq && !v.head_seen) {
     if (v.head_seq >= v.expected)

@@ -21,7 +21,7 @@ struct frame_pool {
   bool stop;
   frame_work *slots;
   size_t slot_count;
-  ZSTD_DCtx *caller_dctx; /* the caller works too while it waits (see frame_pool_oldest) */
+  ZSTD_DCtx *caller_dctx; /* the caller works too while it waits (see journal_frame_pool_oldest) */
   /* Ring positions (monotonic): submitted = next slot to fill, taken = next slot a worker takes,
    * consumed = oldest slot the caller has not released. */
   uint64_t submitted, taken, consumed;
@@ -106,7 +106,8 @@ static void scan_and_hash(frame_work *w) {
   w->lines = n;
   w->last_time = last_time;
   w->last_time_length = last_time_length;
-  for (size_t i = 0; i < n; i++) merkle_leaf_hash(w->content + w->offsets[i], w->lengths[i], w->leaves[i]);
+  for (size_t i = 0; i < n; i++)
+    journal_merkle_leaf_hash(w->content + w->offsets[i], w->lengths[i], w->leaves[i]);
   w->status = FRAME_WORK_OK;
 }
 
@@ -137,7 +138,7 @@ static void *worker_main(void *argument) {
   return NULL;
 }
 
-frame_pool *frame_pool_create(void) {
+frame_pool *journal_frame_pool_create(void) {
   frame_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -157,28 +158,28 @@ frame_pool *frame_pool_create(void) {
   for (int i = 0; i < workers; i++)
     if (pthread_create(&p->threads[p->workers], NULL, worker_main, p) == 0) p->workers++;
   if (p->workers == 0) {
-    frame_pool_free(p);
+    journal_frame_pool_free(p);
     return NULL;
   }
   return p;
 }
 
-bool frame_pool_full(const frame_pool *p) {
+bool journal_frame_pool_full(const frame_pool *p) {
   return p->submitted - p->consumed == p->slot_count;
 }
 
-bool frame_pool_pending(const frame_pool *p) {
+bool journal_frame_pool_pending(const frame_pool *p) {
   return p->submitted != p->consumed;
 }
 
-frame_work *frame_pool_next_slot(frame_pool *p) {
+frame_work *journal_frame_pool_next_slot(frame_pool *p) {
   frame_work *w = &p->slots[p->submitted % p->slot_count];
   w->done = false;
   w->lines = 0;
   return w;
 }
 
-void frame_pool_submit(frame_pool *p) {
+void journal_frame_pool_submit(frame_pool *p) {
   pthread_mutex_lock(&p->lock);
   p->submitted++;
   pthread_cond_signal(&p->work_ready);
@@ -187,7 +188,7 @@ void frame_pool_submit(frame_pool *p) {
 
 /* Rather than sleep until a worker gets to the oldest frame (on a busy machine a woken worker can wait
  * a whole scheduling period), the caller checks frames nobody has taken yet itself. */
-frame_work *frame_pool_oldest(frame_pool *p) {
+frame_work *journal_frame_pool_oldest(frame_pool *p) {
   frame_work *w = &p->slots[p->consumed % p->slot_count];
   pthread_mutex_lock(&p->lock);
   while (!w->done) {
@@ -200,11 +201,11 @@ frame_work *frame_pool_oldest(frame_pool *p) {
   return w;
 }
 
-void frame_pool_release(frame_pool *p) {
+void journal_frame_pool_release(frame_pool *p) {
   p->consumed++;
 }
 
-void frame_pool_free(frame_pool *p) {
+void journal_frame_pool_free(frame_pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->lock);
   p->stop = true;

@@ -22,7 +22,7 @@ int64_t journal_mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int byte_buffer_reserve(byte_buffer *b, size_t more) {
+int journal_byte_buffer_reserve(byte_buffer *b, size_t more) {
   if (b->capacity - b->length >= more) return 0;
   size_t capacity = b->capacity ? b->capacity : 64 * 1024;
   while (capacity - b->length < more) capacity *= 2;
@@ -33,8 +33,8 @@ int byte_buffer_reserve(byte_buffer *b, size_t more) {
   return 0;
 }
 
-int byte_buffer_append(byte_buffer *b, const void *data, size_t length) {
-  if (byte_buffer_reserve(b, length) < 0) return -ENOMEM;
+int journal_byte_buffer_append(byte_buffer *b, const void *data, size_t length) {
+  if (journal_byte_buffer_reserve(b, length) < 0) return -ENOMEM;
   memcpy(b->data + b->length, data, length);
   b->length += length;
   return 0;
@@ -115,12 +115,12 @@ static int append(journal *j, json_t *event, uint64_t *seq, bool internal, dome_
   /* Serialise outside the lock into a stack buffer (no allocation for usual events), then one
    * allocation holds the queue entry and its text. */
   canonical_buffer text;
-  canonical_buffer_init(&text);
+  journal_canonical_buffer_init(&text);
   int dumped = journal_canonical_dump(event, &text);
   size_t length = text.length;
   if (dumped == 0 && length + 64 > JOURNAL_MAX_EVENT_BYTES) dumped = -E2BIG;
   if (dumped < 0) {
-    canonical_buffer_free(&text);
+    journal_canonical_buffer_free(&text);
     if (dumped == -E2BIG)
       return dome_error_set(err, E2BIG, "event: more than the %d bytes allowed", JOURNAL_MAX_EVENT_BYTES);
     if (dumped == -ENOMEM) return dome_error_set(err, ENOMEM, "event: out of memory");
@@ -128,7 +128,7 @@ static int append(journal *j, json_t *event, uint64_t *seq, bool internal, dome_
   }
   struct pending_event *p = malloc(sizeof *p + length + 1);
   if (!p) {
-    canonical_buffer_free(&text);
+    journal_canonical_buffer_free(&text);
     return dome_error_set(err, ENOMEM, "event: out of memory");
   }
   *p = (struct pending_event){.length = length};
@@ -141,7 +141,7 @@ static int append(journal *j, json_t *event, uint64_t *seq, bool internal, dome_
   } else {
     r = find_cuts(p->text, p->length, p, err);
   }
-  canonical_buffer_free(&text);
+  journal_canonical_buffer_free(&text);
   if (r < 0) {
     free(p);
     return r;

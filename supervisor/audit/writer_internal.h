@@ -41,8 +41,8 @@ typedef struct byte_buffer {
   size_t length, capacity;
 } byte_buffer;
 
-int byte_buffer_reserve(byte_buffer *b, size_t more);
-int byte_buffer_append(byte_buffer *b, const void *data, size_t length);
+int journal_byte_buffer_reserve(byte_buffer *b, size_t more);
+int journal_byte_buffer_append(byte_buffer *b, const void *data, size_t length);
 
 struct journal {
   journal_options options;

@@ -167,7 +167,7 @@ static int rerun(const char *journal_dir, const char *exec_id, const char *rules
                  bool json) {
   dome_error err = {0};
   simulate_policy *rules = NULL;
-  if (rules_path && simulate_policy_load(rules_path, true, &rules, &err) < 0) {
+  if (rules_path && replay_simulate_policy_load(rules_path, true, &rules, &err) < 0) {
     fprintf(stderr, "dome audit replay: --rules: %s\n", err.message);
     return DOME_EXIT_FAILURE;
   }
@@ -178,14 +178,14 @@ static int rerun(const char *journal_dir, const char *exec_id, const char *rules
             "dome audit replay: --rerun: domed is running and writes journal `%s`; pass --record DIR to "
             "journal the re-run elsewhere\n",
             journal_dir);
-    simulate_policy_free(rules);
+    replay_simulate_policy_free(rules);
     return DOME_EXIT_FAILURE;
   }
   journal_options options;
   journal_options_init(&options, target);
   if (journal_open(&options, &j, &err) < 0) {
     fprintf(stderr, "dome audit replay: --rerun: journal `%s`: %s\n", target, err.message);
-    simulate_policy_free(rules);
+    replay_simulate_policy_free(rules);
     return DOME_EXIT_FAILURE;
   }
   replay_rerun_options rerun_options = {.journal_dir = journal_dir,
@@ -199,7 +199,7 @@ static int rerun(const char *journal_dir, const char *exec_id, const char *rules
   int rc = replay_rerun(&rerun_options, &report, &err);
   dome_error close_err = {0};
   int closed = journal_close(j, &close_err);
-  simulate_policy_free(rules);
+  replay_simulate_policy_free(rules);
   if (rc < 0) {
     fprintf(stderr, "dome audit replay: --rerun %s: %s\n", exec_id, err.message);
     return DOME_EXIT_FAILURE;

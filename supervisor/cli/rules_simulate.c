@@ -147,7 +147,7 @@ static int simulate_main(int argc, char **argv) {
   sim.journal_dir = cli_journal_location(socket, sim.journal_dir, &domed_journal);
   if (sim.journal_dir == NULL) sim.journal_dir = JOURNAL_DEFAULT_DIRECTORY;
   simulate_policy *policy = NULL;
-  if (simulate_policy_load(file, validate, &policy, &err) < 0) {
+  if (replay_simulate_policy_load(file, validate, &policy, &err) < 0) {
     fprintf(stderr, "dome rules simulate: %s\n", err.message);
     return DOME_EXIT_FAILURE;
   }
@@ -156,14 +156,14 @@ static int simulate_main(int argc, char **argv) {
   sim.context = &out;
   if (out.json) printf("{\"diffs\": [");
   simulate_summary summary;
-  int rc = simulate_journal(policy, &sim, &summary, &err);
-  simulate_policy_free(policy);
+  int rc = replay_simulate_journal(policy, &sim, &summary, &err);
+  replay_simulate_policy_free(policy);
   if (rc < 0) {
     if (out.json) printf("]}\n");
     fprintf(stderr, "dome rules simulate: %s\n", err.message);
     return DOME_EXIT_FAILURE;
   }
-  json_t *summary_json = simulate_summary_json(&summary);
+  json_t *summary_json = replay_simulate_summary_json(&summary);
   if (out.json) {
     char *text = json_dumps(summary_json, JSON_COMPACT | JSON_SORT_KEYS);
     printf("%s],\n \"summary\": %s}\n", out.diffs ? "\n" : "", text ? text : "{}");

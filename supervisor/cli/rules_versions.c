@@ -1,7 +1,8 @@
 /* dome rules apply|list|show — versions of the Cedar rules domed enforces.
  * `dome rules apply FILE --name N --simulate-first [--accept-diffs N] [--journal DIR]` first simulates
- * FILE against domed's journal (supervisor/replay/replay.h simulate_rules_text) and activates it only when
- * the number of changed decisions (allow->deny + deny->allow) is exactly the accepted count (default 0). */
+ * FILE against domed's journal (supervisor/replay/replay.h replay_simulate_rules_text) and activates it only
+ * when the number of changed decisions (allow->deny + deny->allow) is exactly the accepted count (default 0).
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static const char *text_of(json_t *object, const char *key) {
 static long long simulate_first(const char *text, size_t length, const char *file, const char *journal_dir) {
   json_t *report = NULL;
   dome_error err = {0};
-  if (simulate_rules_text(text, length, file, journal_dir, SIMULATE_DIFFS_SHOWN, &report, &err) < 0) {
+  if (replay_simulate_rules_text(text, length, file, journal_dir, SIMULATE_DIFFS_SHOWN, &report, &err) < 0) {
     fprintf(stderr, "dome rules apply: --simulate-first: %s\n", err.message);
     return -1;
   }

@@ -63,7 +63,7 @@ static int parse_capabilities(const char *text, json_t **out, dome_error *err) {
 
 /* Replace the agents map with `next` (stolen) after writing it. Under store->lock. */
 static int commit_locked(control_store *store, json_t *next, dome_error *err) {
-  int rc = store_write_json(store, "agents.json", next, err);
+  int rc = control_store_write_json(store, "agents.json", next, err);
   if (rc < 0) {
     json_decref(next);
     return rc;
@@ -120,7 +120,8 @@ int control_ttl_parse(const char *text, int64_t *seconds, dome_error *err) {
 
 static int expiry_check(int64_t expires, dome_error *err) {
   if (expires < 0) return dome_error_set(err, EINVAL, "--ttl: negative expiry");
-  if (expires != 0 && expires <= store_now()) return dome_error_set(err, EINVAL, "--ttl: expiry in the past");
+  if (expires != 0 && expires <= control_store_now())
+    return dome_error_set(err, EINVAL, "--ttl: expiry in the past");
   return 0;
 }
 
@@ -157,7 +158,7 @@ int control_agent_register_delegate(control_store *store, const char *name, cons
     return rc;
   }
   json_t *next = json_deep_copy(store->agents);
-  int64_t now = store_now();
+  int64_t now = control_store_now();
   json_t *record = json_pack("{s:o,s:s,s:s,s:I,s:I}", "capabilities", list, "status", "active", "token_hash",
                              hash, "created", (json_int_t)now, "updated", (json_int_t)now);
   if (delegates_to) json_object_set_new(record, "delegates_to", json_string(delegates_to));
@@ -202,7 +203,7 @@ int control_agent_delegated_token(control_store *store, const char *name, const 
       const char *other = json_string_value(json_object_get(entry, "act_as"));
       if (other && strcmp(other, act_as) != 0) json_array_append(kept, entry);
     }
-    int64_t now = store_now();
+    int64_t now = control_store_now();
     json_t *entry_new =
         json_pack("{s:s,s:s,s:I}", "act_as", act_as, "token_hash", hash, "created", (json_int_t)now);
     if (expires) json_object_set_new(entry_new, "expires", json_integer((json_int_t)expires));
@@ -231,7 +232,7 @@ int control_agent_set_status(control_store *store, const char *name, const char 
     json_t *next = json_deep_copy(store->agents);
     json_t *copy = json_object_get(next, name);
     json_object_set_new(copy, "status", json_string(status));
-    json_object_set_new(copy, "updated", json_integer(store_now()));
+    json_object_set_new(copy, "updated", json_integer(control_store_now()));
     rc = commit_locked(store, next, err);
   }
   pthread_mutex_unlock(&store->lock);
@@ -259,7 +260,7 @@ int control_agent_rotate_token(control_store *store, const char *name, int64_t e
     else
       json_object_del(copy, "token_expires");
     json_object_del(copy, "delegated_tokens"); /* rotation retires every token of the agent */
-    json_object_set_new(copy, "updated", json_integer(store_now()));
+    json_object_set_new(copy, "updated", json_integer(control_store_now()));
     rc = commit_locked(store, next, err);
   }
   pthread_mutex_unlock(&store->lock);
@@ -316,7 +317,7 @@ int control_agent_set_member(control_store *store, const char *name, const char 
       json_object_set(copy, member, value);
     else
       json_object_del(copy, member);
-    json_object_set_new(copy, "updated", json_integer(store_now()));
+    json_object_set_new(copy, "updated", json_integer(control_store_now()));
     rc = commit_locked(store, next, err);
   }
   pthread_mutex_unlock(&store->lock);
@@ -361,7 +362,7 @@ const char *control_token_refusal_name(enum control_token_refusal refusal) {
 
 json_t *control_agent_authenticate(control_store *store, const char *token, dome_error *err) {
   struct control_token_check check;
-  return control_agent_authenticate_at(store, token, store_now(), &check, err);
+  return control_agent_authenticate_at(store, token, control_store_now(), &check, err);
 }
 
 json_t *control_agent_authenticate_at(control_store *store, const char *token, int64_t now,

@@ -19,8 +19,8 @@ int control_gateway_create(control_store *store, const char *name, dome_error *e
     rc = dome_error_set(err, EEXIST, "gateway `%s` exists", name);
   } else {
     json_t *next = json_deep_copy(store->gateways);
-    json_object_set_new(next, name, json_pack("{s:I}", "created", (json_int_t)store_now()));
-    rc = store_write_json(store, "gateways.json", next, err);
+    json_object_set_new(next, name, json_pack("{s:I}", "created", (json_int_t)control_store_now()));
+    rc = control_store_write_json(store, "gateways.json", next, err);
     if (rc < 0) {
       json_decref(next);
     } else {
@@ -118,8 +118,8 @@ static int change_grant(control_store *store, const char *agent, const char *gat
     json_t *next = json_deep_copy(store->agents);
     json_t *copy = json_object_get(next, agent);
     json_object_set(copy, "gateways", changed);
-    json_object_set_new(copy, "updated", json_integer(store_now()));
-    rc = store_write_json(store, "agents.json", next, err);
+    json_object_set_new(copy, "updated", json_integer(control_store_now()));
+    rc = control_store_write_json(store, "agents.json", next, err);
     if (rc < 0) {
       json_decref(next);
       json_decref(changed);

@@ -171,7 +171,7 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   pthread_mutex_lock(&store->lock);
   json_t *next = json_deep_copy(store->quotas);
   json_object_set_new(next, capability, quota_json(&quota));
-  rc = store_write_json(store, "quotas.json", next, err);
+  rc = control_store_write_json(store, "quotas.json", next, err);
   if (rc < 0) {
     json_decref(next);
   } else {

@@ -22,13 +22,13 @@ int control_rules_store(control_store *store, const char *name, const char *text
   int version = (int)json_array_size(versions) + 1;
   char relative[64];
   snprintf(relative, sizeof relative, "rules/%d.cedar", version);
-  int rc = store_write_text(store, relative, text, length, err);
+  int rc = control_store_write_text(store, relative, text, length, err);
   if (rc == 0) {
     json_t *next = json_deep_copy(store->rules);
     json_array_append_new(json_object_get(next, "versions"),
                           json_pack("{s:i,s:s,s:s,s:I,s:I}", "version", version, "name", name, "sha256", hex,
-                                    "created", (json_int_t)store_now(), "bytes", (json_int_t)length));
-    rc = store_write_json(store, "rules/index.json", next, err);
+                                    "created", (json_int_t)control_store_now(), "bytes", (json_int_t)length));
+    rc = control_store_write_json(store, "rules/index.json", next, err);
     if (rc < 0) {
       json_decref(next);
     } else {
@@ -48,7 +48,7 @@ int control_rules_activate(control_store *store, int version, dome_error *err) {
   } else {
     json_t *next = json_deep_copy(store->rules);
     json_object_set_new(next, "active", json_integer(version));
-    rc = store_write_json(store, "rules/index.json", next, err);
+    rc = control_store_write_json(store, "rules/index.json", next, err);
     if (rc < 0) {
       json_decref(next);
     } else {

@@ -11,7 +11,7 @@
 #include "supervisor/common/cleanup.h"
 #include "supervisor/control/store_internal.h"
 
-int64_t store_now(void) {
+int64_t control_store_now(void) {
   return (int64_t)time(NULL);
 }
 
@@ -44,8 +44,8 @@ static int mkdir_p(const char *path, mode_t mode, dome_error *err) {
   return 0;
 }
 
-int store_write_text(const control_store *store, const char *relative, const char *text, size_t length,
-                     dome_error *err) {
+int control_store_write_text(const control_store *store, const char *relative, const char *text,
+                             size_t length, dome_error *err) {
   char path[4096], temporary[4200];
   snprintf(path, sizeof path, "%s/%s", store->dir, relative);
   snprintf(temporary, sizeof temporary, "%s.tmp.%d", path, (int)getpid());
@@ -81,7 +81,8 @@ int store_write_text(const control_store *store, const char *relative, const cha
   return 0;
 }
 
-int store_write_json(const control_store *store, const char *relative, json_t *value, dome_error *err) {
+int control_store_write_json(const control_store *store, const char *relative, json_t *value,
+                             dome_error *err) {
   _cleanup_free_ char *text = json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS);
   if (text == NULL) return dome_error_set(err, ENOMEM, "encode `%s`", relative);
   size_t length = strlen(text);
@@ -90,11 +91,11 @@ int store_write_json(const control_store *store, const char *relative, json_t *v
   if (with_newline == NULL) return dome_error_set(err, ENOMEM, "encode `%s`", relative);
   memcpy(with_newline, text, length);
   with_newline[length] = '\n';
-  return store_write_text(store, relative, with_newline, length + 1, err);
+  return control_store_write_text(store, relative, with_newline, length + 1, err);
 }
 
-int store_load_json(const control_store *store, const char *relative, json_t *fallback, json_t **value,
-                    dome_error *err) {
+int control_store_load_json(const control_store *store, const char *relative, json_t *fallback,
+                            json_t **value, dome_error *err) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", store->dir, relative);
   if (access(path, F_OK) < 0 && errno == ENOENT) {
@@ -129,12 +130,14 @@ int control_store_open(const char *state_dir, control_store **out, dome_error *e
   if ((rc = mkdir_p(sub, 0700, err)) < 0) goto fail;
   snprintf(sub, sizeof sub, "%s/secrets", state_dir);
   if ((rc = mkdir_p(sub, 0700, err)) < 0) goto fail;
-  if ((rc = store_load_json(store, "agents.json", json_object(), &store->agents, err)) < 0) goto fail;
-  if ((rc = store_load_json(store, "quotas.json", json_object(), &store->quotas, err)) < 0) goto fail;
-  if ((rc = store_load_json(store, "tools.json", json_object(), &store->tools, err)) < 0) goto fail;
-  if ((rc = store_load_json(store, "gateways.json", json_object(), &store->gateways, err)) < 0) goto fail;
-  if ((rc = store_load_json(store, "rules/index.json", json_pack("{s:i,s:[]}", "active", 0, "versions"),
-                            &store->rules, err)) < 0)
+  if ((rc = control_store_load_json(store, "agents.json", json_object(), &store->agents, err)) < 0) goto fail;
+  if ((rc = control_store_load_json(store, "quotas.json", json_object(), &store->quotas, err)) < 0) goto fail;
+  if ((rc = control_store_load_json(store, "tools.json", json_object(), &store->tools, err)) < 0) goto fail;
+  if ((rc = control_store_load_json(store, "gateways.json", json_object(), &store->gateways, err)) < 0)
+    goto fail;
+  if ((rc = control_store_load_json(store, "rules/index.json",
+                                    json_pack("{s:i,s:[]}", "active", 0, "versions"), &store->rules, err)) <
+      0)
     goto fail;
   if (!json_is_array(json_object_get(store->rules, "versions")) ||
       !json_is_integer(json_object_get(store->rules, "active"))) {

@@ -17,12 +17,13 @@ struct control_store {
 };
 
 /* Write `value` to dir/relative atomically (tmp + fsync + rename + fsync dir), mode 0600. */
-int store_write_json(const control_store *store, const char *relative, json_t *value, dome_error *err);
-int store_write_text(const control_store *store, const char *relative, const char *text, size_t length,
-                     dome_error *err);
+int control_store_write_json(const control_store *store, const char *relative, json_t *value,
+                             dome_error *err);
+int control_store_write_text(const control_store *store, const char *relative, const char *text,
+                             size_t length, dome_error *err);
 /* Load dir/relative: a new reference, or `fallback` (stolen) when the file does not exist. */
-int store_load_json(const control_store *store, const char *relative, json_t *fallback, json_t **value,
-                    dome_error *err);
-int64_t store_now(void);
+int control_store_load_json(const control_store *store, const char *relative, json_t *fallback,
+                            json_t **value, dome_error *err);
+int64_t control_store_now(void);
 
 #endif

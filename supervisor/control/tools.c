@@ -92,7 +92,7 @@ static int load_secrets(const control_store *store, const char *name, json_t **o
   char relative[256];
   snprintf(relative, sizeof relative, "secrets/%s.env.json", name);
   dome_error ignored;
-  return store_load_json(store, relative, json_object(), out, &ignored);
+  return control_store_load_json(store, relative, json_object(), out, &ignored);
 }
 
 int control_tool_add(control_store *store, json_t *tool, const char *env_file, dome_error *err) {
@@ -123,7 +123,7 @@ int control_tool_add(control_store *store, json_t *tool, const char *env_file, d
     if (rc < 0) return dome_error_wrap(err, "--env-file");
   }
   json_t *entry = json_pack("{s:s,s:s,s:s,s:I}", "protocol", protocol, "gateway", gateway, "url",
-                            url ? url : "", "updated", (json_int_t)store_now());
+                            url ? url : "", "updated", (json_int_t)control_store_now());
   if (capability) json_object_set_new(entry, "capability", json_string(capability));
   json_object_set(entry, "field_classification", classification ? classification : json_object());
   if (json_is_true(json_object_get(tool, "builtin"))) json_object_set_new(entry, "builtin", json_true());
@@ -137,7 +137,7 @@ int control_tool_add(control_store *store, json_t *tool, const char *env_file, d
   if (secrets) {
     char relative[256];
     snprintf(relative, sizeof relative, "secrets/%s.env.json", name);
-    rc = store_write_json(store, relative, secrets, err);
+    rc = control_store_write_json(store, relative, secrets, err);
   } else {
     json_t *previous = json_object_get(store->tools, name);
     json_t *names = json_object_get(previous, "secret_env");
@@ -151,7 +151,7 @@ int control_tool_add(control_store *store, json_t *tool, const char *env_file, d
   if (rc == 0) {
     json_t *next = json_deep_copy(store->tools);
     json_object_set(next, name, entry);
-    rc = store_write_json(store, "tools.json", next, err);
+    rc = control_store_write_json(store, "tools.json", next, err);
     if (rc < 0) {
       json_decref(next);
     } else {
@@ -173,7 +173,7 @@ int control_tool_remove(control_store *store, const char *name, dome_error *err)
   } else {
     json_t *next = json_deep_copy(store->tools);
     json_object_del(next, name);
-    rc = store_write_json(store, "tools.json", next, err);
+    rc = control_store_write_json(store, "tools.json", next, err);
     if (rc < 0) {
       json_decref(next);
     } else {
@@ -232,7 +232,7 @@ int control_tool_set_auth_header(control_store *store, const char *name, const c
   json_t *value = json_pack("{s:s}", "header", text ? text : "");
   if (value == NULL) return dome_error_set(err, EINVAL, "--auth-header-file: not UTF-8 text");
   pthread_mutex_lock(&store->lock);
-  int rc = store_write_json(store, relative, value, err);
+  int rc = control_store_write_json(store, relative, value, err);
   pthread_mutex_unlock(&store->lock);
   json_decref(value);
   return rc;
@@ -245,7 +245,7 @@ char *control_tool_auth_header(control_store *store, const char *name) {
   json_t *value = NULL;
   dome_error ignored;
   pthread_mutex_lock(&store->lock);
-  int rc = store_load_json(store, relative, NULL, &value, &ignored);
+  int rc = control_store_load_json(store, relative, NULL, &value, &ignored);
   pthread_mutex_unlock(&store->lock);
   const char *header = rc == 0 ? json_string_value(json_object_get(value, "header")) : NULL;
   char *copy = header && header[0] ? strdup(header) : NULL;

@@ -32,11 +32,11 @@ typedef struct simulate_policy simulate_policy;
  * it in diagnostics. validate: also check it against the Dome schema as domed does before activating
  * rules. Returns 0 and *out, or -EINVAL (syntax or validation error: "file:line:col: ..." in *err),
  * -E2BIG (over the Cedar engine's limits), -ENOMEM. */
-int simulate_policy_parse(const char *text, size_t length, const char *file, bool validate,
-                          simulate_policy **out, dome_error *err);
-/* Read `path` and parse it as simulate_policy_parse. Adds -ENOENT/-EACCES/... of open/read. */
-int simulate_policy_load(const char *path, bool validate, simulate_policy **out, dome_error *err);
-void simulate_policy_free(simulate_policy *policy);
+int replay_simulate_policy_parse(const char *text, size_t length, const char *file, bool validate,
+                                 simulate_policy **out, dome_error *err);
+/* Read `path` and parse it as replay_simulate_policy_parse. Adds -ENOENT/-EACCES/... of open/read. */
+int replay_simulate_policy_load(const char *path, bool validate, simulate_policy **out, dome_error *err);
+void replay_simulate_policy_free(simulate_policy *policy);
 
 /* Counts of one simulation. evaluated = unchanged + allow_to_deny + deny_to_allow. errors counts the
  * evaluated requests whose re-evaluation produced an error (a policy erred, or the recorded request
@@ -80,27 +80,27 @@ typedef struct simulate_options {
  * gives an all-zero summary (not an error). Never writes anything.
  * Returns 0 and *summary, -EBADMSG (damaged journal: the message names segment, offset and seq), -errno
  * on I/O, or what on_diff returned. */
-int simulate_journal(const simulate_policy *policy, const simulate_options *options,
-                     simulate_summary *summary, dome_error *err);
+int replay_simulate_journal(const simulate_policy *policy, const simulate_options *options,
+                            simulate_summary *summary, dome_error *err);
 
 /* Simulate one event (a journal event object). Returns 1 with *diff (new reference, NULL when the decision
  * is unchanged) and the counters of *summary advanced, 0 when the event is not a recorded request (not
  * counted), or -ENOMEM. *error_message (may be NULL) receives the first evaluation error (static until the
  * next call), or "" when none. */
-int simulate_event(const simulate_policy *policy, json_t *event, simulate_summary *summary, json_t **diff,
-                   const char **error_message);
+int replay_simulate_event(const simulate_policy *policy, json_t *event, simulate_summary *summary,
+                          json_t **diff, const char **error_message);
 
 /* {"evaluated", "unchanged", "allow_to_deny", "deny_to_allow", "errors", "reconstructed", "events_read"}.
  * New reference (NULL on ENOMEM). */
-json_t *simulate_summary_json(const simulate_summary *summary);
+json_t *replay_simulate_summary_json(const simulate_summary *summary);
 
 /* For `dome rules apply --simulate-first`: simulate candidate rules text against journal_dir (NULL: the
  * default) and return {"summary": {...}, "diffs": [first max_diffs diffs], "diffs_truncated": bool}.
  * The count to compare with --accept-diffs is summary.allow_to_deny + summary.deny_to_allow (every diff,
  * also those beyond max_diffs). Returns 0 and *report (new reference), or the errors of
- * simulate_policy_parse (validate = true) and simulate_journal. */
-int simulate_rules_text(const char *text, size_t length, const char *file, const char *journal_dir,
-                        size_t max_diffs, json_t **report, dome_error *err);
+ * replay_simulate_policy_parse (validate = true) and replay_simulate_journal. */
+int replay_simulate_rules_text(const char *text, size_t length, const char *file, const char *journal_dir,
+                               size_t max_diffs, json_t **report, dome_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Replay: an execution's timeline

@@ -25,7 +25,7 @@ struct request_cache {
   bool context_with_schema;
   cedar_context *context;
 };
-void request_cache_clear(struct request_cache *cache);
+void replay_request_cache_clear(struct request_cache *cache);
 
 /* A recorded request rebuilt for cedar_authorize. Strings point into `json` (kept alive here). */
 struct rebuilt_request {
@@ -39,15 +39,15 @@ struct rebuilt_request {
  * the request domed builds from the ids it records (agent, gateway, tool, mcp_tool, actas).
  * Returns 1 (rebuilt), 0 (the event records no request), or -EINVAL with message[size] saying why the
  * recorded request cannot be used (the caller counts it as an error, decision deny), -ENOMEM. */
-int request_rebuild(const struct simulate_policy *policy, struct request_cache *cache, json_t *event,
-                    struct rebuilt_request *out, char *message, size_t size);
-void rebuilt_request_release(struct rebuilt_request *request);
+int replay_request_rebuild(const struct simulate_policy *policy, struct request_cache *cache, json_t *event,
+                           struct rebuilt_request *out, char *message, size_t size);
+void replay_rebuilt_request_release(struct rebuilt_request *request);
 
 /* Cedar uid text `Type::"id"` with the id escaped as a Cedar string. New string (NULL on ENOMEM). */
-json_t *request_uid_text(const cedar_uid_ref *uid);
+json_t *replay_request_uid_text(const cedar_uid_ref *uid);
 
 /* true when `event` is of one of the recorded-request types (authz.decision, exec.denial, exec.access). */
-bool request_event_type(const char *type);
+bool replay_request_event_type(const char *type);
 
 /* kernel.c: kernel-level rules of one execution (cgroup BPF on the jail's leaf). */
 struct replay_kernel;

@@ -13,7 +13,7 @@
 
 #define PATH_MAX_COMPONENTS 256 /* parent chain of a Dome::Path, bounded */
 
-bool request_event_type(const char *type) {
+bool replay_request_event_type(const char *type) {
   return type && (strcmp(type, "authz.decision") == 0 || strcmp(type, "exec.denial") == 0 ||
                   strcmp(type, "exec.access") == 0);
 }
@@ -34,13 +34,13 @@ static void clear_context(struct request_cache *cache) {
   cache->context = NULL;
 }
 
-void request_cache_clear(struct request_cache *cache) {
+void replay_request_cache_clear(struct request_cache *cache) {
   clear_entities(cache);
   clear_context(cache);
   memset(cache, 0, sizeof *cache);
 }
 
-json_t *request_uid_text(const cedar_uid_ref *uid) {
+json_t *replay_request_uid_text(const cedar_uid_ref *uid) {
   char *text = NULL;
   size_t size = 0;
   FILE *out = open_memstream(&text, &size);
@@ -221,12 +221,12 @@ static int parse_context(const struct simulate_policy *policy, struct request_ca
   return 0;
 }
 
-int request_rebuild(const struct simulate_policy *policy, struct request_cache *cache, json_t *event,
-                    struct rebuilt_request *out, char *message, size_t size) {
+int replay_request_rebuild(const struct simulate_policy *policy, struct request_cache *cache, json_t *event,
+                           struct rebuilt_request *out, char *message, size_t size) {
   memset(out, 0, sizeof *out);
   message[0] = '\0';
   const char *type = json_string_value(json_object_get(event, "type"));
-  if (!request_event_type(type)) return 0;
+  if (!replay_request_event_type(type)) return 0;
   json_t *request = json_object_get(event, "request");
   if (json_is_object(request)) {
     out->json = json_incref(request);
@@ -277,7 +277,7 @@ int request_rebuild(const struct simulate_policy *policy, struct request_cache *
              : 1;
 }
 
-void rebuilt_request_release(struct rebuilt_request *request) {
+void replay_rebuilt_request_release(struct rebuilt_request *request) {
   json_decref(request->json);
   memset(request, 0, sizeof *request);
 }

@@ -205,7 +205,7 @@ static int authorize_again(const replay_rerun_options *options, json_t *inputs, 
   memset(&summary, 0, sizeof summary);
   json_t *diff = NULL;
   const char *message = NULL;
-  int rc = simulate_event(options->rules, event, &summary, &diff, &message);
+  int rc = replay_simulate_event(options->rules, event, &summary, &diff, &message);
   json_decref(built);
   if (rc < 0) return rc;
   const char *recorded =

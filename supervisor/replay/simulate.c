@@ -10,15 +10,15 @@
 #include "supervisor/common/cleanup.h"
 #include "supervisor/replay/replay_internal.h"
 
-int simulate_policy_parse(const char *text, size_t length, const char *file, bool validate,
-                          simulate_policy **out, dome_error *err) {
+int replay_simulate_policy_parse(const char *text, size_t length, const char *file, bool validate,
+                                 simulate_policy **out, dome_error *err) {
   if (file == NULL) file = "rules";
   struct simulate_policy *policy = calloc(1, sizeof *policy);
   if (policy == NULL) return dome_error_set(err, ENOMEM, "%s: out of memory", file);
   policy->text = malloc(length + 1);
   policy->file = strdup(file);
   if (policy->text == NULL || policy->file == NULL) {
-    simulate_policy_free(policy);
+    replay_simulate_policy_free(policy);
     return dome_error_set(err, ENOMEM, "%s: out of memory", file);
   }
   memcpy(policy->text, text, length);
@@ -29,7 +29,7 @@ int simulate_policy_parse(const char *text, size_t length, const char *file, boo
   int rc = cedar_schema_load_dome(&policy->schema, &schema_error);
   if (rc < 0) {
     char message[900];
-    simulate_policy_free(policy);
+    replay_simulate_policy_free(policy);
     return dome_error_set(err, -rc, "Dome schema: %s",
                           cedar_schema_error_format(&schema_error, message, sizeof message));
   }
@@ -44,7 +44,7 @@ int simulate_policy_parse(const char *text, size_t length, const char *file, boo
            : cedar_policy_set_parse(text, length, file, CEDAR_PARSE_ID_ANNOTATIONS, &policy->set, &diag);
   if (rc < 0) {
     char message[900];
-    simulate_policy_free(policy);
+    replay_simulate_policy_free(policy);
     return dome_error_set(err, -rc, "%s", cedar_diagnostic_format(&diag, message, sizeof message));
   }
   if (validate) {
@@ -52,7 +52,7 @@ int simulate_policy_parse(const char *text, size_t length, const char *file, boo
     memset(&result, 0, sizeof result);
     rc = cedar_validate(policy->schema, policy->set, &result);
     if (rc < 0) {
-      simulate_policy_free(policy);
+      replay_simulate_policy_free(policy);
       return dome_error_set(err, -rc, "%s: validation failed", file);
     }
     if (!cedar_validation_passed(&result)) {
@@ -64,7 +64,7 @@ int simulate_policy_parse(const char *text, size_t length, const char *file, boo
         }
       size_t errors = result.error_count;
       cedar_validation_result_release(&result);
-      simulate_policy_free(policy);
+      replay_simulate_policy_free(policy);
       return dome_error_set(err, EINVAL, "%s (%zu error%s against the Dome schema)", message, errors,
                             errors == 1 ? "" : "s");
     }
@@ -74,7 +74,7 @@ int simulate_policy_parse(const char *text, size_t length, const char *file, boo
   return 0;
 }
 
-int simulate_policy_load(const char *path, bool validate, simulate_policy **out, dome_error *err) {
+int replay_simulate_policy_load(const char *path, bool validate, simulate_policy **out, dome_error *err) {
   _cleanup_fclose_ FILE *in = fopen(path, "re");
   if (in == NULL) return dome_error_set_errno(err, errno, "open `%s`", path);
   _cleanup_free_ char *text = NULL;
@@ -93,10 +93,10 @@ int simulate_policy_load(const char *path, bool validate, simulate_policy **out,
   int read_error = ferror(in);
   fclose(buffer);
   if (read_error) return dome_error_set_errno(err, EIO, "read `%s`", path);
-  return simulate_policy_parse(text ? text : "", size, path, validate, out, err);
+  return replay_simulate_policy_parse(text ? text : "", size, path, validate, out, err);
 }
 
-void simulate_policy_free(simulate_policy *policy) {
+void replay_simulate_policy_free(simulate_policy *policy) {
   if (policy == NULL) return;
   cedar_policy_set_free(policy->set);
   cedar_schema_free(policy->schema);
@@ -105,7 +105,7 @@ void simulate_policy_free(simulate_policy *policy) {
   free(policy);
 }
 
-json_t *simulate_summary_json(const simulate_summary *s) {
+json_t *replay_simulate_summary_json(const simulate_summary *s) {
   return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "evaluated", (json_int_t)s->evaluated, "unchanged",
                    (json_int_t)s->unchanged, "allow_to_deny", (json_int_t)s->allow_to_deny, "deny_to_allow",
                    (json_int_t)s->deny_to_allow, "errors", (json_int_t)s->errors, "reconstructed",
@@ -147,9 +147,9 @@ static json_t *make_diff(json_t *event, const char *type, const struct rebuilt_r
     if (json_is_string(value)) json_object_set(diff, ids[i], value);
   }
   if (request->json) {
-    json_object_set_new(diff, "principal", request_uid_text(&request->request.principal));
-    json_object_set_new(diff, "action", request_uid_text(&request->request.action));
-    json_object_set_new(diff, "resource", request_uid_text(&request->request.resource));
+    json_object_set_new(diff, "principal", replay_request_uid_text(&request->request.principal));
+    json_object_set_new(diff, "action", replay_request_uid_text(&request->request.action));
+    json_object_set_new(diff, "resource", replay_request_uid_text(&request->request.resource));
   }
   if (request->reconstructed) json_object_set_new(diff, "reconstructed", json_true());
   json_t *version = json_object_get(event, "policy_version");
@@ -169,12 +169,12 @@ static int simulate_one(const struct simulate_policy *policy, struct request_cac
   *diff = NULL;
   first_error[0] = '\0';
   const char *type = json_string_value(json_object_get(event, "type"));
-  if (!request_event_type(type)) return 0;
+  if (!replay_request_event_type(type)) return 0;
   struct rebuilt_request request;
   char message[1024];
-  int rc = request_rebuild(policy, cache, event, &request, message, sizeof message);
+  int rc = replay_request_rebuild(policy, cache, event, &request, message, sizeof message);
   if (rc == 0 || rc == -ENOMEM) {
-    rebuilt_request_release(&request);
+    replay_rebuilt_request_release(&request);
     return rc;
   }
   bool old_allow = recorded_allow(event, type);
@@ -188,7 +188,7 @@ static int simulate_one(const struct simulate_policy *policy, struct request_cac
     if (cedar_authorize(policy->set, request.entities, &request.request, &response) < 0) {
       json_decref(determining);
       json_decref(errors);
-      rebuilt_request_release(&request);
+      replay_rebuilt_request_release(&request);
       return -ENOMEM;
     }
     new_allow = response.decision == CEDAR_ALLOW;
@@ -224,17 +224,17 @@ static int simulate_one(const struct simulate_policy *policy, struct request_cac
   }
   json_decref(determining);
   json_decref(errors);
-  rebuilt_request_release(&request);
+  replay_rebuilt_request_release(&request);
   if (old_allow != new_allow && *diff == NULL) return -ENOMEM;
   return 1;
 }
 
-int simulate_event(const simulate_policy *policy, json_t *event, simulate_summary *summary, json_t **diff,
-                   const char **error_message) {
+int replay_simulate_event(const simulate_policy *policy, json_t *event, simulate_summary *summary,
+                          json_t **diff, const char **error_message) {
   struct request_cache cache;
   memset(&cache, 0, sizeof cache);
   int rc = simulate_one(policy, &cache, event, summary, diff);
-  request_cache_clear(&cache);
+  replay_request_cache_clear(&cache);
   if (error_message) *error_message = first_error;
   return rc;
 }
@@ -354,8 +354,8 @@ static json_t *load_event(struct line_cache *cache, const char *line, size_t len
   return event;
 }
 
-int simulate_journal(const simulate_policy *policy, const simulate_options *options,
-                     simulate_summary *summary, dome_error *err) {
+int replay_simulate_journal(const simulate_policy *policy, const simulate_options *options,
+                            simulate_summary *summary, dome_error *err) {
   memset(summary, 0, sizeof *summary);
   const char *directory = options->journal_dir ? options->journal_dir : JOURNAL_DEFAULT_DIRECTORY;
   journal_filter filter = {
@@ -407,7 +407,7 @@ int simulate_journal(const simulate_policy *policy, const simulate_options *opti
     json_decref(diff);
     if (rc < 0) break;
   }
-  request_cache_clear(&cache);
+  replay_request_cache_clear(&cache);
   line_cache_clear(&lines);
   journal_reader_close(reader);
   return rc < 0 ? rc : 0;
@@ -429,22 +429,22 @@ static int collect_diff(void *context, json_t *diff, dome_error *err) {
   return 0;
 }
 
-int simulate_rules_text(const char *text, size_t length, const char *file, const char *journal_dir,
-                        size_t max_diffs, json_t **report, dome_error *err) {
+int replay_simulate_rules_text(const char *text, size_t length, const char *file, const char *journal_dir,
+                               size_t max_diffs, json_t **report, dome_error *err) {
   simulate_policy *policy = NULL;
-  int rc = simulate_policy_parse(text, length, file, true, &policy, err);
+  int rc = replay_simulate_policy_parse(text, length, file, true, &policy, err);
   if (rc < 0) return rc;
   struct collect collect = {.diffs = json_array(), .max = max_diffs};
   simulate_options options = {.journal_dir = journal_dir, .on_diff = collect_diff, .context = &collect};
   simulate_summary summary;
-  rc = simulate_journal(policy, &options, &summary, err);
-  simulate_policy_free(policy);
+  rc = replay_simulate_journal(policy, &options, &summary, err);
+  replay_simulate_policy_free(policy);
   if (rc < 0) {
     json_decref(collect.diffs);
     return rc;
   }
-  *report = json_pack("{s:o,s:o,s:b}", "summary", simulate_summary_json(&summary), "diffs", collect.diffs,
-                      "diffs_truncated", collect.truncated);
+  *report = json_pack("{s:o,s:o,s:b}", "summary", replay_simulate_summary_json(&summary), "diffs",
+                      collect.diffs, "diffs_truncated", collect.truncated);
   if (*report == NULL) return dome_error_set(err, ENOMEM, "simulate report");
   return 0;
 }

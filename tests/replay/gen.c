@@ -248,14 +248,14 @@ int main(int argc, char **argv) {
     dome_error err = {0};
     json_t *outcome = NULL;
     simulate_policy *rules = NULL;
-    if (argc == 7 && simulate_policy_load(argv[6], true, &rules, &err) < 0) die(argv[6], err.message);
+    if (argc == 7 && replay_simulate_policy_load(argv[6], true, &rules, &err) < 0) die(argv[6], err.message);
     replay_execute_options options = {.journal_dir = argv[2],
                                       .image_store = getenv("DOME_IMAGE_STORE"),
                                       .rules = rules,
                                       .append = append_fn,
                                       .context = j};
     if (replay_execute(inputs, &options, &outcome, &err) < 0) die("run", err.message);
-    simulate_policy_free(rules);
+    replay_simulate_policy_free(rules);
     char *text = json_dumps(outcome, JSON_COMPACT);
     printf("%s\n", text);
     free(text);

@@ -166,8 +166,8 @@ static int hash_speed(size_t line_bytes) {
   size_t lines = 0;
   while (cpu_s() - start < 0.3)
     for (int i = 0; i < 1000; i++, lines++) {
-      merkle_leaf_hash(bulk, line_bytes, out);
-      merkle_node_hash(out, out, out);
+      journal_merkle_leaf_hash(bulk, line_bytes, out);
+      journal_merkle_node_hash(out, out, out);
     }
   double events_per_s = (double)lines / (cpu_s() - start);
   printf("{\"sha256_mb_s\":%.0f,\"line_bytes\":%zu,\"events_per_s\":%.0f,\"json_mb_s\":%.0f}\n", bulk_mb_s,

@@ -71,12 +71,12 @@ static void assert_same_as_jansson(json_t *value) {
   char *expected = json_dumps(value, JSON_SORT_KEYS | JSON_COMPACT);
   assert_non_null(expected);
   canonical_buffer b;
-  canonical_buffer_init(&b);
+  journal_canonical_buffer_init(&b);
   assert_int_equal(journal_canonical_dump(value, &b), 0);
   if (b.length != strlen(expected) || memcmp(b.data, expected, b.length) != 0)
     fail_msg("canonical text differs from jansson:\n  got      %.*s\n  expected %s", (int)b.length, b.data,
              expected);
-  canonical_buffer_free(&b);
+  journal_canonical_buffer_free(&b);
   free(expected);
 }
 
@@ -92,7 +92,7 @@ static char *insert_member(const char *text, size_t length, size_t cut, const ch
 /* The offsets the serialiser reports for `seq` and `time` are where jansson would put them. */
 static void assert_cuts_right(json_t *event) {
   canonical_buffer b;
-  canonical_buffer_init(&b);
+  journal_canonical_buffer_init(&b);
   assert_int_equal(journal_canonical_dump(event, &b), 0);
   if (b.cuts_known && !b.reserved_key) {
     char *text = strndup(b.data, b.length);
@@ -114,7 +114,7 @@ static void assert_cuts_right(json_t *event) {
     free(expected_time);
     json_decref(copy);
   }
-  canonical_buffer_free(&b);
+  journal_canonical_buffer_free(&b);
 }
 
 static void test_random_events_match_jansson(void **state) {
@@ -137,17 +137,17 @@ static void test_random_events_match_jansson(void **state) {
 static void test_reserved_and_escaped_top_level_keys(void **state) {
   (void)state;
   canonical_buffer b;
-  canonical_buffer_init(&b);
+  journal_canonical_buffer_init(&b);
   json_t *event = json_pack("{s:s, s:i}", "type", "x", "seq", 3);
   assert_int_equal(journal_canonical_dump(event, &b), 0);
   assert_true(b.reserved_key);
   json_decref(event);
-  canonical_buffer_free(&b);
+  journal_canonical_buffer_free(&b);
   event = json_pack("{s:s, s:i}", "type", "x", "a\"b", 3);
   assert_int_equal(journal_canonical_dump(event, &b), 0);
   assert_false(b.cuts_known);
   json_decref(event);
-  canonical_buffer_free(&b);
+  journal_canonical_buffer_free(&b);
   event = json_pack("{s:s, s:i, s:i}", "type", "x", "seq0", 1, "tim", 2);
   assert_cuts_right(event);
   json_decref(event);
@@ -183,12 +183,12 @@ static void test_fallbacks_match_jansson(void **state) {
 static void test_errors(void **state) {
   (void)state;
   canonical_buffer b;
-  canonical_buffer_init(&b);
+  journal_canonical_buffer_init(&b);
   json_t *invalid = json_pack("{s:s}", "type", "x");
   json_object_set_new(invalid, "bytes", json_stringn_nocheck("\xff\xfe", 2)); /* invalid UTF-8 */
   assert_int_equal(journal_canonical_dump(invalid, &b), -EINVAL);
   json_decref(invalid);
-  canonical_buffer_free(&b);
+  journal_canonical_buffer_free(&b);
 
   json_t *scalar = json_integer(3);
   assert_int_equal(journal_canonical_dump(scalar, &b), -EINVAL);
@@ -201,11 +201,11 @@ static void test_errors(void **state) {
   json_t *big = json_pack("{s:s, s:s}", "type", "x", "text", text);
   free(text);
   assert_int_equal(journal_canonical_dump(big, &b), -E2BIG);
-  canonical_buffer_free(&b);
+  journal_canonical_buffer_free(&b);
   json_object_set_new(big, "text", json_string("\xc3\xa9")); /* jansson's path, within bounds */
   assert_int_equal(journal_canonical_dump(big, &b), 0);
   assert_int_equal(b.length, strlen("{\"text\":\"\xc3\xa9\",\"type\":\"x\"}"));
-  canonical_buffer_free(&b);
+  journal_canonical_buffer_free(&b);
   json_decref(big);
 }
 

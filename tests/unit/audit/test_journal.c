@@ -78,7 +78,7 @@ static void reference_mth(uint8_t (*leaves)[32], size_t n, uint8_t out[32]) {
   uint8_t left[32], right[32];
   reference_mth(leaves, k, left);
   reference_mth(leaves + k, n - k, right);
-  merkle_node_hash(left, right, out);
+  journal_merkle_node_hash(left, right, out);
 }
 
 static void test_merkle_matches_rfc6962(void **state) {
@@ -86,22 +86,22 @@ static void test_merkle_matches_rfc6962(void **state) {
   assert_int_equal(sodium_init() < 0, 0);
   uint8_t leaves[70][32], expected[32], got[32];
   char hex[65];
-  merkle_leaf_hash("", 0, leaves[0]);
+  journal_merkle_leaf_hash("", 0, leaves[0]);
   journal_hex_encode(leaves[0], 32, hex);
   /* The leaf hash of the empty entry, as in Certificate Transparency's test data. */
   assert_string_equal(hex, "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d");
   merkle_frontier f;
-  merkle_init(&f);
-  merkle_root(&f, got);
+  journal_merkle_init(&f);
+  journal_merkle_root(&f, got);
   journal_hex_encode(got, 32, hex);
   assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   for (size_t n = 1; n <= 70; n++) {
     char data[16];
     snprintf(data, sizeof data, "leaf %zu", n);
-    merkle_leaf_hash(data, strlen(data), leaves[n - 1]);
-    merkle_append(&f, leaves[n - 1]);
+    journal_merkle_leaf_hash(data, strlen(data), leaves[n - 1]);
+    journal_merkle_append(&f, leaves[n - 1]);
     reference_mth(leaves, n, expected);
-    merkle_root(&f, got);
+    journal_merkle_root(&f, got);
     assert_memory_equal(got, expected, 32);
     assert_int_equal(f.count, __builtin_popcountll(n));
   }

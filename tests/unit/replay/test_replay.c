@@ -32,7 +32,7 @@ static const char *rules_v2 =
 static simulate_policy *policy(void) {
   simulate_policy *p = NULL;
   dome_error err = {0};
-  int rc = simulate_policy_parse(rules_v2, strlen(rules_v2), "v2.cedar", true, &p, &err);
+  int rc = replay_simulate_policy_parse(rules_v2, strlen(rules_v2), "v2.cedar", true, &p, &err);
   if (rc < 0) fprintf(stderr, "%s\n", err.message);
   assert_int_equal(rc, 0);
   return p;
@@ -62,7 +62,7 @@ static void test_full_request_changes(void **state) {
   json_t *diff = NULL;
   const char *message = NULL;
   json_t *event = full_event("intern", "allow", "sandbox");
-  assert_int_equal(simulate_event(p, event, &summary, &diff, &message), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, &message), 1);
   assert_non_null(diff);
   assert_string_equal(json_string_value(json_object_get(diff, "change")), "allow_to_deny");
   assert_int_equal(json_integer_value(json_object_get(diff, "seq")), 7);
@@ -80,11 +80,11 @@ static void test_full_request_changes(void **state) {
   json_decref(event);
   /* another agent: unchanged, no diff */
   event = full_event("analyst", "allow", "sandbox");
-  assert_int_equal(simulate_event(p, event, &summary, &diff, &message), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, &message), 1);
   assert_null(diff);
   assert_int_equal(summary.unchanged, 1);
   json_decref(event);
-  simulate_policy_free(p);
+  replay_simulate_policy_free(p);
 }
 
 /* domed's own denials after Cedar allowed (missing capability) stay denied whatever the rules. */
@@ -95,16 +95,16 @@ static void test_gate_denied_stays_denied(void **state) {
   json_t *diff = NULL;
   json_t *event = full_event("analyst", "deny", "sandbox");
   json_object_set_new(event, "reason", json_string("agent lacks the tool's capability"));
-  assert_int_equal(simulate_event(p, event, &summary, &diff, NULL), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, NULL), 1);
   assert_null(diff);
   assert_int_equal(summary.unchanged, 1);
   json_object_set_new(event, "reason", json_string("policy"));
-  assert_int_equal(simulate_event(p, event, &summary, &diff, NULL), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, NULL), 1);
   assert_non_null(diff);
   assert_string_equal(json_string_value(json_object_get(diff, "change")), "deny_to_allow");
   json_decref(diff);
   json_decref(event);
-  simulate_policy_free(p);
+  replay_simulate_policy_free(p);
 }
 
 /* An authz.decision without `request` (domed before it recorded one): rebuilt from agent/gateway/tool;
@@ -119,7 +119,7 @@ static void test_reconstructed_decision(void **state) {
       json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:[]}", "seq", (json_int_t)3, "time",
                 "2026-11-29T10:00:00Z", "type", "authz.decision", "agent", "intern", "gateway", "Default",
                 "action", "mcp:call", "tool", "code-sandbox", "decision", "allow", "determining");
-  assert_int_equal(simulate_event(p, event, &summary, &diff, &message), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, &message), 1);
   assert_non_null(diff);
   assert_true(json_is_true(json_object_get(diff, "reconstructed")));
   assert_int_equal(summary.reconstructed, 1);
@@ -129,12 +129,12 @@ static void test_reconstructed_decision(void **state) {
       json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:[]}", "seq", (json_int_t)4, "time",
                 "2026-11-29T10:00:00Z", "type", "authz.decision", "agent", "analyst", "gateway", "Default",
                 "action", "mcp:discover", "tool", "code-sandbox", "decision", "deny", "determining");
-  assert_int_equal(simulate_event(p, event, &summary, &diff, &message), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, &message), 1);
   assert_null(diff); /* still denied: the `caps` rule errs on the missing attribute */
   assert_int_equal(summary.errors, 1);
   assert_non_null(strstr(message, "caps"));
   json_decref(event);
-  simulate_policy_free(p);
+  replay_simulate_policy_free(p);
 }
 
 /* A kernel event on a Dome::Path without the path entities: the hierarchy is added. A damaged request
@@ -150,7 +150,7 @@ static void test_kernel_path_and_damaged(void **state) {
       "principal", "type", "Dome::Agent", "id", "analyst", "action", "type", "Dome::Action", "id", "fs:read",
       "resource", "type", "Dome::Path", "id", "/workspace/in/a.csv", "entities", "uid", "type", "Dome::Agent",
       "id", "analyst", "attrs", "capabilities", "parents");
-  assert_int_equal(simulate_event(p, event, &summary, &diff, NULL), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, NULL), 1);
   assert_non_null(diff);
   assert_string_equal(json_string_value(json_object_get(diff, "change")), "deny_to_allow");
   assert_string_equal(
@@ -159,17 +159,17 @@ static void test_kernel_path_and_damaged(void **state) {
   json_decref(diff);
   json_object_set_new(json_object_get(event, "request"), "principal", json_string("not an entity"));
   const char *message = NULL;
-  assert_int_equal(simulate_event(p, event, &summary, &diff, &message), 1);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, &message), 1);
   assert_null(diff);
   assert_int_equal(summary.errors, 1);
   assert_non_null(strstr(message, "request.principal"));
   json_decref(event);
   event = json_pack("{s:s}", "type", "exec.output");
   uint64_t before = summary.evaluated;
-  assert_int_equal(simulate_event(p, event, &summary, &diff, NULL), 0);
+  assert_int_equal(replay_simulate_event(p, event, &summary, &diff, NULL), 0);
   assert_int_equal(summary.evaluated, before);
   json_decref(event);
-  simulate_policy_free(p);
+  replay_simulate_policy_free(p);
 }
 
 static void test_candidate_errors(void **state) {
@@ -177,14 +177,15 @@ static void test_candidate_errors(void **state) {
   simulate_policy *p = NULL;
   dome_error err = {0};
   const char *bad = "permit(principal, action, resource)\n  when { principal. };";
-  assert_int_equal(simulate_policy_parse(bad, strlen(bad), "bad.cedar", true, &p, &err), -EINVAL);
+  assert_int_equal(replay_simulate_policy_parse(bad, strlen(bad), "bad.cedar", true, &p, &err), -EINVAL);
   assert_non_null(strstr(err.message, "bad.cedar:"));
   const char *unknown = "permit(principal == Dome::Agnt::\"a\", action, resource);";
-  assert_int_equal(simulate_policy_parse(unknown, strlen(unknown), "typo.cedar", true, &p, &err), -EINVAL);
+  assert_int_equal(replay_simulate_policy_parse(unknown, strlen(unknown), "typo.cedar", true, &p, &err),
+                   -EINVAL);
   assert_non_null(strstr(err.message, "Dome schema"));
-  assert_int_equal(simulate_policy_parse(unknown, strlen(unknown), "typo.cedar", false, &p, &err), 0);
-  simulate_policy_free(p);
-  assert_int_equal(simulate_policy_load("/nonexistent/rules.cedar", true, &p, &err), -ENOENT);
+  assert_int_equal(replay_simulate_policy_parse(unknown, strlen(unknown), "typo.cedar", false, &p, &err), 0);
+  replay_simulate_policy_free(p);
+  assert_int_equal(replay_simulate_policy_load("/nonexistent/rules.cedar", true, &p, &err), -ENOENT);
   assert_non_null(strstr(err.message, "/nonexistent/rules.cedar"));
 }
 
@@ -239,7 +240,7 @@ static void test_journal_stream_and_filters(void **state) {
   int diffs = 0;
   simulate_options sim = {.journal_dir = dir, .on_diff = count_diff, .context = &diffs};
   simulate_summary summary;
-  assert_int_equal(simulate_journal(p, &sim, &summary, &err), 0);
+  assert_int_equal(replay_simulate_journal(p, &sim, &summary, &err), 0);
   assert_int_equal(summary.evaluated, 51);
   assert_int_equal(summary.allow_to_deny, 26);
   assert_int_equal(summary.errors, 0);
@@ -247,12 +248,12 @@ static void test_journal_stream_and_filters(void **state) {
   assert_true(summary.events_read >= 100);
   diffs = 0;
   sim.agent = "analyst";
-  assert_int_equal(simulate_journal(p, &sim, &summary, &err), 0);
+  assert_int_equal(replay_simulate_journal(p, &sim, &summary, &err), 0);
   assert_int_equal(summary.evaluated, 25);
   assert_int_equal(diffs, 0);
   /* the convenience form for `rules apply --simulate-first` */
   json_t *report = NULL;
-  assert_int_equal(simulate_rules_text(rules_v2, strlen(rules_v2), "v2", dir, 10, &report, &err), 0);
+  assert_int_equal(replay_simulate_rules_text(rules_v2, strlen(rules_v2), "v2", dir, 10, &report, &err), 0);
   assert_int_equal(json_array_size(json_object_get(report, "diffs")), 10);
   assert_true(json_is_true(json_object_get(report, "diffs_truncated")));
   assert_int_equal(json_integer_value(json_object_get(json_object_get(report, "summary"), "allow_to_deny")),
@@ -260,9 +261,9 @@ static void test_journal_stream_and_filters(void **state) {
   json_decref(report);
   /* no journal: nothing evaluated, no error */
   sim.journal_dir = "/nonexistent/journal";
-  assert_int_equal(simulate_journal(p, &sim, &summary, &err), 0);
+  assert_int_equal(replay_simulate_journal(p, &sim, &summary, &err), 0);
   assert_int_equal(summary.evaluated, 0);
-  simulate_policy_free(p);
+  replay_simulate_policy_free(p);
   remove_directory(dir);
 }
 
