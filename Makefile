@@ -67,7 +67,11 @@ $(call library_name,$(1)): $(patsubst %.c,$(BUILD)/obj/%.o,$(call library_source
 endef
 $(foreach d,$(LIBRARY_DIRS),$(eval $(call library_rule,$(d))))
 
-LINK_LIBRARIES = -Wl,--start-group $(LIBRARIES) -Wl,--end-group
+# Linked in the order of the Layers table of docs/architecture.md, highest layer first, each archive once:
+# a library that calls into one of its own or a higher layer (a cycle) leaves the symbol undefined and
+# fails the link. A library missing from the table is left out (and fails the link and check-layers).
+LAYER_ORDER := $(shell /usr/bin/python3 scripts/check-layers --link-order)
+LINK_LIBRARIES = $(foreach d,$(LAYER_ORDER),$(filter $(call library_name,$(d)),$(LIBRARIES)))
 
 $(BUILD)/obj/%.o: %.c | generated
 	@mkdir -p $(@D)
@@ -95,7 +99,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBRARIES)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LINK_LIBRARIES) $(LDLIBS_COMMON)
 
-.PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install deb difftest fuzz vmtest
+.PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install deb difftest fuzz vmtest check-layers
 all: $(addprefix $(BUILD)/,$(PROGRAMS))
 generated: $(GENERATED)
 unit-tests: $(UNIT_TESTS)
@@ -132,6 +136,10 @@ difftest: all
 # libFuzzer targets (policy parser, EST, entities, schema) under ASan+UBSan, 10 minutes each.
 fuzz:
 	tests/fuzz/run --build $(BUILD) --seconds 600
+
+# The layering of docs/architecture.md: includes, and the prefixes of the archives' global symbols.
+check-layers: all
+	scripts/check-layers --build $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
