@@ -98,28 +98,22 @@ static void test_denial_json_default_deny_and_early_event(void **state) {
   json_decref(o);
 }
 
+static void add_file(struct dome_rule_tables *tables, const char *path, enum dome_file_match match,
+                     enum dome_file_access access, enum dome_decision decision) {
+  dome_error err = {0};
+  assert_int_equal(dome_rule_tables_add_file(tables, path, match, access, decision, DOME_NO_POLICY, &err), 0);
+}
+
 static void test_path_rules_merged_per_path(void **state) {
   (void)state;
   struct dome_rule_tables tables;
   dome_rule_tables_init(&tables);
   dome_error err = {0};
-  uint32_t p = 0;
-  assert_int_equal(dome_rule_tables_add_policy(&tables, "p", &p, &err), 0);
-  assert_int_equal(dome_rule_tables_add_file(&tables, "/workspace", DOME_MATCH_SUBTREE, DOME_FILE_READ,
-                                             DOME_DECISION_ALLOW, p, &err),
-                   0);
-  assert_int_equal(dome_rule_tables_add_file(&tables, "/workspace", DOME_MATCH_SUBTREE, DOME_FILE_WRITE,
-                                             DOME_DECISION_ALLOW, p, &err),
-                   0);
-  assert_int_equal(dome_rule_tables_add_file(&tables, "/workspace", DOME_MATCH_EXACT, DOME_FILE_EXEC,
-                                             DOME_DECISION_ALLOW, p, &err),
-                   0);
-  assert_int_equal(dome_rule_tables_add_file(&tables, "/workspace/secret", DOME_MATCH_SUBTREE, DOME_FILE_READ,
-                                             DOME_DECISION_DENY, p, &err),
-                   0);
-  assert_int_equal(dome_rule_tables_add_file(&tables, "/usr", DOME_MATCH_SUBTREE, DOME_FILE_EXEC,
-                                             DOME_DECISION_ALLOW, p, &err),
-                   0);
+  add_file(&tables, "/workspace", DOME_MATCH_SUBTREE, DOME_FILE_READ, DOME_DECISION_ALLOW);
+  add_file(&tables, "/workspace", DOME_MATCH_SUBTREE, DOME_FILE_WRITE, DOME_DECISION_ALLOW);
+  add_file(&tables, "/workspace", DOME_MATCH_EXACT, DOME_FILE_EXEC, DOME_DECISION_ALLOW);
+  add_file(&tables, "/workspace/secret", DOME_MATCH_SUBTREE, DOME_FILE_READ, DOME_DECISION_DENY);
+  add_file(&tables, "/usr", DOME_MATCH_SUBTREE, DOME_FILE_EXEC, DOME_DECISION_ALLOW);
   struct dome_landlock_path_rules rules;
   assert_int_equal(dome_landlock_path_rules_from_tables(&tables, &rules, &err), 0);
   assert_int_equal(rules.count, 3); /* (/workspace, subtree), (/workspace, exact), (/usr, subtree) */
@@ -146,9 +140,7 @@ static void test_path_rules_bounded(void **state) {
   for (unsigned i = 0; i <= JAIL_MAX_PATH_RULES; i++) {
     char path[32];
     snprintf(path, sizeof path, "/d%u", i);
-    assert_int_equal(dome_rule_tables_add_file(&tables, path, DOME_MATCH_SUBTREE, DOME_FILE_READ,
-                                               DOME_DECISION_ALLOW, DOME_NO_POLICY, &err),
-                     0);
+    add_file(&tables, path, DOME_MATCH_SUBTREE, DOME_FILE_READ, DOME_DECISION_ALLOW);
   }
   struct dome_landlock_path_rules rules;
   assert_int_equal(dome_landlock_path_rules_from_tables(&tables, &rules, &err), -E2BIG);
