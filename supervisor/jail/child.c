@@ -458,8 +458,6 @@ static int landlock_prepare(const struct jail_plan *plan) {
   }
   int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
   if (ruleset < 0) fail(plan, errno, "landlock_create_ruleset", NULL);
-  const uint64_t file_rights = DOME_LL_FS_EXECUTE | DOME_LL_FS_WRITE_FILE | DOME_LL_FS_READ_FILE |
-                               DOME_LL_FS_TRUNCATE | DOME_LL_FS_IOCTL_DEV;
   for (size_t i = 0; i < plan->landlock_rule_count; i++) {
     const struct jail_landlock_rule *rule = &plan->landlock_rules[i];
     /* most rules name directories: try that first (no fstat), then the path as a file */
@@ -472,7 +470,7 @@ static int landlock_prepare(const struct jail_plan *plan) {
     if (fd < 0 && rule->optional && (errno == ENOENT || errno == ENOTDIR)) continue;
     if (fd < 0) fail(plan, errno, "landlock rule path", rule->path);
     struct dome_landlock_path_beneath_attr beneath = {.allowed_access = rule->access, .parent_fd = fd};
-    if (!directory) beneath.allowed_access &= file_rights;
+    if (!directory) beneath.allowed_access = jail_landlock_file_rights(beneath.allowed_access);
     if (directory && rule->exact) beneath.allowed_access = 0; /* fail-closed: see jail_path_rule.exact */
     if (beneath.allowed_access &&
         syscall(SYS_landlock_add_rule, ruleset, DOME_LL_RULE_PATH_BENEATH, &beneath, 0) < 0)

@@ -249,15 +249,6 @@ void jail_host_id_release(unsigned id);
 /* The jail's seccomp program (generated at build time from seccomp_rules.c); never fails. */
 int jail_seccomp_program(const struct sock_fprog **program, dome_error *err);
 
-/* ---- landlock (landlock.c) ---- */
-
-/* Highest Landlock ABI of the running kernel (cached), 0 when unavailable. */
-int jail_landlock_abi(void);
-/* Translate jail_access bits into LANDLOCK_ACCESS_FS_* bits, restricted to what `abi` knows. */
-uint64_t jail_landlock_access(unsigned access, int abi);
-/* Every filesystem access right `abi` handles. */
-uint64_t jail_landlock_handled_fs(int abi);
-
 /* ---- workspace (workspace.c) ---- */
 
 /* The files that go into /workspace: the host workspace's tree then config's input files. */

@@ -62,6 +62,17 @@ enum jail_access {
   JAIL_ACCESS_EXEC = 1u << 2,
 };
 
+/* Landlock rights (Documentation/userspace-api/landlock.rst), the one translation dome has: the jail's path
+ * rules and the kernel library's translation of decision tables (supervisor/kernel) both use it. */
+/* Highest Landlock ABI of the running kernel (probed once per process), 0 when unavailable. */
+int jail_landlock_abi(void);
+/* LANDLOCK_ACCESS_FS_* rights of enum jail_access bits, restricted to what `abi` handles. */
+uint64_t jail_landlock_access(unsigned access, int abi);
+/* Every filesystem right `abi` handles (0 for abi <= 0). */
+uint64_t jail_landlock_handled_fs(int abi);
+/* The subset of `rights` Landlock accepts on a rule whose path is not a directory. */
+uint64_t jail_landlock_file_rights(uint64_t rights);
+
 /* One Landlock rule: `path` as seen inside the jail (absolute, e.g. "/workspace"), beneath-rule for
  * directories. A path that does not exist in the jail is an error (jail_run fails, -ENOENT) unless the
  * rule is optional. */

@@ -44,3 +44,8 @@ uint64_t jail_landlock_access(unsigned access, int version) {
             DOME_LL_FS_REFER | DOME_LL_FS_TRUNCATE | DOME_LL_FS_IOCTL_DEV;
   return bits & jail_landlock_handled_fs(version);
 }
+
+uint64_t jail_landlock_file_rights(uint64_t rights) {
+  return rights & (DOME_LL_FS_EXECUTE | DOME_LL_FS_WRITE_FILE | DOME_LL_FS_READ_FILE | DOME_LL_FS_TRUNCATE |
+                   DOME_LL_FS_IOCTL_DEV);
+}

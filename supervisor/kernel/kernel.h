@@ -201,7 +201,7 @@ int dome_kernel_poll_denials(struct dome_kernel *kernel, int timeout_ms, dome_de
 
 /* Translate the file tables into a Landlock ruleset (Documentation/userspace-api/landlock.rst, ABI >= 1,
  * using the best ABI the kernel offers): every ALLOW entry becomes a path-beneath rule granting the
- * access kind's rights (read: READ_FILE|READ_DIR; write: WRITE_FILE|REMOVE_*|MAKE_*|REFER|TRUNCATE;
+ * access kind's rights (read: READ_FILE|READ_DIR; write: as jail_landlock_access, supervisor/jail/jail.h;
  * exec: EXECUTE), DENY entries are the default. A DENY entry that lies inside (or equals) an ALLOW
  * subtree of the same access cannot be expressed: the function fails with -EOPNOTSUPP naming the entry
  * and its policy, unless allow_degraded, in which case the deny is dropped and *degraded_out counts the
@@ -241,8 +241,5 @@ int dome_landlock_add_path(int ruleset_fd, const char *path, unsigned access, do
 /* In the jailed process: prctl(PR_SET_NO_NEW_PRIVS) then landlock_restrict_self(ruleset_fd).
  * Returns 0 or -errno. Async-signal-safe apart from err formatting. */
 int dome_landlock_restrict_self(int ruleset_fd, dome_error *err);
-
-/* The Landlock ABI version of the running kernel (0 when unavailable). */
-int dome_landlock_abi(void);
 
 #endif

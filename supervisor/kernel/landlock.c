@@ -1,7 +1,8 @@
 /* Landlock translation of file tables (the reduced level). Landlock is allow-only: a ruleset grants
  * rights beneath paths and denies the rest, so the tables' ALLOW entries become rules and DENY entries
  * are the default — except a DENY inside an ALLOW subtree, which Landlock cannot express (refused).
- * Spec: Documentation/userspace-api/landlock.rst (ABI 1..3 rights used here). */
+ * The rights of each access kind are the jail's (jail_landlock_access, supervisor/jail/jail.h).
+ * Spec: Documentation/userspace-api/landlock.rst. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -16,35 +17,12 @@
 #include "supervisor/jail/jail.h"
 #include "supervisor/kernel/kernel.h"
 
-#ifndef LANDLOCK_ACCESS_FS_REFER
-#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
-#endif
-#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
-#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
-#endif
-
-int dome_landlock_abi(void) {
-  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-  return abi < 0 ? 0 : (int)abi;
-}
-
-/* Rights of the file-only subset (allowed on a rule whose path is not a directory). */
-#define FILE_RIGHTS                                                                            \
-  (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE | \
-   LANDLOCK_ACCESS_FS_TRUNCATE)
-
+/* The jail's rights (supervisor/jail/landlock.c) of a DOME_FILE_* mask. */
 static uint64_t rights_for(unsigned access, int abi) {
-  uint64_t rights = 0;
-  if (access & DOME_FILE_READ) rights |= LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
-  if (access & DOME_FILE_WRITE)
-    rights |= LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
-              LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |
-              LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-              LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE;
-  if (access & DOME_FILE_EXEC) rights |= LANDLOCK_ACCESS_FS_EXECUTE;
-  if (abi < 2) rights &= ~LANDLOCK_ACCESS_FS_REFER;
-  if (abi < 3) rights &= ~LANDLOCK_ACCESS_FS_TRUNCATE;
-  return rights;
+  unsigned jail_access = (access & DOME_FILE_READ ? JAIL_ACCESS_READ : 0) |
+                         (access & DOME_FILE_WRITE ? JAIL_ACCESS_WRITE : 0) |
+                         (access & DOME_FILE_EXEC ? JAIL_ACCESS_EXEC : 0);
+  return jail_landlock_access(jail_access, abi);
 }
 
 /* Is `inner` equal to or beneath the subtree `outer`? */
@@ -151,13 +129,13 @@ int dome_landlock_path_rules_from_tables(const struct dome_rule_tables *tables,
 }
 
 int dome_landlock_add_path(int ruleset_fd, const char *path, unsigned access, dome_error *err) {
-  int abi = dome_landlock_abi();
+  int abi = jail_landlock_abi();
   _cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) return dome_error_set_errno(err, errno, "landlock rule `%s`", path);
   struct stat st;
   if (fstat(fd, &st) != 0) return dome_error_set_errno(err, errno, "landlock rule `%s`", path);
   struct landlock_path_beneath_attr rule = {.allowed_access = rights_for(access, abi), .parent_fd = fd};
-  if (!S_ISDIR(st.st_mode)) rule.allowed_access &= FILE_RIGHTS;
+  if (!S_ISDIR(st.st_mode)) rule.allowed_access = jail_landlock_file_rights(rule.allowed_access);
   if (rule.allowed_access == 0) return 0;
   if (syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
     return dome_error_set_errno(err, errno, "landlock rule `%s`", path);
@@ -174,10 +152,9 @@ int dome_landlock_ruleset_from_tables(const struct dome_rule_tables *tables, boo
     if (!allow_degraded) return refuse(tables, i, j, err);
     degraded++;
   }
-  int abi = dome_landlock_abi();
+  int abi = jail_landlock_abi();
   if (abi < 1) return dome_error_set(err, EOPNOTSUPP, "Landlock is not available on this kernel");
-  struct landlock_ruleset_attr attr = {
-      .handled_access_fs = rights_for(DOME_FILE_READ | DOME_FILE_WRITE | DOME_FILE_EXEC, abi)};
+  struct landlock_ruleset_attr attr = {.handled_access_fs = jail_landlock_handled_fs(abi)};
   _cleanup_close_ int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
   if (ruleset < 0) return dome_error_set_errno(err, errno, "create Landlock ruleset");
   for (size_t i = 0; i < tables->file_count; i++) {

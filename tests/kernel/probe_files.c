@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "supervisor/jail/jail.h"
 #include "tests/kernel/probe.h"
 
 static char dir[256];
@@ -530,7 +531,7 @@ int probe_scenario_landlock(void) {
   write_file("work/a.txt", "a\n");
   write_file("other/allowed.txt", "ok\n");
   write_file("other/forbidden.txt", "no\n");
-  probe_check(dome_landlock_abi() >= 1, "landlock available", "ABI %d", dome_landlock_abi());
+  probe_check(jail_landlock_abi() >= 1, "landlock available", "ABI %d", jail_landlock_abi());
   char json[2048];
   snprintf(json, sizeof(json),
            "{\"policies\": [\"p-work\", \"p-file\"], \"files\": ["
