@@ -215,7 +215,7 @@ static void mixtures_with_random_pauses(void **state) {
       struct capture whole, parts;
       redact_with_pauses(guard, (enum guard_class)c, text, length, NULL, 0, &whole, NULL);
       redact_with_pauses(guard, (enum guard_class)c, text, length, cuts, cut_count, &parts, NULL);
-      char id[32];
+      char id[64];
       snprintf(id, sizeof id, "round %d class %d", round, c);
       same_redaction(&parts, &whole, id, "random pauses");
       capture_free(&parts);
