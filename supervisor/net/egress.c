@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +23,6 @@
 
 #define TAP_NAME "dometap"
 #define PASTA_READY_TIMEOUT_MS 5000
-
-extern char **environ;
 
 static int read_small_file(const char *path, char *out, size_t size) {
   _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -48,22 +45,36 @@ static int ip_forward_enabled(void) {
 
 /* ---- reclaim ---- */
 
-/* The pasta recorded in pasta.pid is ours only if its command line still names our log file (-l). */
+/* Whether process `pid` has the file `path` open (its /proc/<pid>/fd links). */
+static bool has_open(long pid, const char *path) {
+  char fd_dir[64];
+  snprintf(fd_dir, sizeof fd_dir, "/proc/%ld/fd", pid);
+  DIR *dir = opendir(fd_dir);
+  if (dir == NULL) return false;
+  bool found = false;
+  struct dirent *entry;
+  while (!found && (entry = readdir(dir)) != NULL) {
+    char link[sizeof fd_dir + 300], target[PATH_MAX];
+    snprintf(link, sizeof link, "%s/%s", fd_dir, entry->d_name);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    found = strcmp(target, path) == 0;
+  }
+  closedir(dir);
+  return found;
+}
+
+/* The pasta recorded in pasta.pid is ours only if it still has our log file open (its -l): a pid reused
+ * by another process is left alone. */
 static int reclaim_pasta(const char *state_dir) {
-  char path[PATH_MAX + 16], log_path[PATH_MAX + 16], text[32], cmdline[4096];
+  char path[PATH_MAX + 16], log_path[PATH_MAX + 16], text[32];
   snprintf(path, sizeof path, "%s/pasta.pid", state_dir);
   snprintf(log_path, sizeof log_path, "%s/pasta.log", state_dir);
   if (read_small_file(path, text, sizeof text) <= 0) return 0;
   long pid = strtol(text, NULL, 10);
   int removed = 0;
-  if (pid > 1) {
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/%ld/cmdline", pid);
-    int n = read_small_file(proc, cmdline, sizeof cmdline);
-    for (int i = 0; i < n; i++)
-      if (cmdline[i] == '\0') cmdline[i] = ' ';
-    if (n > 0 && strstr(cmdline, log_path) != NULL && kill((pid_t)pid, SIGKILL) == 0) removed = 1;
-  }
+  if (pid > 1 && has_open(pid, log_path) && kill((pid_t)pid, SIGKILL) == 0) removed = 1;
   unlink(path);
   unlink(log_path);
   snprintf(log_path, sizeof log_path, "%s/pasta.stderr", state_dir);
@@ -199,14 +210,9 @@ static int check_tap(void *arg, dome_error *err) {
 }
 
 static int start_pasta(struct dome_net *net, dome_error *err) {
-  char netns_path[64], userns_path[64], runas[32], pid_path[PATH_MAX + 16], log_path[PATH_MAX + 16],
+  char netns_path[64], userns_path[64], log_argument[64], pid_path[PATH_MAX + 16], log_path[PATH_MAX + 16],
       stderr_path[PATH_MAX + 16];
   char address[16], gateway[16], length[8];
-  /* pasta opens its own inherited descriptor: opening ours through /proc/<pid>/fd would need ptrace
-   * access, which pasta (having dropped its capabilities) does not have over the supervisor. */
-  snprintf(netns_path, sizeof netns_path, "/proc/self/fd/%d", net->egress_netns_fd);
-  snprintf(userns_path, sizeof userns_path, "/proc/self/fd/%d", net->egress_userns_fd);
-  snprintf(runas, sizeof runas, "%u:%u", DOME_NET_EGRESS_ID, DOME_NET_EGRESS_ID);
   snprintf(pid_path, sizeof pid_path, "%s/pasta.pid", net->state_dir);
   snprintf(log_path, sizeof log_path, "%s/pasta.log", net->state_dir);
   snprintf(stderr_path, sizeof stderr_path, "%s/pasta.stderr", net->state_dir);
@@ -216,70 +222,42 @@ static int start_pasta(struct dome_net *net, dome_error *err) {
   net_format_ipv4(tap, address);
   net_format_ipv4(gw, gateway);
   snprintf(length, sizeof length, "%u", net->block_length);
+  /* pasta runs as the egress ids from its start, which cannot reach into the state directory: its log
+   * is opened here and given to it as its own descriptor; it reopens that (the file is the egress
+   * uid's). It opens its namespaces the same way: opening ours through /proc/<pid>/fd would need ptrace
+   * access, which pasta does not have over the supervisor. */
+  _cleanup_close_ int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  _cleanup_close_ int out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  _cleanup_close_ int stderr_fd = open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  _cleanup_close_ int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (in < 0 || out < 0) return dome_error_set_errno(err, errno, "pasta: open /dev/null");
+  if (stderr_fd < 0) return dome_error_set_errno(err, errno, "pasta: create `%s`", stderr_path);
+  if (log_fd < 0) return dome_error_set_errno(err, errno, "pasta: create `%s`", log_path);
+  if (fchown(log_fd, DOME_NET_EGRESS_ID, DOME_NET_EGRESS_ID) < 0)
+    return dome_error_set_errno(err, errno, "pasta: hand `%s` to the egress uid", log_path);
+  snprintf(netns_path, sizeof netns_path, "/proc/self/fd/%d", net->egress_netns_fd);
+  snprintf(userns_path, sizeof userns_path, "/proc/self/fd/%d", net->egress_userns_fd);
+  snprintf(log_argument, sizeof log_argument, "/proc/self/fd/%d", log_fd);
   /* No port forwarding in either direction (-t/-u/-T/-U none): nothing outside reaches a jail and the
    * jails cannot reach the host's loopback through pasta; --no-map-gw keeps the gateway address from
-   * standing for the host. pasta takes the egress ids (--runas) in the host's user namespace, where they
-   * are nobody's, then joins the egress user namespace they own (--userns) and the network namespace it
+   * standing for the host. pasta has the egress ids in the host's user namespace, where they are
+   * nobody's, then joins the egress user namespace they own (--userns) and the network namespace it
    * owns: no capability of pasta's is in a namespace of the host's (docs/networking.md, "Privileges"). */
-  char *argv[] = {net->pasta_path,
-                  "-f",
-                  "-q",
-                  "--runas",
-                  runas,
-                  "--userns",
-                  userns_path,
-                  "--netns",
-                  netns_path,
-                  "--no-netns-quit",
-                  "--config-net",
-                  "-I",
-                  TAP_NAME,
-                  "-a",
-                  address,
-                  "-n",
-                  length,
-                  "-g",
-                  gateway,
-                  "--no-map-gw",
-                  "--no-dhcp",
-                  "--no-dhcpv6",
-                  "--no-ra",
-                  "-t",
-                  "none",
-                  "-u",
-                  "none",
-                  "-T",
-                  "none",
-                  "-U",
-                  "none",
-                  "-l",
-                  log_path,
-                  NULL};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, net->egress_netns_fd, net->egress_netns_fd); /* clears CLOEXEC */
-  posix_spawn_file_actions_adddup2(&actions, net->egress_userns_fd, net->egress_userns_fd);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid;
-  /* pasta must not inherit the caller's blocked signals or ignored dispositions: `dome run` blocks
-   * SIGTERM while a jail runs, and a pasta that cannot be terminated stalls dome_net_close. */
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t empty, all;
-  sigemptyset(&empty);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attributes, &empty);
-  posix_spawnattr_setsigdefault(&attributes, &all);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  r = posix_spawn(&pid, net->pasta_path, &actions, &attributes, argv, environ);
-  posix_spawnattr_destroy(&attributes);
-  posix_spawn_file_actions_destroy(&actions);
-  if (r != 0) return dome_error_set_errno(err, r, "start `%s`", net->pasta_path);
-  net->pasta_pid = pid;
-  /* Recorded by us at once (pasta's own -P file would come later: a crash in between would lose it). The
-   * log path (-l) on pasta's command line is what proves to dome_net_reclaim that the pid is still ours. */
+  char *argv[] = {net->pasta_path, "-f",          "-q",         "--userns",
+                  userns_path,     "--netns",     netns_path,   "--no-netns-quit",
+                  "--config-net",  "-I",          TAP_NAME,     "-a",
+                  address,         "-n",          length,       "-g",
+                  gateway,         "--no-map-gw", "--no-dhcp",  "--no-dhcpv6",
+                  "--no-ra",       "-t",          "none",       "-u",
+                  "none",          "-T",          "none",       "-U",
+                  "none",          "-l",          log_argument, NULL};
+  const int inherited[] = {net->egress_netns_fd, net->egress_userns_fd, log_fd};
+  if ((r = net_pasta_start(net, argv, in, out, stderr_fd, inherited, sizeof inherited / sizeof inherited[0],
+                           err)) < 0)
+    return r;
+  pid_t pid = net->pasta_pid;
+  /* Recorded by us at once (pasta's own -P file would come later: a crash in between would lose it). That
+   * the pid still has our log file open is what proves to dome_net_reclaim that it is still ours. */
   FILE *pid_file = fopen(pid_path, "we");
   if (pid_file) {
     fprintf(pid_file, "%d\n", (int)pid);
@@ -440,6 +418,7 @@ int dome_net_open(const struct dome_net_config *config, struct dome_net **net_ou
   net->egress_netns_fd = -1;
   net->egress_userns_fd = -1;
   net->lock_fd = -1;
+  net->pasta_stop = -1;
   net->block_length = block;
   net->jail_quota_bytes = config->jail_quota_bytes;
   net->mtu = config->mtu ? config->mtu : (net->mode == DOME_NET_MODE_USER ? 65520 : 1500);
@@ -529,11 +508,10 @@ void dome_net_close(struct dome_net *net) {
   while (net->jails) dome_net_jail_teardown(net, net->jails, NULL);
   net_relay_stop(net->relay);
   net->relay = NULL;
-  if (net->pasta_pid > 0) {
-    kill(net->pasta_pid, SIGTERM);
-    waitpid(net->pasta_pid, NULL, 0);
-    /* pasta has exited: its pid file and logs go too (a crash leaves them for the next open, whose
-     * reclaim finds a leftover pasta by the log path on its command line, not by these files). */
+  if (net->pasta_pid > 0 || net->pasta_stop >= 0) {
+    net_pasta_stop(net);
+    /* pasta has exited: its pid file and logs go too (after a crash the kernel has ended pasta; the
+     * next open's reclaim removes these files, and a pasta still running from them if any). */
     static const char *const files[] = {"pasta.pid", "pasta.log", "pasta.stderr"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
       char path[PATH_MAX + 16];

@@ -47,7 +47,9 @@ struct dome_net {
   struct nl_sock *egress_sock;
   struct nft_ctx *egress_nft;
   pid_t pasta_pid;
-  uint8_t *slot_used; /* one byte a slot; slot 0 is reserved for the egress side's own link */
+  pthread_t pasta_parent; /* pasta's parent thread (pasta.c), alive while pasta is */
+  int pasta_stop;         /* write end of its pipe; -1 when no such thread runs */
+  uint8_t *slot_used;     /* one byte a slot; slot 0 is reserved for the egress side's own link */
   uint32_t slot_count;
   struct dome_net_jail *jails;
   /* ipvlan/macvlan modes (ipvlan.c): the uplink, its IPv4 network holding the pool, the router on it;
@@ -87,6 +89,17 @@ int net_netns_create(dome_error *err);
  * the host's namespaces. Stores O_CLOEXEC fds naming both; returns 0 or -errno (fork, unshare, the id
  * maps, opening the namespaces). */
 int net_egress_namespaces_create(unsigned owner, int *userns_fd, int *netns_fd, dome_error *err);
+
+/* pasta (pasta.c). net_pasta_start runs net->pasta_path with argv as the egress ids
+ * (DOME_NET_EGRESS_ID) and SIGKILL as its parent-death signal, forked by a thread of its own so that the
+ * kernel ends pasta when the supervisor process ends by any means; in, out and stderr_fd become its
+ * descriptors 0, 1 and 2, the `inherited` descriptors stay open across the exec, the others close. Sets
+ * net->pasta_pid; returns 0 or -errno (pipe, thread, fork; a failed exec shows as pasta's exit status
+ * 127, its reason on stderr_fd). net_pasta_stop sends pasta SIGTERM, reaps it and ends the thread
+ * (a no-op when none runs). */
+int net_pasta_start(struct dome_net *net, char *const argv[], int in, int out, int stderr_fd,
+                    const int *inherited, size_t inherited_count, dome_error *err);
+void net_pasta_stop(struct dome_net *net);
 
 /* libnl (link.c); all act in the namespace of the calling thread. */
 int net_nl_open(struct nl_sock **sock_out, dome_error *err);

@@ -95,9 +95,34 @@ export class Domed {
       this.result = await this.exited;
       clearTimeout(timer);
     }
+    await endPasta(this.dir);
     fs.rmSync(this.dir, { recursive: true, force: true });
     return this.result;
   }
+}
+
+// Whether process `pid` runs (a zombie or a gone pid does not).
+export function processAlive(pid) {
+  try { return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; }
+}
+
+// A private domed's directory may only go with its pasta gone: one that domed started (domed-net/pasta.pid,
+// still holding domed-net/pasta.log open) gets 2 s to end after domed's exit, then SIGKILL, so that no
+// pasta outlives the test however its domed ended.
+export async function endPasta(dir) {
+  const net = path.join(dir, 'domed-net');
+  let pid = 0;
+  try { pid = Number(fs.readFileSync(path.join(net, 'pasta.pid'), 'utf8').trim()); } catch { return; }
+  const ours = () => {
+    try {
+      return fs.readdirSync(`/proc/${pid}/fd`).some((fd) => {
+        try { return fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === path.join(net, 'pasta.log'); } catch { return false; }
+      });
+    } catch { return false; }
+  };
+  for (let waited = 0; waited < 2000 && pid > 1 && processAlive(pid) && ours(); waited += 50)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  if (pid > 1 && processAlive(pid) && ours()) process.kill(pid, 'SIGKILL');
 }
 
 // Journal events of a domed (read with zstdcat: segments are independent zstd frames of JSON lines).
