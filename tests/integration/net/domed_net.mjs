@@ -29,6 +29,8 @@ when { context.dst_ip == ip("fd10:1:2::3") && context.dst_port == 443 && context
 @id("other-calls")
 permit (principal == Dome::Agent::"other-agent", action == Dome::Action::"mcp:call",
         resource == Dome::MCPTool::"code-sandbox");
+@id("other-discover")
+permit (principal == Dome::Agent::"other-agent", action == Dome::Action::"mcp:discover", resource);
 `);
   let r = domed.domeStatus('rules', 'apply', rulesFile, '--name', 'mirror');
   check(r.status === 0, 'rules permitting 10.1.2.3:443 and the resolver 10.1.2.53 applied', r.stderr);
@@ -153,7 +155,7 @@ print("resolv.conf:", ",".join(l.split()[1] for l in open("/etc/resolv.conf") if
   r = domed.domeStatus('quotas', 'set', '--capability', 'code-execution', '--egress-bytes', String(capabilityQuota));
   check(r.status === 0 && /"egress_bytes":1200000/.test(r.stdout), 'quotas set --egress-bytes 1200000 for code-execution', r);
   r = domed.domeStatus('quotas', 'list');
-  check(r.status === 0 && /^code-execution\s.*\sallow\s+1200000$/m.test(r.stdout), 'quotas list shows the capability\'s egress bytes', r.stdout);
+  check(r.status === 0 && /^code-execution\s.*\sallow\s+1200000(\s|$)/m.test(r.stdout), 'quotas list shows the capability\'s egress bytes', r.stdout);
   const download = {
     language: 'sh',
     code: 'curl -s --max-time 5 -o /workspace/big http://10.1.2.3:443/big?mib=8; echo rc=$?; stat -c size=%s /workspace/big',
@@ -170,7 +172,7 @@ print("resolv.conf:", ",".join(l.split()[1] for l in open("/etc/resolv.conf") if
   r = domed.domeStatus('quotas', 'set', '--capability', 'code-execution', '--egress-bytes', '0');
   check(r.status === 0 && /"egress_bytes":0/.test(r.stdout), 'quotas set --egress-bytes 0: back to egress_quota', r);
   r = domed.domeStatus('quotas', 'list');
-  check(/^code-execution\s.*\sallow\s+config$/m.test(r.stdout), 'quotas list says the configuration\'s quota applies', r.stdout);
+  check(/^code-execution\s.*\sallow\s+config(\s|$)/m.test(r.stdout), 'quotas list says the configuration\'s quota applies', r.stdout);
   result = await client.callTool({ name: 'execute_code', arguments: { language: 'sh', code: 'curl -s --max-time 3 http://10.1.2.3:443/' } });
   sc = result.structuredContent ?? {};
   check(sc.stdout === 'dome-peer-ok' && sc.network?.quota_bytes === quota, 'then the jail gets egress_quota again', sc.network);
