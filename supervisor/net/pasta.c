@@ -79,10 +79,10 @@ static void *pasta_parent(void *arg) {
   if (pid == 0) pasta_child(start);
   start->pid = pid < 0 ? -errno : pid;
   sem_post(&start->started); /* `start` is the caller's and gone after this */
-  if (pid > 0) {
+  while (pid > 0) {
     char ignored;
-    while (read(stop, &ignored, 1) > 0 || errno == EINTR) {
-    }
+    ssize_t n = read(stop, &ignored, 1);
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
   }
   close(stop);
   return NULL;
