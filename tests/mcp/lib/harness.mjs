@@ -5,6 +5,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import crypto from 'node:crypto';
 
 export const ROOT = process.env.DOME_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 export const BUILD = process.env.DOME_BUILD || path.join(ROOT, 'build');
@@ -12,6 +13,88 @@ export const SHARED = process.env.DOME_SHARED || path.join(ROOT, '../shared');
 const SDK = path.join(ROOT, 'tests/node/node_modules/@modelcontextprotocol/sdk/dist/esm');
 export const { Client } = await import(`${SDK}/client/index.js`);
 export const { StreamableHTTPClientTransport } = await import(`${SDK}/client/streamableHttp.js`);
+
+// ---- the audit sweep: every tools/call a suite sends through fetch (the SDK's transport and raw fetch) is
+// noted with the answer it got; Domed.stop() checks, before the journal goes, that each call answered with
+// a JSON-RPC result (a tool ran or refused it) has its record: an event whose request_id is the id's JSON
+// text (or request_id_sha256 its digest, for a long id). Calls refused at HTTP after authentication
+// (401, 403, 429) must be matched by refusal events (auth.failed, session.refused, call.rejected; an
+// aggregated one counts `count`). The findings go to $DOME_SWEEP_LOG (tests/run sums them).
+const SENT = [];
+const realFetch = globalThis.fetch;
+function toolCallIds(body) {
+  if (typeof body !== 'string') return [];
+  let message;
+  try { message = JSON.parse(body); } catch { return []; }
+  return (Array.isArray(message) ? message : [message])
+    .filter((m) => m && m.method === 'tools/call' && m.id !== undefined && m.id !== null).map((m) => m.id);
+}
+function resultIds(text) { // ids answered with a result, from a JSON body or an SSE stream
+  const ids = new Set();
+  const take = (m) => { if (m && m.id !== undefined && m.result !== undefined) ids.add(JSON.stringify(m.id)); };
+  const parse = (t) => { try { const v = JSON.parse(t); (Array.isArray(v) ? v : [v]).forEach(take); } catch { /* not JSON */ } };
+  if (/^\s*[[{]/.test(text)) parse(text);
+  for (const line of text.split('\n')) if (line.startsWith('data:')) parse(line.slice(5).trim());
+  return ids;
+}
+globalThis.fetch = async (input, init = {}) => {
+  const ids = (init.method || 'GET').toUpperCase() === 'POST' ? toolCallIds(init.body) : [];
+  const response = await realFetch(input, init);
+  if (ids.length) {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const entry = { port: Number(url.port), ids, status: response.status, answered: new Set() };
+    entry.done = Promise.resolve();
+    if (response.status === 200 && response.body) {
+      // read the copy as it comes, so that what arrived counts even if the stream never ends
+      const reader = response.clone().body.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      entry.done = (async () => {
+        try {
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            text += decoder.decode(value, { stream: true });
+            entry.answered = resultIds(text);
+          }
+        } catch { /* the connection went: what arrived stands */ }
+      })();
+    }
+    SENT.push(entry);
+  }
+  return response;
+};
+
+function sweep(domed) {
+  const mine = SENT.filter((e) => domed.ports.has(e.port));
+  if (!mine.length || !process.env.DOME_SWEEP_LOG) return;
+  let events = [];
+  try { events = journalEvents(domed); } catch { /* no journal: every answered call is then missing */ }
+  const recorded = new Set();
+  let refusals = 0;
+  for (const e of events) {
+    if (typeof e.request_id === 'string') recorded.add(e.request_id);
+    if (typeof e.request_id_sha256 === 'string') recorded.add(`sha256:${e.request_id_sha256}`);
+    if (['auth.failed', 'session.refused', 'call.rejected'].includes(e.type)) refusals += Number(e.count) || 1;
+  }
+  const missing = [];
+  let checked = 0;
+  let refused = 0;
+  for (const e of mine) {
+    if ([401, 403, 429].includes(e.status)) { refused += e.ids.length; continue; }
+    for (const id of e.ids) {
+      const text = JSON.stringify(id);
+      if (!e.answered.has(text)) continue;
+      checked++;
+      const digest = crypto.createHash('sha256').update(text).digest('hex');
+      if (!recorded.has(text) && !recorded.has(`sha256:${digest}`)) missing.push(text.slice(0, 80));
+    }
+  }
+  const line = { suite: path.relative(ROOT, process.argv[1] || '?'), checked, missing, refused, refusals };
+  if (refused > refusals) line.unrecorded_refusals = refused - refusals;
+  fs.appendFileSync(process.env.DOME_SWEEP_LOG, JSON.stringify(line) + '\n');
+  for (let i = SENT.length - 1; i >= 0; i--) if (domed.ports.has(SENT[i].port)) SENT.splice(i, 1);
+}
 
 let passed = 0;
 let failed = 0;
@@ -37,6 +120,7 @@ export class Domed {
     this.args = ['--listen', '127.0.0.1:0', '--state-dir', path.join(this.dir, 'state'), '--journal-dir',
       path.join(this.dir, 'journal'), '--control-socket', this.socket, ...extraArgs];
     this.log = '';
+    this.ports = new Set();
   }
 
   async start() {
@@ -48,6 +132,7 @@ export class Domed {
       const match = /msg=listening .* listen=([0-9.]+):(\d+) /.exec(this.log);
       if (match) {
         this.port = Number(match[2]);
+        this.ports.add(this.port);
         this.url = `http://127.0.0.1:${this.port}/mcp`;
         return this;
       }
@@ -96,6 +181,10 @@ export class Domed {
       clearTimeout(timer);
     }
     await endPasta(this.dir);
+    // answers still being read (a cancelled call's stream may never end) are judged by what arrived in 2 s
+    await Promise.race([Promise.all(SENT.filter((e) => this.ports.has(e.port)).map((e) => e.done)),
+      new Promise((resolve) => setTimeout(resolve, 2000))]);
+    sweep(this);
     fs.rmSync(this.dir, { recursive: true, force: true });
     return this.result;
   }
