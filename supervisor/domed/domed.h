@@ -383,12 +383,13 @@ int domed_slot_acquire(struct domed *domed, const char *agent, unsigned concurre
                        dome_error *err);
 void domed_slot_release(struct domed *domed, const char *agent);
 /* Returns true at once when `agent` has fewer than max_queue_per_agent calls waiting; else waits up to
- * wait_ms milliseconds for room in its queue (or the call's cancellation) and returns whether there is
- * room, with its running and waiting counts. The wait holds back the refusal of an agent that keeps
- * re-sending calls its queue cannot take (its retries come at most once per wait). A snapshot: the
- * next domed_slot_acquire decides. */
-bool domed_slot_wait_room(struct domed *domed, const char *agent, mcp_call *call, unsigned wait_ms,
-                          unsigned *running, unsigned *waiting);
+ * wait_ms milliseconds for room in its queue (or domed's stop) and returns whether there is room, with
+ * its running and waiting counts. Runs in the HTTP connection's thread before any call thread exists;
+ * the wait is woken only when a full queue of some agent gets room, so a held refusal costs one wake-up.
+ * It holds back the refusal of an agent that keeps re-sending calls its queue cannot take (its retries
+ * come at most once per wait). A snapshot: the next domed_slot_acquire decides. */
+bool domed_slot_wait_room(struct domed *domed, const char *agent, unsigned wait_ms, unsigned *running,
+                          unsigned *waiting);
 /* After max_jails changed (SIGHUP): hand out the slots that became free. */
 void domed_slots_changed(struct domed *domed);
 

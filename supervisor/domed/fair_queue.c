@@ -68,9 +68,9 @@ static void dispatch_locked(struct domed *domed) {
     struct queue_waiter *waiter = chosen->head;
     chosen->head = waiter->next;
     if (chosen->head == NULL) chosen->tail = NULL;
-    chosen->waiting--;
+    if (chosen->waiting-- >= domed->config.max_queue_per_agent)
+      pthread_cond_broadcast(&domed->slots_cond); /* room in chosen's full queue: domed_slot_wait_room */
     domed->jails_waiting--;
-    pthread_cond_broadcast(&domed->slots_cond); /* room in chosen's queue: see domed_slot_wait_room */
     chosen->running++;
     domed->jails_running++;
     waiter->granted = true;
@@ -169,9 +169,8 @@ int domed_slot_acquire(struct domed *domed, const char *agent_name, unsigned con
   }
   if (!waiter.granted) {
     waiter_remove_locked(agent, &waiter);
-    agent->waiting--;
+    if (agent->waiting-- >= domed->config.max_queue_per_agent) pthread_cond_broadcast(&domed->slots_cond);
     domed->jails_waiting--;
-    pthread_cond_broadcast(&domed->slots_cond);
     agent_forget_if_idle_locked(agent);
   } else {
     rc = 0; /* granted while it was being cancelled: it runs, and the jail sees the cancellation */
@@ -190,8 +189,8 @@ static bool queue_full_locked(struct domed *domed, const char *agent_name, unsig
   return agent && agent->waiting >= domed->config.max_queue_per_agent;
 }
 
-bool domed_slot_wait_room(struct domed *domed, const char *agent_name, mcp_call *call, unsigned wait_ms,
-                          unsigned *running, unsigned *waiting) {
+bool domed_slot_wait_room(struct domed *domed, const char *agent_name, unsigned wait_ms, unsigned *running,
+                          unsigned *waiting) {
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);
   deadline.tv_sec += wait_ms / 1000;
@@ -202,24 +201,11 @@ bool domed_slot_wait_room(struct domed *domed, const char *agent_name, mcp_call 
   }
   pthread_mutex_lock(&domed->slots_lock);
   bool full;
-  while ((full = queue_full_locked(domed, agent_name, running, waiting)) && !mcp_call_cancelled(call) &&
-         !atomic_load(&domed->stopping)) {
-    struct timespec step;
-    clock_gettime(CLOCK_REALTIME, &step);
-    step.tv_nsec += QUEUE_CANCEL_POLL_MS * 1000000L;
-    if (step.tv_nsec >= 1000000000L) {
-      step.tv_sec++;
-      step.tv_nsec -= 1000000000L;
-    }
-    bool last =
-        step.tv_sec > deadline.tv_sec || (step.tv_sec == deadline.tv_sec && step.tv_nsec >= deadline.tv_nsec);
-    if (last) step = deadline;
-    pthread_cond_timedwait(&domed->slots_cond, &domed->slots_lock, &step);
-    if (last) {
+  while ((full = queue_full_locked(domed, agent_name, running, waiting)) && !atomic_load(&domed->stopping))
+    if (pthread_cond_timedwait(&domed->slots_cond, &domed->slots_lock, &deadline) == ETIMEDOUT) {
       full = queue_full_locked(domed, agent_name, running, waiting);
       break;
     }
-  }
   pthread_mutex_unlock(&domed->slots_lock);
   return !full;
 }

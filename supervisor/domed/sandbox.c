@@ -12,7 +12,10 @@
 #include "supervisor/domed/domed.h"
 #include "supervisor/gateway/gateway.h"
 
-#define DOMED_OVERLOAD_HOLD_MS 1000 /* a refusal for a full agent queue is answered after this long */
+/* a refusal for a full agent queue is answered after this long, plus up to the jitter: refusals of
+ * calls sent together are spread out instead of coming back (and being re-sent) in one burst */
+#define DOMED_OVERLOAD_HOLD_MS 1000
+#define DOMED_OVERLOAD_JITTER_MS 500
 
 static uint64_t now_us(void) {
   struct timespec ts;
@@ -265,6 +268,29 @@ static int journal_refusal(struct domed *domed, const mcp_identity *identity, co
   return rc;
 }
 
+/* An agent whose own queue stays full for a second is refused before any decision, in the HTTP
+ * connection's thread: a flood of such calls costs no authorization and no call thread, comes back at
+ * most once a second per connection (spread over the jitter), and adds at most the bounded call.rejected
+ * events of refusals.c to the journal. A request id too long to record is left to call_tool, which refuses
+ * it. */
+static int call_admit(void *context, const mcp_identity *identity, const char *name, const char *session_id,
+                      const char *request_id, dome_error *err) {
+  struct domed *domed = context;
+  if (strcmp(name, DOMED_EXECUTE_TOOL) != 0 || strlen(request_id) > DOMED_REQUEST_ID_MAX) return 0;
+  unsigned running = 0, waiting = 0;
+  unsigned hold_ms = DOMED_OVERLOAD_HOLD_MS + randombytes_uniform(DOMED_OVERLOAD_JITTER_MS);
+  if (domed_slot_wait_room(domed, identity->agent, hold_ms, &running, &waiting)) return 0;
+  atomic_fetch_add(&domed->metrics.overloaded, 1);
+  json_t *event = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "type", "call.rejected", "reason", "overloaded",
+                            "agent", identity->agent, "gateway", identity->gateway, "mcp_tool",
+                            DOMED_EXECUTE_TOOL, "session", session_id, "request_id", request_id);
+  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  domed_refusal_journal(domed, event, identity->source, identity->agent);
+  json_decref(event);
+  return dome_error_set(err, EBUSY, "server overloaded: agent `%s` has %u executions running and %u queued",
+                        identity->agent, running, waiting);
+}
+
 static json_t *call_tool(void *context, const mcp_identity *identity, const char *name, json_t *arguments,
                          mcp_call *call, int *rpc_error, dome_error *err) {
   struct domed *domed = context;
@@ -295,24 +321,6 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     }
     *rpc_error = MCP_INVALID_PARAMS;
     dome_error_set(err, ENOENT, "unknown tool: %.100s%s", name, strlen(name) > 100 ? "..." : "");
-    return NULL;
-  }
-  /* An agent whose own queue stays full for a second is refused before any decision: a flood of such
-   * calls costs no authorization, comes back at most once a second per connection, and adds at most
-   * the bounded call.rejected events of refusals.c to the journal. */
-  unsigned running = 0, waiting = 0;
-  if (!domed_slot_wait_room(domed, identity->agent, call, DOMED_OVERLOAD_HOLD_MS, &running, &waiting)) {
-    atomic_fetch_add(&domed->metrics.overloaded, 1);
-    json_t *event =
-        json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "call.rejected", "reason", "overloaded", "agent",
-                  identity->agent, "gateway", identity->gateway, "mcp_tool", DOMED_EXECUTE_TOOL);
-    json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
-    json_object_set_new(event, "request_id", json_string(mcp_call_request_id(call)));
-    domed_refusal_journal(domed, event, identity->source, identity->agent);
-    json_decref(event);
-    *rpc_error = MCP_SERVER_OVERLOADED;
-    dome_error_set(err, EBUSY, "server overloaded: agent `%s` has %u executions running and %u queued",
-                   identity->agent, running, waiting);
     return NULL;
   }
   uint64_t received = mcp_call_received_us(call);
@@ -451,6 +459,7 @@ const struct mcp_handlers domed_mcp_handlers = {
     .admit = admit,
     .session_event = session_event,
     .list_tools = list_tools,
+    .call_admit = call_admit,
     .call_tool = call_tool,
     .http_get = domed_http_get,
 };

@@ -82,6 +82,13 @@ struct mcp_handlers {
   /* tools/list: a new reference to a JSON array of MCP Tool objects visible to the identity, or NULL
    * when the listing cannot be answered (its audit events were refused): a JSON-RPC internal error. */
   json_t *(*list_tools)(void *context, const mcp_identity *identity);
+  /* Optional: admission of a tools/call of tool `name` in session `session_id` (request_id: its
+   * JSON-RPC id as compact JSON text), in the connection's thread, before any thread or event stream
+   * is made for the call. Return 0 to start it, or -EBUSY with err->message when the agent holds every
+   * queue place it may: answered at once as a JSON-RPC MCP_SERVER_OVERLOADED error (HTTP 200 when it
+   * is the POST's only message). The handler journals the refusal; it may wait a bounded time first. */
+  int (*call_admit)(void *context, const mcp_identity *identity, const char *name, const char *session_id,
+                    const char *request_id, dome_error *err);
   /* tools/call: called in its own thread. Return a new reference to a CallToolResult object, or
    * NULL with *rpc_error set to a JSON-RPC error code and err->message (e.g. -32602 unknown tool,
    * MCP_SERVER_OVERLOADED). `arguments` is borrowed (an object, possibly empty). */

@@ -119,6 +119,15 @@ static json_t *start_tools_call(mcp_server *server, struct mcp_session *session,
     return mcp_jsonrpc_error(id, MCP_INVALID_PARAMS, "tools/call: params.name must be a string");
   if (arguments != NULL && !json_is_object(arguments))
     return mcp_jsonrpc_error(id, MCP_INVALID_PARAMS, "tools/call: params.arguments must be an object");
+  if (server->handlers.call_admit) { /* a refusal costs no thread, no stream and no call */
+    char *request_id = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+    dome_error admit_err = {0};
+    int admitted =
+        server->handlers.call_admit(server->handlers.context, &post->identity, json_string_value(name),
+                                    session->id, request_id ? request_id : "null", &admit_err);
+    free(request_id);
+    if (admitted < 0) return mcp_jsonrpc_error(id, MCP_SERVER_OVERLOADED, admit_err.message);
+  }
   if (*stream == NULL) {
     *stream = mcp_stream_create(server, post->socket_fd, stream_response);
     if (*stream == NULL) {
