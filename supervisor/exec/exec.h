@@ -154,6 +154,9 @@ struct exec_request {
   size_t event_bytes;
   unsigned event_ms;
   unsigned quiet_ms;
+  /* The program's bytes as it writes them, before redaction (`dome run`'s terminal); may be NULL. */
+  void (*tap)(void *context, int stream, const char *data, size_t length);
+  void *tap_context;
   /* Extra limits recorded in the result's `limits` (e.g. mcp_output_bytes): an object, borrowed. */
   json_t *extra_limits;
 };
@@ -175,7 +178,8 @@ struct exec_outcome {
   bool degraded; /* Landlock could not express a file deny (allowed by allow_degraded) */
   char degraded_reason[1024];
   unsigned degraded_entries;
-  bool egress; /* an egress path was built */
+  bool egress;              /* an egress path was built */
+  uint64_t kernel_start_ns; /* CLOCK_MONOTONIC of the kernel attachment: the base of the denials' offset_ms */
   /* Time spent, microseconds: attaching the kernel layer, the jail apart from that, redacting and
    * recording the end. */
   uint64_t attach_us, jail_us, redact_us;

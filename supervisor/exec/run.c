@@ -103,6 +103,7 @@ static int on_namespaces_ready(void *context, pid_t child_pid, dome_error *err) 
 
 static void on_output(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
   struct run *run = context;
+  if (run->request->tap) run->request->tap(run->request->tap_context, stream, data, length);
   exec_output_feed(&run->output, stream, data, length, offset_ms);
 }
 
@@ -354,6 +355,7 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   rc = jail_run(&config, &outcome->jail, err);
   outcome->ran = rc == 0;
   if (request->egress && request->egress->finish) request->egress->finish(request->egress->context);
+  outcome->kernel_start_ns = run.enforcement.start_ns;
   struct exec_kernel_report report;
   kernel_report(&run, true, &report);
   uint64_t jail_us = now_us() - jail_start;
