@@ -61,6 +61,9 @@ static void usage(FILE *out) {
       "  --journal DIR          record the execution (exec.start ... exec.end, as domed records a call)\n"
       "                         in the journal DIR; default: through domed when it runs, else\n"
       "                         $DOME_JOURNAL_DIR or /var/lib/dome/journal\n"
+      "  --classification FIELD=CLASS,...\n"
+      "                         the guards' classification of the recorded output (stdout, stderr;\n"
+      "                         docs/guards.md; default: the guards' own)\n"
       "  --no-journal           record nothing (scratch use; `\"journal\": null` in --json)\n",
       JAIL_DEFAULT_IMAGE_STORE);
 }
@@ -185,6 +188,7 @@ static int run_main(int argc, char **argv) {
                                           {"entities", required_argument, NULL, 'E'},
                                           {"allow-degraded", no_argument, NULL, 'D'},
                                           {"journal", required_argument, NULL, 'J'},
+                                          {"classification", required_argument, NULL, 'C'},
                                           {"no-journal", no_argument, NULL, 'N'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -193,7 +197,7 @@ static int run_main(int argc, char **argv) {
   char *env[MAX_ENV + 4];
   size_t env_count = 0;
   bool json = false, forward_stdin = false, no_journal = false;
-  const char *journal_dir = NULL;
+  const char *journal_dir = NULL, *classification = NULL;
   struct run_rules_options rules_options = {0};
   dome_error err = {0};
   uint64_t value;
@@ -282,6 +286,9 @@ static int run_main(int argc, char **argv) {
       case 'J':
         journal_dir = optarg;
         break;
+      case 'C':
+        classification = optarg;
+        break;
       case 'N':
         no_journal = true;
         break;
@@ -359,6 +366,7 @@ static int run_main(int argc, char **argv) {
                  .output_bytes = config.output_limit},
       .image = config.image,
       .image_store = getenv("DOME_IMAGE_STORE"),
+      .classification = classification,
       .tables = with_rules ? &rules.tables : NULL,
       .allow_degraded = rules_options.allow_degraded,
       .net = with_rules ? &rules.net : NULL,
@@ -410,6 +418,8 @@ static int run_main(int argc, char **argv) {
       flag = "--image: ";
     else if (strncmp(err.message, "workspace `", 11) == 0)
       flag = "--workspace: ";
+    else if (strncmp(err.message, "guard: ", 7) == 0)
+      flag = "--classification: ";
     char prefix[32];
     snprintf(prefix, sizeof prefix, "dome run: %s", flag);
     print_escaped(prefix, err.message);

@@ -356,6 +356,12 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   outcome->ran = rc == 0;
   if (request->egress && request->egress->finish) request->egress->finish(request->egress->context);
   outcome->kernel_start_ns = run.enforcement.start_ns;
+  /* the network path of this jail, as the egress provider reports it otherwise */
+  _cleanup_(json_decrefp) json_t *network =
+      json_pack("{s:b}", "egress", run.enforcement.net_hook.jail != NULL);
+  if (network && run.enforcement.net_hook.jail)
+    json_object_set_new(network, "mode",
+                        json_string(dome_net_mode_name(dome_net_mode_in_effect(run.enforcement.net))));
   struct exec_kernel_report report;
   kernel_report(&run, true, &report);
   uint64_t jail_us = now_us() - jail_start;
@@ -395,7 +401,10 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   uint64_t redact_start = now_us();
   _cleanup_(json_decrefp) json_t *result = result_of(request, &outcome->jail, environment, denials);
   if (result == NULL) return dome_error_set(err, ENOMEM, "result");
-  if (request->egress && request->egress->report) request->egress->report(request->egress->context, result);
+  if (request->egress && request->egress->report)
+    request->egress->report(request->egress->context, result);
+  else
+    json_object_set(result, "network", network);
   struct guard_findings findings;
   memset(&findings, 0, sizeof findings);
   /* fail closed: nothing unredacted goes back, and the run stays without exec.end */
@@ -423,7 +432,10 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   }
   guard_findings_free(&findings);
   end_counts(end, &outcome->jail);
-  if (request->egress && request->egress->report) request->egress->report(request->egress->context, end);
+  if (request->egress && request->egress->report)
+    request->egress->report(request->egress->context, end);
+  else
+    json_object_set(end, "network", network);
   /* the result goes back only once every record of the execution is durable */
   if (append_last(&run, end) < 0) {
     *err = outcome->journal_err;
