@@ -142,6 +142,10 @@ struct exec_request {
   bool allow_degraded;               /* run even when Landlock cannot express a file deny of the tables */
   const struct dome_net_config *net; /* egress mode for tables that permit network; NULL: auto */
   const struct exec_kernel_provider *kernel;
+  /* With a kernel provider: the Landlock path rules of the tables it compiled (borrowed; none: the jail's
+   * baseline). */
+  const struct jail_path_rule *path_rules;
+  size_t path_rule_count;
   const struct exec_egress_provider *egress;
   /* The agent's entity data (a Cedar entities JSON array, borrowed) recorded with each exec.denial's
    * request so that `dome rules simulate` can re-evaluate it; NULL: the agent with no attributes. */
@@ -154,6 +158,11 @@ struct exec_request {
   size_t event_bytes;
   unsigned event_ms;
   unsigned quiet_ms;
+  /* The caller's own set-up once exec.start is durable, before the jail: it may set config's path_rules,
+   * resolv_conf and hosts_dns and its egress provider's `wanted`. A failure is recorded in exec.end
+   * `error` as a jail failure is. May be NULL. */
+  int (*before_jail)(void *context, struct jail_config *config, dome_error *err);
+  void *before_jail_context;
   /* The program's bytes as it writes them, before redaction (`dome run`'s terminal); may be NULL. */
   void (*tap)(void *context, int stream, const char *data, size_t length);
   void *tap_context;

@@ -133,10 +133,10 @@ json_t *exec_start_record(const struct exec_request *request, char *const *argv,
     json_object_set_new(start, "copy_out", json_boolean(program->copy_out));
   }
   /* The environment's names; the agent's own values (non-secret, shown in output as printed) in
-   * `env_values` when they total at most EXEC_INPUT_INLINE_MAX bytes; every value shorter than
-   * EXEC_SECRET_MIN_BYTES (the guards do not redact it, output shows it anyway) in `env_short_values`, so
-   * that a re-run reproduces it; never the other secret values, whose names (those the agent did not
-   * replace) are `env_secret_names`. */
+   * `env_values` when they total at most EXEC_INPUT_INLINE_MAX bytes and fit the inline budget; every value
+   * shorter than EXEC_SECRET_MIN_BYTES (the guards do not redact it, output shows it anyway) in
+   * `env_short_values`, so that a re-run reproduces it; never the other secret values, whose names (those the
+   * agent did not replace) are `env_secret_names`. */
   json_t *names = json_array(), *short_values = json_object(), *values = json_object();
   json_t *secret_names = json_array();
   const char *name;
@@ -156,10 +156,12 @@ json_t *exec_start_record(const struct exec_request *request, char *const *argv,
   }
   json_object_set_new(start, "env_names", names);
   json_object_set_new(start, "env_short_values", short_values);
-  if (value_bytes <= EXEC_INPUT_INLINE_MAX)
+  if (value_bytes <= EXEC_INPUT_INLINE_MAX && value_bytes <= budget.inline_left) {
+    budget.inline_left -= value_bytes; /* charged as the inline inputs are */
     json_object_set_new(start, "env_values", values);
-  else
+  } else {
     json_decref(values);
+  }
   json_object_set_new(start, "env_secret_names", secret_names);
   if (rc < 0) {
     json_decref(start);

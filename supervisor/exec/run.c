@@ -280,6 +280,7 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   __attribute__((cleanup(close_fd))) int stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd < 0) return dome_error_set_errno(err, errno, "eventfd");
   struct run run = {.request = request, .sink = sink, .outcome = outcome, .stop_fd = stop_fd};
+  run.enforcement.stop_fd = -1; /* released whether or not it is prepared (a kernel provider's run) */
   run.output = (struct exec_output){.request = request,
                                     .sink = sink,
                                     .event_bytes = request->event_bytes,
@@ -292,6 +293,10 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   int rc = exec_output_open(&run.output, guard, err);
   if (rc == 0 && request->kernel == NULL)
     rc = exec_enforcement_prepare(&run.enforcement, request, &config, err);
+  if (rc == 0 && request->kernel) {
+    config.path_rules = request->path_rules;
+    config.path_rule_count = request->path_rule_count;
+  }
   if (rc < 0) {
     exec_output_close(&run.output);
     exec_enforcement_release(&run.enforcement);
@@ -350,9 +355,11 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   }
   /* Only when an egress path is built into the jail's network namespace: without the hook the jail makes
    * its namespace beside its mounts (supervisor/jail/child.c), which starts it sooner. */
-  if (outcome->egress) config.on_namespaces_ready = on_namespaces_ready;
   uint64_t jail_start = now_us();
-  rc = jail_run(&config, &outcome->jail, err);
+  if (request->before_jail) rc = request->before_jail(request->before_jail_context, &config, err);
+  if (request->egress) outcome->egress = request->egress->wanted;
+  if (outcome->egress) config.on_namespaces_ready = on_namespaces_ready;
+  if (rc == 0) rc = jail_run(&config, &outcome->jail, err);
   outcome->ran = rc == 0;
   if (request->egress && request->egress->finish) request->egress->finish(request->egress->context);
   outcome->kernel_start_ns = run.enforcement.start_ns;
@@ -394,8 +401,8 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
     json_object_set_new(end, "error", json_string(err->message));
     dome_error run_err = *err;
     outcome->recorded = append_last(&run, end) == 0;
-    *err = run_err;
-    return rc;
+    *err = outcome->recorded ? run_err : outcome->journal_err; /* unrecorded: the refusal is what counts */
+    return outcome->recorded ? rc : outcome->journal_rc;
   }
 
   uint64_t redact_start = now_us();
