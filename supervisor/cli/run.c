@@ -367,6 +367,7 @@ static int run_main(int argc, char **argv) {
       .image = config.image,
       .image_store = getenv("DOME_IMAGE_STORE"),
       .classification = classification,
+      .unredacted = no_journal, /* nothing is kept: no guard to compile */
       .tables = with_rules ? &rules.tables : NULL,
       .allow_degraded = rules_options.allow_degraded,
       .net = with_rules ? &rules.net : NULL,

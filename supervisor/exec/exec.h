@@ -135,6 +135,9 @@ struct exec_request {
    * streams and the result; the guard itself is compiled from it and the secrets unless given. */
   const char *classification;
   struct guard *guard; /* borrowed, may be NULL */
+  /* No redaction at all (no guard is compiled, records carry the bytes as written, no exec.redaction):
+   * only for a sink that keeps nothing (`dome run --no-journal`). */
+  bool unredacted;
   /* Rules: the compiled decision tables (borrowed) enforced by Landlock and by cgroup BPF programs
    * that exec_run loads for this run, and egress when they permit network; or a kernel provider. NULL
    * for both: the jail's baseline (no network, no extra paths). */

@@ -61,6 +61,7 @@ struct exec_output {
   const struct exec_request *request;
   const struct exec_sink *sink;
   struct guard_stream *streams[3]; /* [1] stdout, [2] stderr */
+  bool unredacted;                 /* no guard: records carry the bytes as written */
   int stream;                      /* being fed */
   uint64_t offset_ms;              /* of the chunk being fed, since the program started */
   size_t event_bytes;
@@ -82,6 +83,7 @@ struct exec_output {
   int (*refused)(void *context, int rc, const dome_error *err);
   void *refused_context;
 };
+/* guard NULL: unredacted (exec_request.unredacted). */
 int exec_output_open(struct exec_output *o, struct guard *guard, dome_error *err);
 void exec_output_feed(struct exec_output *o, int stream, const char *data, size_t length, uint64_t offset_ms);
 void exec_output_tick(struct exec_output *o, uint64_t offset_ms);
