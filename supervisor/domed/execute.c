@@ -80,17 +80,7 @@ static void kernel_report(void *context, bool finish, struct exec_kernel_report 
   report->count = a->kernel_run.count;
   report->denials = NULL;
   if (!finish) return;
-  /* the determining policy as every denial object names it (policy_id), besides domed's `policy` */
-  report->denials = json_array();
-  size_t i;
-  json_t *denial;
-  json_array_foreach(a->kernel_run.denials, i, denial) {
-    json_t *copy = json_deep_copy(denial);
-    if (copy == NULL) continue;
-    json_t *policy = json_object_get(denial, "policy");
-    if (json_is_string(policy)) json_object_set(copy, "policy_id", policy);
-    json_array_append_new(report->denials, copy);
-  }
+  report->denials = a->kernel_run.denials ? json_incref(a->kernel_run.denials) : json_array();
 }
 
 static int egress_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {

@@ -21,88 +21,12 @@ static uint64_t monotonic_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static unsigned jail_access_of(uint8_t access) {
-  return access == DOME_FILE_READ    ? JAIL_ACCESS_READ
-         : access == DOME_FILE_WRITE ? JAIL_ACCESS_WRITE
-                                     : JAIL_ACCESS_EXEC;
-}
-
-static bool beneath(const char *ancestor, const char *path) {
-  if (strcmp(ancestor, "/") == 0) return true;
-  size_t n = strlen(ancestor);
-  return strncmp(ancestor, path, n) == 0 && (path[n] == 0 || path[n] == '/');
-}
-
-/* Deny entries of a forbid that lie inside an allowed subtree of the same access: what Landlock drops. */
-static unsigned count_inexpressible(const struct dome_rule_tables *t) {
-  unsigned count = 0;
-  for (size_t i = 0; i < t->file_count; i++) {
-    const struct dome_file_entry *d = &t->files[i];
-    if (d->decision != DOME_DECISION_DENY) continue;
-    for (size_t k = 0; k < t->file_count; k++) {
-      const struct dome_file_entry *a = &t->files[k];
-      if (a->decision == DOME_DECISION_ALLOW && a->match == DOME_MATCH_SUBTREE && a->access == d->access &&
-          beneath(a->path, d->path)) {
-        count++;
-        break;
-      }
-    }
-  }
-  return count;
-}
-
-/* Landlock path rules from the ALLOW file entries, merged per (path, exact). */
-static int build_path_rules(struct exec_enforcement *e, dome_error *err) {
-  const struct dome_rule_tables *t = e->tables;
-  e->path_rules = calloc(t->file_count + 1, sizeof *e->path_rules);
-  if (e->path_rules == NULL) return dome_error_set(err, ENOMEM, "Landlock path rules");
-  for (size_t i = 0; i < t->file_count; i++) {
-    const struct dome_file_entry *entry = &t->files[i];
-    if (entry->decision != DOME_DECISION_ALLOW) continue;
-    bool exact = entry->match == DOME_MATCH_EXACT;
-    struct jail_path_rule *rule = NULL;
-    for (size_t k = 0; k < e->path_rule_count && rule == NULL; k++)
-      if (strcmp(e->path_rules[k].path, entry->path) == 0 && e->path_rules[k].exact == exact)
-        rule = &e->path_rules[k];
-    if (rule == NULL) {
-      if (e->path_rule_count >= JAIL_MAX_PATH_RULES)
-        return dome_error_set(err, E2BIG, "rules: more than %u allowed paths for Landlock",
-                              JAIL_MAX_PATH_RULES);
-      rule = &e->path_rules[e->path_rule_count++];
-      *rule = (struct jail_path_rule){.path = entry->path, .optional = true, .exact = exact};
-    }
-    rule->access |= jail_access_of(entry->access);
-  }
-  return 0;
-}
-
-json_t *exec_denial_json(const struct dome_denial *denial, uint64_t start_ns) {
-  bool network = (denial->hook >= DOME_HOOK_CONNECT4 && denial->hook <= DOME_HOOK_BIND6) ||
-                 denial->hook == DOME_HOOK_SOCKET_CONNECT;
-  bool file = denial->hook == DOME_HOOK_FILE_OPEN || denial->hook == DOME_HOOK_FILE_PERMISSION ||
-              denial->hook == DOME_HOOK_BPRM_CHECK;
-  uint64_t offset_ms = denial->time_ns > start_ns ? (denial->time_ns - start_ns) / 1000000u : 0;
-  json_t *o = json_pack("{s:s,s:s,s:I,s:I}", "hook", dome_hook_name(denial->hook), "object", denial->object,
-                        "pid", (json_int_t)denial->pid, "offset_ms", (json_int_t)offset_ms);
-  if (o == NULL) return NULL;
-  const char *action = network ? (denial->net_action == DOME_NET_BIND   ? "net:bind"
-                                  : denial->net_action == DOME_NET_SEND ? "net:send"
-                                                                        : "net:connect")
-                       : file  ? (denial->file_access == DOME_FILE_WRITE  ? "fs:write"
-                                  : denial->file_access == DOME_FILE_EXEC ? "fs:exec"
-                                                                          : "fs:read")
-                               : NULL;
-  if (action) json_object_set_new(o, "action", json_string(action));
-  if (denial->policy_id) json_object_set_new(o, "policy_id", json_string(denial->policy_id));
-  return o;
-}
-
 static void collect(void *context, const struct dome_denial *denial) {
   struct exec_enforcement *e = context;
   if (denial->cgroup_id != e->cgroup_id) return;
   e->denial_count++;
-  if (json_array_size(e->denials) >= EXEC_DENIALS_KEPT) return;
-  json_t *o = exec_denial_json(denial, e->start_ns);
+  if (json_array_size(e->denials) >= DOME_KERNEL_DENIALS_KEPT) return;
+  json_t *o = dome_denial_to_json(denial, e->start_ns);
   if (o) json_array_append_new(e->denials, o);
 }
 
@@ -137,12 +61,12 @@ int exec_enforcement_prepare(struct exec_enforcement *e, const struct exec_reque
       return dome_error_wrap(err, "rules: reduced enforcement level (no BPF-LSM)");
     e->degraded = true;
     snprintf(e->degraded_reason, sizeof e->degraded_reason, "%s", err->message);
-    e->degraded_entries = count_inexpressible(e->tables);
+    e->degraded_entries = dome_landlock_inexpressible_count(e->tables);
   }
-  int rc = build_path_rules(e, err);
-  if (rc < 0) return rc;
-  config->path_rules = e->path_rules;
-  config->path_rule_count = e->path_rule_count;
+  int rc = dome_landlock_path_rules_from_tables(e->tables, &e->path_rules, err);
+  if (rc < 0) return dome_error_wrap(err, "rules");
+  config->path_rules = e->path_rules.rules;
+  config->path_rule_count = e->path_rules.count;
   if (dome_net_resolv_conf_for_entries(e->tables->net, e->tables->net_count, e->resolv_conf,
                                        sizeof e->resolv_conf, &e->has_resolver, err) < 0)
     return dome_error_wrap(err, "rules: resolv.conf");
@@ -228,8 +152,7 @@ void exec_enforcement_release(struct exec_enforcement *e) {
   e->net = NULL;
   if (e->stop_fd >= 0) close(e->stop_fd);
   e->stop_fd = -1;
-  free(e->path_rules);
-  e->path_rules = NULL;
+  dome_landlock_path_rules_free(&e->path_rules);
   json_decref(e->denials);
   e->denials = NULL;
 }

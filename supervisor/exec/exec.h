@@ -34,8 +34,6 @@ struct dome_net_config;
 /* Environment values shorter than this are not redacted by the guards (their default min_secret_length):
  * exec.start keeps the agent's short values in `env_short_values`. */
 #define EXEC_SECRET_MIN_BYTES 8
-/* Kernel denials kept as objects per execution (later ones are counted in exec.end `denials`). */
-#define EXEC_DENIALS_KEPT 256
 
 /* Who and what the records name: every exec.* record carries exec_id, agent, tool, policy_version and,
  * when set, actas and rerun_of. All borrowed; exec_id, agent and tool required. */
@@ -86,7 +84,8 @@ struct exec_kernel_report {
   const char *level;  /* "none", "reduced", "full" (static) */
   uint32_t ruleset;   /* 0: every connect/bind/send denied */
   const char *reason; /* why ruleset 0: "quota" or "policy" (static, may be NULL) */
-  json_t *denials;    /* new reference: array of kernel denial objects, at most EXEC_DENIALS_KEPT */
+  json_t *denials;    /* new reference: array of kernel denial objects, at most DOME_KERNEL_DENIALS_KEPT
+                         (supervisor/kernel/kernel.h) */
   uint64_t count;     /* denials seen, kept or not */
 };
 struct exec_kernel_provider {

@@ -13,8 +13,7 @@
 struct exec_enforcement {
   const struct dome_rule_tables *tables;
   enum dome_enforcement_level level;
-  struct jail_path_rule *path_rules;
-  size_t path_rule_count;
+  struct dome_landlock_path_rules path_rules;
   char resolv_conf[1024];
   bool has_resolver;
   struct dome_kernel *kernel;
@@ -44,10 +43,6 @@ int exec_enforcement_namespaces_ready(struct exec_enforcement *e, pid_t child_pi
 /* After the jail: drain the denials, detach, tear egress down; report as a provider would. */
 void exec_enforcement_finish(struct exec_enforcement *e, struct exec_kernel_report *report);
 void exec_enforcement_release(struct exec_enforcement *e);
-
-/* The JSON object of one kernel denial: {hook, object, action? ("net:connect"|"net:bind"|"net:send",
- * "fs:read"|"fs:write"|"fs:exec"), pid, policy_id?, offset_ms since start_ns}. NULL when out of memory. */
-json_t *exec_denial_json(const struct dome_denial *denial, uint64_t start_ns);
 
 /* ---- records.c: the shapes of the exec.* records (docs/journal-format.md) ---- */
 json_t *exec_record(const struct exec_identity *identity, const char *type);
