@@ -215,6 +215,11 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
 
 void exec_outcome_release(struct exec_outcome *outcome);
 
+/* The exec.end of an execution that was allowed but never started (cancelled while it waited, queued_ms
+ * milliseconds, for a jail): `started` false, `cancelled` true; no exec.start precedes it. New reference,
+ * NULL when out of memory. */
+json_t *exec_unstarted_end(const struct exec_identity *identity, uint64_t queued_ms);
+
 /* The interpreter of a language (python, bash, sh), or NULL. */
 const char *exec_interpreter(const char *language);
 

@@ -26,6 +26,15 @@ json_t *exec_record(const struct exec_identity *identity, const char *type) {
   return record;
 }
 
+json_t *exec_unstarted_end(const struct exec_identity *identity, uint64_t queued_ms) {
+  json_t *end = exec_record(identity, "exec.end");
+  if (end == NULL) return NULL;
+  json_object_set_new(end, "cancelled", json_true());
+  json_object_set_new(end, "started", json_false());
+  json_object_set_new(end, "queued_ms", json_integer((json_int_t)queued_ms));
+  return end;
+}
+
 struct input_budget {
   const struct exec_sink *sink;
   size_t inline_left;
