@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "supervisor/cli/command.h"
 #include "supervisor/cli/pass_through.h"
 #include "supervisor/common/utf8.h"
+#include "supervisor/cli/run_journal.h"
 #include "supervisor/cli/run_rules.h"
 #include "supervisor/common/units.h"
 #include "supervisor/jail/jail.h"
@@ -51,10 +53,18 @@ static void usage(FILE *out) {
       "  --json                 print one JSON object with the result instead\n"
       "  --rules FILE           enforce Cedar fs/net rules (with the shipped baseline) compiled for\n"
       "                         --agent NAME, in the kernel; refusals are listed in `denials`\n"
-      "  --agent NAME           the agent (Dome::Agent::\"NAME\") the rules are compiled for\n"
+      "  --agent NAME           the agent (Dome::Agent::\"NAME\") the rules are compiled for and the\n"
+      "                         journal names (default: operator:UID)\n"
       "  --entities FILE        the agent's entity data (JSON entities; default: none)\n"
       "  --allow-degraded       run even when Landlock cannot express a file rule (a forbid inside a\n"
-      "                         permitted subtree, on hosts without BPF-LSM); recorded in the result\n",
+      "                         permitted subtree, on hosts without BPF-LSM); recorded in the result\n"
+      "  --journal DIR          record the execution (exec.start ... exec.end, as domed records a call)\n"
+      "                         in the journal DIR; default: through domed when it runs, else\n"
+      "                         $DOME_JOURNAL_DIR or /var/lib/dome/journal\n"
+      "  --classification FIELD=CLASS,...\n"
+      "                         the guards' classification of the recorded output (stdout, stderr;\n"
+      "                         docs/guards.md; default: the guards' own)\n"
+      "  --no-journal           record nothing (scratch use; `\"journal\": null` in --json)\n",
       JAIL_DEFAULT_IMAGE_STORE);
 }
 
@@ -101,13 +111,12 @@ static bool variable_name(const char *name, size_t length) {
 /* The pass-through writer of this run (one `dome run` per process). */
 static struct pass_through *output_writer;
 
-static void pass_through(void *context, int stream, const char *data, size_t length, uint64_t offset_ms) {
+static void pass_through(void *context, int stream, const char *data, size_t length) {
   (void)context;
-  (void)offset_ms;
   pass_through_queue(output_writer, stream, data, length);
 }
 
-static int print_json(const struct jail_result *r, const struct run_rules *rules) {
+static int print_json(const struct jail_result *r, json_t *extra) {
   json_t *paths = json_array();
   for (size_t i = 0; i < r->output_path_count; i++)
     json_array_append_new(paths, text_value(r->output_paths[i], strlen(r->output_paths[i])));
@@ -154,7 +163,7 @@ static int print_json(const struct jail_result *r, const struct run_rules *rules
   json_object_set_new(o, "jail_id", json_string(r->jail_id));
   json_object_set_new(o, "enforcement", json_string(jail_enforcement_name(r->enforcement)));
   json_object_set_new(o, "landlock_abi", json_integer(r->landlock_abi));
-  if (rules) run_rules_report(rules, o);
+  json_object_update(o, extra);
   int status = json_dumpf(o, stdout, JSON_COMPACT) == 0 ? 0 : DOME_EXIT_FAILURE;
   fputc('\n', stdout);
   json_decref(o);
@@ -178,13 +187,17 @@ static int run_main(int argc, char **argv) {
                                           {"agent", required_argument, NULL, 'A'},
                                           {"entities", required_argument, NULL, 'E'},
                                           {"allow-degraded", no_argument, NULL, 'D'},
+                                          {"journal", required_argument, NULL, 'J'},
+                                          {"classification", required_argument, NULL, 'C'},
+                                          {"no-journal", no_argument, NULL, 'N'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   struct jail_config config;
   jail_config_init(&config);
   char *env[MAX_ENV + 4];
   size_t env_count = 0;
-  bool json = false, forward_stdin = false;
+  bool json = false, forward_stdin = false, no_journal = false;
+  const char *journal_dir = NULL, *classification = NULL;
   struct run_rules_options rules_options = {0};
   dome_error err = {0};
   uint64_t value;
@@ -270,6 +283,15 @@ static int run_main(int argc, char **argv) {
       case 'D':
         rules_options.allow_degraded = true;
         break;
+      case 'J':
+        journal_dir = optarg;
+        break;
+      case 'C':
+        classification = optarg;
+        break;
+      case 'N':
+        no_journal = true;
+        break;
       case 'h':
         usage(stdout);
         return 0;
@@ -294,38 +316,63 @@ static int run_main(int argc, char **argv) {
   if (config.copy_out && !config.workspace_dir) return bad("--copy-out", "needs --workspace DIR");
   if (rules_options.rules_path && (!rules_options.agent || !rules_options.agent[0]))
     return bad("--agent", "required with --rules (the agent the rules are compiled for)");
-  if (!rules_options.rules_path &&
-      (rules_options.agent || rules_options.entities_path || rules_options.allow_degraded))
-    return bad(rules_options.agent           ? "--agent"
-               : rules_options.entities_path ? "--entities"
-                                             : "--allow-degraded",
-               "needs --rules FILE");
+  if (!rules_options.rules_path && (rules_options.entities_path || rules_options.allow_degraded))
+    return bad(rules_options.entities_path ? "--entities" : "--allow-degraded", "needs --rules FILE");
+  if (rules_options.agent && !rules_options.agent[0]) return bad("--agent", "must not be empty");
+  if (journal_dir && no_journal) return bad("--no-journal", "contradicts --journal DIR");
 
-  /* Defaults for what every program expects, unless given with --env. */
-  static const char *const defaults[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace",
-                                         "LANG=C.UTF-8"};
-  for (size_t d = 0; d < sizeof defaults / sizeof defaults[0]; d++) {
-    size_t key = (size_t)(strchr(defaults[d], '=') - defaults[d]) + 1;
-    bool given = false;
-    for (size_t i = 0; i < env_count; i++) given |= strncmp(env[i], defaults[d], key) == 0;
-    if (!given) env[env_count++] = (char *)defaults[d];
-  }
+  /* PATH, HOME=/workspace and LANG=C.UTF-8 are the program's unless given with --env (supervisor/exec). */
   env[env_count] = NULL;
 
-  config.argv = argv + optind;
-  config.env = env;
-  config.image_store = getenv("DOME_IMAGE_STORE");
-  if (forward_stdin) config.stdin_fd = 0;
-  if (!json) config.on_output = pass_through;
+  /* The execution's identity in the journal: the --agent name, else the operator running dome. */
+  char operator_name[64], exec_id[17];
+  snprintf(operator_name, sizeof operator_name, "operator:%u", (unsigned)getuid());
+  unsigned char id_bytes[8];
+  randombytes_buf(id_bytes, sizeof id_bytes);
+  sodium_bin2hex(exec_id, sizeof exec_id, id_bytes, sizeof id_bytes);
+  struct run_journal *journal = NULL;
+  if (run_journal_open(journal_dir, no_journal, &journal, &err) < 0) return bad("--journal", err.message);
 
   /* Before the signals are blocked below: helpers started here (pasta, for egress) inherit the mask. */
   struct run_rules rules;
   bool with_rules = rules_options.rules_path != NULL;
-  if (with_rules && run_rules_prepare(&rules, &rules_options, &config, &err) < 0) {
+  if (with_rules && run_rules_prepare(&rules, &rules_options, &err) < 0) {
     run_rules_release(&rules);
+    run_journal_close(journal);
     fprintf(stderr, "dome run: %s\n", err.message);
     return DOME_EXIT_FAILURE;
   }
+  json_t *agent_env = json_object();
+  for (size_t i = 0; i < env_count; i++) {
+    const char *equals = strchr(env[i], '=');
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(equals - env[i]), env[i]);
+    json_object_set_new(agent_env, name, json_string(equals + 1));
+  }
+  struct exec_request request = {
+      .identity = {.exec_id = exec_id,
+                   .agent = rules_options.agent ? rules_options.agent : operator_name,
+                   .tool = "dome-run"},
+      .program = {.argv = argv + optind,
+                  .stdin_fd = forward_stdin ? 0 : -1,
+                  .workspace_dir = config.workspace_dir,
+                  .copy_out = config.copy_out,
+                  .env = agent_env},
+      .limits = {.memory_bytes = config.memory_bytes,
+                 .cpus = config.cpus,
+                 .pids = config.pids,
+                 .timeout_ms = config.timeout_ms,
+                 .workspace_bytes = config.workspace_bytes,
+                 .output_bytes = config.output_limit},
+      .image = config.image,
+      .image_store = getenv("DOME_IMAGE_STORE"),
+      .classification = classification,
+      .unredacted = no_journal, /* nothing is kept: no guard to compile */
+      .tables = with_rules ? &rules.tables : NULL,
+      .allow_degraded = rules_options.allow_degraded,
+      .net = with_rules ? &rules.net : NULL,
+      .tap = json ? NULL : pass_through,
+  };
 
   /* Ctrl-C, SIGTERM, SIGHUP, and SIGPIPE (the reader of our output went away, as `dome run ... | head`)
    * cancel the jail through cancel_fd, so that it is still torn down; dome then exits 128+signal. */
@@ -336,57 +383,71 @@ static int run_main(int argc, char **argv) {
   sigaddset(&cancel_signals, SIGHUP);
   sigaddset(&cancel_signals, SIGPIPE);
   sigprocmask(SIG_BLOCK, &cancel_signals, NULL);
-  config.cancel_fd = signalfd(-1, &cancel_signals, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (config.on_output && (output_writer = pass_through_start()) == NULL) {
+  request.cancel_fd = signalfd(-1, &cancel_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (request.tap && (output_writer = pass_through_start()) == NULL) {
     if (with_rules) run_rules_release(&rules);
+    run_journal_close(journal);
+    json_decref(agent_env);
     fprintf(stderr, "dome run: start the output writer: out of memory\n");
     return DOME_EXIT_FAILURE;
   }
 
-  struct jail_result result;
-  int r = jail_run(&config, &result, &err);
+  struct exec_outcome outcome;
+  int r = exec_run(&request, run_journal_sink(journal), &outcome, &err);
+  json_decref(agent_env);
   pass_through_finish(output_writer); /* everything the program wrote is out before dome's own lines */
   output_writer = NULL;
-  if (with_rules) run_rules_finish(&rules);
+  struct jail_result result = outcome.jail;
   int cancel_signal = 0;
   struct signalfd_siginfo info;
-  if (config.cancel_fd >= 0 && read(config.cancel_fd, &info, sizeof info) == (ssize_t)sizeof info)
+  if (request.cancel_fd >= 0 && read(request.cancel_fd, &info, sizeof info) == (ssize_t)sizeof info)
     cancel_signal = (int)info.ssi_signo;
-  if (r < 0 && cancel_signal) {
-    jail_result_release(&result);
+  if (r < 0 && cancel_signal && outcome.journal_rc == 0) {
+    exec_outcome_release(&outcome);
     if (with_rules) run_rules_release(&rules);
+    run_journal_close(journal);
     fprintf(stderr, "dome run: cancelled by signal %d\n", cancel_signal);
     return 128 + cancel_signal;
   }
   if (r < 0) {
-    jail_result_release(&result);
+    exec_outcome_release(&outcome);
     if (with_rules) run_rules_release(&rules);
+    run_journal_close(journal);
     const char *flag = "";
     if (strncmp(err.message, "unknown image", 13) == 0 || strncmp(err.message, "invalid image", 13) == 0 ||
         strncmp(err.message, "image `", 7) == 0)
       flag = "--image: ";
     else if (strncmp(err.message, "workspace `", 11) == 0)
       flag = "--workspace: ";
+    else if (strncmp(err.message, "guard: ", 7) == 0)
+      flag = "--classification: ";
     char prefix[32];
     snprintf(prefix, sizeof prefix, "dome run: %s", flag);
     print_escaped(prefix, err.message);
     return DOME_EXIT_FAILURE;
   }
+  json_t *denials = json_object_get(outcome.result, "denials");
   int status;
   if (json) {
-    status = print_json(&result, with_rules ? &rules : NULL);
+    json_t *extra = json_object();
+    if (with_rules) run_rules_report(&rules, &outcome, denials, extra);
+    json_object_set_new(extra, "journal", run_journal_describe(journal));
+    json_object_set_new(extra, "exec_id", json_string(exec_id));
+    status = print_json(&result, extra);
+    json_decref(extra);
   } else {
     if (with_rules) {
       size_t i;
       json_t *d;
-      json_array_foreach(rules.denials, i, d) fprintf(
+      json_array_foreach(denials, i, d) fprintf(
           stderr, "dome run: denied %s %s (hook %s, pid %lld, policy %s)\n",
           json_string_value(json_object_get(d, "action")) ? json_string_value(json_object_get(d, "action"))
                                                           : "-",
           json_string_value(json_object_get(d, "object")), json_string_value(json_object_get(d, "hook")),
           (long long)json_integer_value(json_object_get(d, "pid")),
-          json_string_value(json_object_get(d, "policy")) ? json_string_value(json_object_get(d, "policy"))
-                                                          : "none (default deny)");
+          json_string_value(json_object_get(d, "policy_id"))
+              ? json_string_value(json_object_get(d, "policy_id"))
+              : "none (default deny)");
     }
     for (size_t i = 0; i < result.copy_out_error_count; i++)
       print_escaped("dome run: --copy-out: not copied: ", result.copy_out_errors[i]);
@@ -398,8 +459,9 @@ static int run_main(int argc, char **argv) {
     status = result.timed_out ? 124 : result.signal ? 128 + result.signal : result.exit_code;
     if (result.cancelled && cancel_signal) status = 128 + cancel_signal;
   }
-  jail_result_release(&result);
+  exec_outcome_release(&outcome);
   if (with_rules) run_rules_release(&rules);
+  run_journal_close(journal);
   return status;
 }
 DOME_COMMAND(run, "run", "run a program in a fresh jail", run_main);

@@ -18,6 +18,14 @@ static inline void dome_close_file(FILE **f) {
   if (*f) fclose(*f);
 }
 
+/* _cleanup_(type_freep): call type_freep(&variable) at the end of its scope; type_freep takes a pointer
+ * to the variable and must accept a variable holding NULL (define it with DOME_DEFINE_FREEP). */
+#define _cleanup_(function) __attribute__((cleanup(function)))
+#define DOME_DEFINE_FREEP(type, function)          \
+  static inline void function##p(type **pointer) { \
+    if (*pointer) function(*pointer);              \
+  }
+
 #define _cleanup_free_ __attribute__((cleanup(dome_free_pointer)))
 #define _cleanup_close_ __attribute__((cleanup(dome_close_fd)))
 #define _cleanup_fclose_ __attribute__((cleanup(dome_close_file)))

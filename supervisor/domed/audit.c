@@ -280,23 +280,28 @@ int domed_audit_record_input(struct domed *domed, json_t *holder, const char *me
     return 0;
   }
   dome_error why = {0};
-  int stored = domed->blobs ? blob_store_put(domed->blobs, owner, owner_quota, data, length, hex, &why)
-                            : dome_error_set(&why, EIO, "no blob store");
-  if (stored == 0 && domed->config.journal_retention_bytes + domed->config.journal_retention_age_s) {
-    prune_blobs(domed); /* retention may have removed the events naming older blobs */
-    stored = blob_store_put(domed->blobs, owner, owner_quota, data, length, hex, &why);
-  }
+  int stored = domed_audit_put_blob(domed, owner, owner_quota, data, length, hex, &why);
   if (stored < 0) {
     *err = why;
     return dome_error_wrap(err, "blob store: `%s` of %zu bytes", member, length);
   }
   snprintf(key, sizeof key, "%s_stored", member);
   json_object_set_new(holder, key, json_boolean(stored == 1));
-  if (stored == 0) {
-    atomic_fetch_add(&domed->metrics.digest_only, 1);
+  if (stored == 0)
     domed_log("warn", "audit", "msg=\"recorded by digest only: %s\" member=%s", why.message, member);
-  }
   return 0;
+}
+
+int domed_audit_put_blob(struct domed *domed, const char *owner, uint64_t owner_quota, const char *data,
+                         size_t length, const char *hex, dome_error *err) {
+  int stored = domed->blobs ? blob_store_put(domed->blobs, owner, owner_quota, data, length, hex, err)
+                            : dome_error_set(err, EIO, "no blob store");
+  if (stored == 0 && domed->config.journal_retention_bytes + domed->config.journal_retention_age_s) {
+    prune_blobs(domed); /* retention may have removed the events naming older blobs */
+    stored = blob_store_put(domed->blobs, owner, owner_quota, data, length, hex, err);
+  }
+  if (stored == 0) atomic_fetch_add(&domed->metrics.digest_only, 1);
+  return stored;
 }
 
 json_t *domed_audit_blob_usage(struct domed *domed) {

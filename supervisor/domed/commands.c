@@ -228,6 +228,48 @@ static json_t *gateways_command(struct domed *domed, const struct control_reques
   return NULL;
 }
 
+/* audit.record {records: [...]}: the exec.* records of an operator's `dome run` (supervisor/exec wrote
+ * them), appended in order and synced before the answer, each stamped with the sender's operator_uid.
+ * Only the execution record types are accepted, at most CONTROL_RECORDS_MAX a call; a refusal of the
+ * journal fails the call (the CLI then stops its program: fail closed). Answers {appended}. */
+#define CONTROL_RECORDS_MAX 4096
+static json_t *audit_record(struct domed *domed, const struct control_request *request, dome_error *err) {
+  static const char *const types[] = {"exec.start",  "exec.jail",      "exec.output",
+                                      "exec.denial", "exec.redaction", "exec.end"};
+  json_t *records = json_object_get(request->args, "records");
+  if (!json_is_array(records) || json_array_size(records) == 0 ||
+      json_array_size(records) > CONTROL_RECORDS_MAX) {
+    dome_error_set(err, EINVAL, "records: expected an array of 1 to %d exec.* records", CONTROL_RECORDS_MAX);
+    return NULL;
+  }
+  size_t i;
+  json_t *record;
+  json_array_foreach(records, i, record) {
+    const char *type = json_string_value(json_object_get(record, "type"));
+    bool known = false;
+    for (size_t t = 0; type && t < sizeof types / sizeof types[0]; t++) known |= strcmp(type, types[t]) == 0;
+    if (!json_is_object(record) || !known || !json_is_string(json_object_get(record, "exec_id"))) {
+      dome_error_set(err, EINVAL, "records[%zu]: not an exec.* record with an exec_id", i);
+      return NULL;
+    }
+  }
+  uint64_t first = 0, last = 0;
+  json_array_foreach(records, i, record) {
+    json_t *copy = json_deep_copy(record);
+    if (copy == NULL) {
+      dome_error_set(err, ENOMEM, "records[%zu]", i);
+      return NULL;
+    }
+    json_object_set_new(copy, "operator_uid", json_integer((json_int_t)request->uid));
+    int rc = domed_audit_append(domed, copy, &last, err);
+    json_decref(copy);
+    if (rc < 0) return NULL;
+    if (first == 0) first = last;
+  }
+  if (domed_audit_sync_span(domed, first, last, err) < 0) return NULL;
+  return json_pack("{s:I}", "appended", (json_int_t)json_array_size(records));
+}
+
 json_t *domed_control_handle(void *context, const struct control_request *request, dome_error *err) {
   struct domed *domed = context;
   const char *command = request->command;
@@ -259,6 +301,7 @@ json_t *domed_control_handle(void *context, const struct control_request *reques
   if (strcmp(group, "quotas") == 0) return quotas_command(domed, request, verb, err);
   if (strcmp(group, "gateways") == 0) return gateways_command(domed, request, verb, err);
   if (strcmp(command, "audit.stream") == 0) return domed_audit_stream(domed, request, err);
+  if (strcmp(command, "audit.record") == 0) return audit_record(domed, request, err);
   dome_error_set(err, EINVAL, "unknown command `%s`", command);
   return NULL;
 }

@@ -264,6 +264,11 @@ int domed_audit_append_sync(struct domed *domed, json_t *event, dome_error *err)
 /* Set holder[member] to text[0..length) when length <= DOMED_EVENT_TEXT_MAX, else holder[member_sha256]
  * and holder[member_bytes] (the text is not kept). */
 void domed_audit_set_text(json_t *holder, const char *member, const char *text, size_t length);
+/* Keep data[0..length) (SHA-256 `hex`) in the blob store for `owner` within owner_quota, pruning once by
+ * the journal's retention when a quota refuses it. Returns 1 (kept), 0 (refused by a quota: *err says
+ * which; counted as recorded by digest only) or -errno. */
+int domed_audit_put_blob(struct domed *domed, const char *owner, uint64_t owner_quota, const char *data,
+                         size_t length, const char *hex, dome_error *err);
 /* Record an input: holder[member_sha256], holder[member_bytes], and holder[member] inline when length <=
  * inline_max, else the bytes in the blob store for `owner` (a capability, within owner_quota bytes; 0: no
  * quota) with holder[member_stored] true, or false when a quota refused them (counted in /metrics).

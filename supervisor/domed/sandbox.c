@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "supervisor/domed/domed.h"
+#include "supervisor/exec/exec.h"
 #include "supervisor/gateway/gateway.h"
 
 /* a refusal for a full agent queue is answered after this long, plus up to the jitter: refusals of
@@ -420,15 +421,16 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     if (rc == -ECANCELED) {
       /* the decision allowed it, nothing ran: its end says so */
       atomic_fetch_add(&domed->metrics.queue_cancelled, 1);
-      json_t *end = json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:I}", "type", "exec.end", "exec_id", exec_id,
-                              "agent", identity->agent, "tool", DOMED_BUILTIN_TOOL, "cancelled", 1, "started",
-                              0, "queued_ms", (json_int_t)(queued_us / 1000));
-      if (identity->actas[0]) json_object_set_new(end, "actas", json_string(identity->actas));
       char version[32];
       snprintf(version, sizeof version, "%d", d.rules ? d.rules->version : 0);
-      json_object_set_new(end, "policy_version", json_string(version));
+      struct exec_identity unstarted = {.exec_id = exec_id,
+                                        .agent = identity->agent,
+                                        .actas = identity->actas,
+                                        .tool = DOMED_BUILTIN_TOOL,
+                                        .policy_version = version};
+      json_t *end = exec_unstarted_end(&unstarted, queued_us / 1000);
       dome_error ignored = {0}; /* nothing ran and nothing is answered: the call was cancelled */
-      domed_audit_append(domed, end, NULL, &ignored);
+      if (end) domed_audit_append(domed, end, NULL, &ignored);
       json_decref(end);
     }
     *rpc_error = rc == -EBUSY ? MCP_SERVER_OVERLOADED : MCP_INTERNAL_ERROR;

@@ -635,8 +635,10 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
     }
     s.stdin_read = in_pipe[0];
     s.stdin_write = in_pipe[1];
-  } else {
-    s.stdin_read = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  } else if ((s.stdin_read = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    close(child_sync);
+    r = dome_error_set_errno(err, errno, "open `/dev/null` for the program's stdin");
+    goto out;
   }
 
   plan.root_is_tmpfs = s.image.host_ro;

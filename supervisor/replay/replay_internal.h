@@ -49,18 +49,13 @@ json_t *replay_request_uid_text(const cedar_uid_ref *uid);
 /* true when `event` is of one of the recorded-request types (authz.decision, exec.denial, exec.access). */
 bool replay_request_event_type(const char *type);
 
-/* kernel.c: kernel-level rules of one execution (cgroup BPF on the jail's leaf). */
-struct replay_kernel;
-struct jail_cgroup;
-/* Compile rules (after the baseline) for inputs.agent and load them. *out NULL (and 0) when the host has no
- * cgroup BPF. Returns 0, -EINVAL (not compilable: the message names the policy), -EPERM, -errno. */
-int replay_kernel_open(const struct simulate_policy *rules, const json_t *inputs, struct replay_kernel **out,
-                       dome_error *err);
-int replay_kernel_attach(struct replay_kernel *k, const struct jail_cgroup *leaf, dome_error *err);
-/* Collect the pending denials and detach. Returns the denials (new reference): [{hook, object, action,
- * offset_ms, policy_id?}]. */
-json_t *replay_kernel_finish(struct replay_kernel *k);
-const char *replay_kernel_level(const struct replay_kernel *k); /* "none" for NULL */
-void replay_kernel_close(struct replay_kernel *k);
+/* kernel.c: the kernel-level rules of one execution, compiled for supervisor/exec. */
+struct dome_rule_tables;
+/* Compile rules (after the baseline) for inputs.agent with its recorded entity data (request.entities).
+ * Returns 1 with *tables filled (dome_rule_tables_free), 0 when the host has no cgroup BPF (nothing to
+ * enforce them with: the jail's empty network namespace alone), -EINVAL (not compilable: the message
+ * names the policy), -errno. */
+int replay_kernel_tables(const struct simulate_policy *rules, const json_t *inputs,
+                         struct dome_rule_tables *tables, dome_error *err);
 
 #endif

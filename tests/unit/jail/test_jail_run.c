@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -20,6 +21,25 @@
 #include "supervisor/jail/jail.h"
 
 static char *const path_env[] = {"PATH=/usr/bin:/bin", NULL};
+
+/* Failure injection: while fail_dev_null_errno is set, open("/dev/null") by this process (the jail's
+ * stdin without input) fails with it; every other open goes to the kernel. This definition takes the
+ * place of libc's for the jail library linked into this test. */
+static int fail_dev_null_errno;
+int open(const char *path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list arguments;
+    va_start(arguments, flags);
+    mode = va_arg(arguments, mode_t);
+    va_end(arguments);
+  }
+  if (fail_dev_null_errno && strcmp(path, "/dev/null") == 0) {
+    errno = fail_dev_null_errno;
+    return -1;
+  }
+  return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
 
 struct hook_log {
   char cgroup_path[700];
@@ -122,6 +142,38 @@ static void hook_aborts_run(void **state) {
   assert_non_null(strstr(err.message, "hook refused"));
   struct stat st;
   assert_int_equal(stat(log.cgroup_path, &st), -1);
+  jail_result_release(&r);
+}
+
+/* The program's stdin is /dev/null when it gets no input: a failure to open it fails the run with the
+ * reason before the program starts, and leaves no cgroup behind. */
+static void dev_null_open_failure(void **state) {
+  (void)state;
+  char *argv[] = {"sh", "-c", "echo SHOULD-NOT-RUN", NULL};
+  struct hook_log log = {0};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.hook_context = &log;
+  c.on_cgroup_ready = on_cgroup;
+  struct jail_result r;
+  dome_error err = {0};
+  fail_dev_null_errno = EMFILE;
+  int rc = jail_run(&c, &r, &err);
+  fail_dev_null_errno = 0;
+  assert_int_equal(rc, -EMFILE);
+  assert_non_null(strstr(err.message, "/dev/null"));
+  struct stat st;
+  assert_int_equal(stat(log.cgroup_path, &st), -1); /* its cgroup leaf is gone, the program never ran */
+  jail_result_release(&r);
+  /* and the next run, with /dev/null back, works */
+  char *echo[] = {"sh", "-c", "echo ran", NULL};
+  c.argv = echo;
+  c.hook_context = NULL;
+  c.on_cgroup_ready = NULL;
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_string_equal(r.stdout_data, "ran\n");
   jail_result_release(&r);
 }
 
@@ -365,6 +417,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hooks_called_in_order),
       cmocka_unit_test(hook_aborts_run),
+      cmocka_unit_test(dev_null_open_failure),
       cmocka_unit_test(cancel_fd_kills),
       cmocka_unit_test(concurrent_threads),
       cmocka_unit_test(resolver_files),

@@ -1,0 +1,208 @@
+/* exec_run (supervisor/exec/exec.h; needs root, as every jail does): the records in their order with a
+ * sink that keeps them, fail closed when the sink refuses exec.start (nothing runs) or a record while
+ * the program runs (it is cancelled, no result), a run with a caller's kernel provider leaves the
+ * process's descriptors alone, and out of memory in its allocations fails before anything is recorded. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "supervisor/exec/exec.h"
+
+/* Failure injection: the n-th calloc from now on fails (0: none). This definition takes the place of
+ * libc's in this test program. */
+extern void *__libc_calloc(size_t count, size_t size);
+static int calloc_fails_in;
+void *calloc(size_t count, size_t size) {
+  if (calloc_fails_in > 0 && --calloc_fails_in == 0) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return __libc_calloc(count, size);
+}
+
+struct memory_sink {
+  json_t *records;
+  const char *refuse_type; /* refuse the first record of this type (NULL: none) */
+  int appends;
+  int syncs;
+};
+
+static int keep(void *context, json_t *record, uint64_t *ticket, dome_error *err) {
+  struct memory_sink *sink = context;
+  sink->appends++;
+  const char *type = json_string_value(json_object_get(record, "type"));
+  if (sink->refuse_type && strcmp(type, sink->refuse_type) == 0) {
+    sink->refuse_type = NULL;
+    return dome_error_set(err, ENOSPC, "no space left for `%s`", type);
+  }
+  json_array_append(sink->records, record);
+  if (ticket) *ticket = json_array_size(sink->records);
+  return 0;
+}
+
+static int sync_all(void *context, uint64_t ticket, dome_error *err) {
+  (void)ticket;
+  (void)err;
+  ((struct memory_sink *)context)->syncs++;
+  return 0;
+}
+
+static char *types(json_t *records) {
+  static char text[1024];
+  text[0] = 0;
+  size_t i;
+  json_t *record;
+  json_array_foreach(records, i, record) {
+    strncat(text, json_string_value(json_object_get(record, "type")), sizeof text - strlen(text) - 2);
+    strncat(text, ",", sizeof text - strlen(text) - 1);
+  }
+  return text;
+}
+
+static struct exec_request request_of(char **argv) {
+  return (struct exec_request){
+      .identity = {.exec_id = "0123456789abcdef", .agent = "tester", .tool = "test"},
+      .program = {.argv = argv, .stdin_fd = -1},
+      .limits = {.timeout_ms = 20000},
+      .cancel_fd = -1,
+  };
+}
+
+static void records_in_order(void **state) {
+  (void)state;
+  char *argv[] = {"/bin/sh", "-c", "echo hi; echo err >&2", NULL};
+  struct exec_request request = request_of(argv);
+  struct memory_sink memory = {.records = json_array()};
+  struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+  struct exec_outcome outcome;
+  dome_error err = {0};
+  assert_int_equal(exec_run(&request, &sink, &outcome, &err), 0);
+  const char *seen = types(memory.records);
+  assert_true(strncmp(seen, "exec.start,exec.jail,exec.output,", 33) == 0);
+  assert_non_null(strstr(seen, "exec.end,"));
+  assert_int_equal(memory.syncs, 2); /* the start before the program, the end before the answer */
+  json_t *start = json_array_get(memory.records, 0);
+  assert_string_equal(json_string_value(json_object_get(start, "language")), "sh"); /* sh -c CODE */
+  assert_string_equal(json_string_value(json_object_get(start, "code")), "echo hi; echo err >&2");
+  json_t *end = json_array_get(memory.records, json_array_size(memory.records) - 1);
+  assert_int_equal(json_integer_value(json_object_get(end, "stdout_bytes")), 3);
+  assert_int_equal(json_integer_value(json_object_get(end, "stderr_bytes")), 4);
+  assert_string_equal(json_string_value(json_object_get(outcome.result, "stdout")), "hi\n");
+  assert_true(outcome.recorded);
+  exec_outcome_release(&outcome);
+  json_decref(memory.records);
+}
+
+static void start_refused_nothing_runs(void **state) {
+  (void)state;
+  char *argv[] = {"/bin/sh", "-c", "echo SHOULD-NOT-RUN", NULL};
+  struct exec_request request = request_of(argv);
+  struct memory_sink memory = {.records = json_array(), .refuse_type = "exec.start"};
+  struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+  struct exec_outcome outcome;
+  dome_error err = {0};
+  assert_int_equal(exec_run(&request, &sink, &outcome, &err), -ENOSPC);
+  assert_false(outcome.started);
+  assert_false(outcome.ran);
+  assert_null(outcome.result);
+  assert_int_equal(memory.appends, 1); /* no exec.jail: no jail was made */
+  assert_non_null(strstr(err.message, "fail closed"));
+  exec_outcome_release(&outcome);
+  json_decref(memory.records);
+}
+
+static void output_refused_cancels(void **state) {
+  (void)state;
+  char *argv[] = {"/bin/sh", "-c", "echo first; sleep 30; echo never", NULL};
+  struct exec_request request = request_of(argv);
+  struct memory_sink memory = {.records = json_array(), .refuse_type = "exec.output"};
+  struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+  struct exec_outcome outcome;
+  dome_error err = {0};
+  time_t before = time(NULL);
+  int rc = exec_run(&request, &sink, &outcome, &err);
+  assert_int_equal(rc, -ENOSPC);
+  assert_int_equal(outcome.journal_rc, -ENOSPC);
+  assert_true(time(NULL) - before < 15); /* cancelled, not waited for */
+  assert_true(outcome.jail.cancelled);
+  assert_null(outcome.result);
+  exec_outcome_release(&outcome);
+  json_decref(memory.records);
+}
+
+static int attach_nothing(void *context, const struct jail_cgroup *leaf, dome_error *err) {
+  (void)leaf;
+  (void)err;
+  (*(int *)context)++;
+  return 0;
+}
+static void report_none(void *context, bool finish, struct exec_kernel_report *report) {
+  (void)context;
+  report->level = "none";
+  report->denials = finish ? json_array() : NULL;
+}
+
+static void kernel_provider_keeps_descriptors(void **state) {
+  (void)state;
+  int null_fd = open("/dev/null", O_RDONLY);
+  assert_true(null_fd >= 0);
+  assert_int_equal(dup2(null_fd, 0), 0);
+  close(null_fd);
+  char *argv[] = {"/bin/true", NULL};
+  struct exec_request request = request_of(argv);
+  int attached = 0;
+  struct exec_kernel_provider kernel = {
+      .context = &attached, .attach = attach_nothing, .report = report_none};
+  request.kernel = &kernel;
+  struct memory_sink memory = {.records = json_array()};
+  struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+  struct exec_outcome outcome;
+  dome_error err = {0};
+  assert_int_equal(exec_run(&request, &sink, &outcome, &err), 0);
+  assert_int_equal(attached, 1);
+  assert_true(fcntl(0, F_GETFD) >= 0); /* fd 0 is still ours */
+  exec_outcome_release(&outcome);
+  json_decref(memory.records);
+}
+
+static void out_of_memory_records_nothing(void **state) {
+  (void)state;
+  char *argv[] = {"/bin/true", NULL};
+  struct exec_request request = request_of(argv);
+  request.program.secrets = json_pack("{s:s}", "TOKEN", "a-long-secret-value");
+  for (int n = 1; n <= 2; n++) { /* the environment's strings, then the guard's secrets */
+    struct memory_sink memory = {.records = json_array()};
+    struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+    struct exec_outcome outcome;
+    dome_error err = {0};
+    calloc_fails_in = n;
+    int rc = exec_run(&request, &sink, &outcome, &err);
+    calloc_fails_in = 0;
+    assert_int_equal(rc, -ENOMEM);
+    assert_int_equal(memory.appends, 0);
+    assert_non_null(strstr(err.message, "environment"));
+    exec_outcome_release(&outcome);
+    json_decref(memory.records);
+  }
+  json_decref(request.program.secrets);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(records_in_order),
+      cmocka_unit_test(start_refused_nothing_runs),
+      cmocka_unit_test(output_refused_cancels),
+      cmocka_unit_test(kernel_provider_keeps_descriptors),
+      cmocka_unit_test(out_of_memory_records_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
