@@ -264,6 +264,12 @@ void domed_audit_set_text(json_t *holder, const char *member, const char *text, 
   json_object_set_new(holder, key, json_integer((json_int_t)length));
 }
 
+void domed_audit_set_call(json_t *event, mcp_call *call) {
+  json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
+  const char *request_id = mcp_call_request_id(call) ? mcp_call_request_id(call) : "null";
+  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+}
+
 int domed_audit_record_input(struct domed *domed, json_t *holder, const char *member, const char *data,
                              size_t length, size_t inline_max, const char *owner, uint64_t owner_quota,
                              dome_error *err) {

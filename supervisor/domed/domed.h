@@ -264,6 +264,10 @@ int domed_audit_append_sync(struct domed *domed, json_t *event, dome_error *err)
 /* Set holder[member] to text[0..length) when length <= DOMED_EVENT_TEXT_MAX, else holder[member_sha256]
  * and holder[member_bytes] (the text is not kept). */
 void domed_audit_set_text(json_t *holder, const char *member, const char *text, size_t length);
+/* Set event["session"] (the MCP session id) and event["request_id"] (the JSON-RPC id's JSON text, "null"
+ * for none; by digest when long, as domed_audit_set_text) of `call`: every event answering a tools/call
+ * names the request it answers (MCP 2025-06-18, Basic: JSON-RPC ids). */
+void domed_audit_set_call(json_t *event, mcp_call *call);
 /* Keep data[0..length) (SHA-256 `hex`) in the blob store for `owner` within owner_quota, pruning once by
  * the journal's retention when a quota refuses it. Returns 1 (kept), 0 (refused by a quota: *err says
  * which; counted as recorded by digest only) or -errno. */

@@ -33,8 +33,9 @@ static json_t *tool_entity(json_t *entry) {
 
 /* Decide `action` on backend tool `tool` of `entry`, journal it; returns the decision's allow, false
  * with *journal_rc < 0 (*err) when the decision could not be journalled. */
-static bool decide(struct domed *domed, const mcp_identity *identity, const char *exec_id, const char *action,
-                   json_t *entry, const char *tool, uint64_t *seq, int *journal_rc, dome_error *err) {
+static bool decide(struct domed *domed, const mcp_identity *identity, mcp_call *call, const char *exec_id,
+                   const char *action, json_t *entry, const char *tool, uint64_t *seq, int *journal_rc,
+                   dome_error *err) {
   json_t *capabilities;
   struct domed_principal principal;
   domed_principal_of(domed, identity, &principal, &capabilities);
@@ -45,6 +46,7 @@ static bool decide(struct domed *domed, const mcp_identity *identity, const char
   domed_authorize_resource(domed, rules, &principal, action, backend, entity, tool, NULL, &decision);
   atomic_fetch_add(decision.allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
   json_t *event = domed_decision_event(exec_id, identity, action, backend, tool, &decision, "policy");
+  if (call) domed_audit_set_call(event, call);
   *journal_rc = domed_audit_append(domed, event, seq, err);
   json_decref(event);
   bool allow = decision.allow && *journal_rc == 0;
@@ -113,7 +115,8 @@ int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, 
     json_t *tool;
     json_array_foreach(tools, j, tool) {
       const char *original = json_string_value(json_object_get(tool, "x-dome-tool"));
-      if (original && decide(domed, identity, NULL, "mcp:discover", entry, original, ticket, &rc, error))
+      if (original &&
+          decide(domed, identity, NULL, NULL, "mcp:discover", entry, original, ticket, &rc, error))
         json_array_append_new(visible, gateway_tool_public(tool));
       if (rc < 0) break;
     }
@@ -227,7 +230,7 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
   sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
   uint64_t seq = 0;
   int journal_rc = 0;
-  bool allow = decide(domed, identity, exec_id, "mcp:call", entry, tool, &seq, &journal_rc, err);
+  bool allow = decide(domed, identity, call, exec_id, "mcp:call", entry, tool, &seq, &journal_rc, err);
   if (!allow) {
     if (journal_rc < 0 || domed_audit_sync(domed, seq, err) < 0) {
       *rpc_error = MCP_INTERNAL_ERROR;

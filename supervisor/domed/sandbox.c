@@ -202,12 +202,10 @@ static void session_event(void *context, const char *type, const char *agent, co
 static int journal_rejected(struct domed *domed, const mcp_identity *identity, mcp_call *call,
                             const char *exec_id, const char *name, const char *reason, const char *detail,
                             dome_error *err) {
-  json_t *event =
-      json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "call.rejected", "agent", identity->agent, "gateway",
-                identity->gateway, "reason", reason, "session", mcp_call_session_id(call));
+  json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "call.rejected", "agent", identity->agent, "gateway",
+                            identity->gateway, "reason", reason);
   domed_audit_set_text(event, "mcp_tool", name, strlen(name));
-  const char *request_id = mcp_call_request_id(call) ? mcp_call_request_id(call) : "null";
-  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+  domed_audit_set_call(event, call);
   if (detail) domed_audit_set_text(event, "detail", detail, strlen(detail));
   if (exec_id) json_object_set_new(event, "exec_id", json_string(exec_id));
   if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
@@ -261,9 +259,7 @@ static int journal_refusal(struct domed *domed, const mcp_identity *identity, co
                            mcp_call *call, const char *reason, dome_error *err) {
   struct domed_decision decision = {.allow = false};
   json_t *event = domed_decision_event(NULL, identity, "mcp:call", "", name, &decision, reason);
-  json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
-  const char *request_id = mcp_call_request_id(call) ? mcp_call_request_id(call) : "null";
-  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+  domed_audit_set_call(event, call);
   int rc = domed_audit_append_sync(domed, event, err);
   json_decref(event);
   return rc;
@@ -349,9 +345,7 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   atomic_fetch_add(allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
   json_t *event =
       domed_decision_event(exec_id, identity, "mcp:call", DOMED_BUILTIN_TOOL, name, &d.decision, reason);
-  json_object_set_new(event, "session", json_string(mcp_call_session_id(call)));
-  const char *request_id = mcp_call_request_id(call) ? mcp_call_request_id(call) : "null";
-  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+  domed_audit_set_call(event, call);
   uint64_t seq = 0;
   int appended = domed_audit_append(domed, event, &seq, err);
   json_decref(event);
