@@ -2,6 +2,7 @@
  * blobs/owners/<owner>; the use per owner and in total is kept in memory, counted from the files at open
  * and updated by every put and prune under one lock. */
 #include "supervisor/blob/blob.h"
+#include "supervisor/blob/blob_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,13 +29,6 @@ struct blob_store {
   json_t *owners; /* owner -> bytes (integer) */
 };
 
-static bool is_hex64(const char *hex) {
-  if (hex == NULL || strlen(hex) != 64) return false;
-  for (int i = 0; i < 64; i++)
-    if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f'))) return false;
-  return true;
-}
-
 static bool owner_valid(const char *owner) {
   size_t length = owner ? strlen(owner) : 0;
   if (length == 0 || length > BLOB_OWNER_MAX || owner[0] == '.') return false;
@@ -58,7 +52,7 @@ static int count_directory(const char *path, uint64_t *bytes, uint64_t *files, d
   if (dir == NULL) return errno == ENOENT ? 0 : dome_error_set_errno(err, errno, "blob store `%s`", path);
   struct dirent *entry;
   while ((entry = readdir(dir))) {
-    if (!is_hex64(entry->d_name)) continue;
+    if (!blob_hex_valid(entry->d_name)) continue;
     struct stat st;
     if (fstatat(dirfd(dir), entry->d_name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
       *bytes += (uint64_t)st.st_size;
@@ -140,39 +134,13 @@ static int make_directory(const char *path, dome_error *err) {
 }
 
 /* Write the content file `path` (temp file, fsync, rename). */
-static int write_content(const char *path, const void *data, size_t length, dome_error *err) {
-  char temp[4300];
-  if (!PATH_FORMAT(temp, "%s.tmp-%d", path, (int)getpid()))
-    return dome_error_set(err, ENAMETOOLONG, "blob path");
-  _cleanup_close_ int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return dome_error_set_errno(err, errno, "create `%s`", temp);
-  const char *p = data;
-  size_t left = length;
-  while (left > 0) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int rc = dome_error_set_errno(err, n < 0 ? errno : EIO, "write `%s`", temp);
-      unlink(temp);
-      return rc;
-    }
-    p += n;
-    left -= (size_t)n;
-  }
-  if (fsync(fd) < 0 || rename(temp, path) < 0) {
-    int rc = dome_error_set_errno(err, errno, "store blob `%s`", path);
-    unlink(temp);
-    return rc;
-  }
-  return 0;
-}
 
 int blob_store_put(blob_store *store, const char *owner, uint64_t owner_quota, const void *data,
                    size_t length, const char *hex, dome_error *err) {
   if (!owner_valid(owner))
     return dome_error_set(err, EINVAL, "blob owner `%.140s`: expected [A-Za-z0-9._-], 1..%d bytes",
                           owner ? owner : "", BLOB_OWNER_MAX);
-  if (!is_hex64(hex)) return dome_error_set(err, EINVAL, "blob `%.80s`: not a SHA-256 in hex", hex);
+  if (!blob_hex_valid(hex)) return dome_error_set(err, EINVAL, "blob `%.80s`: not a SHA-256 in hex", hex);
   char content[4200], link_path[4300], directory[4200];
   if (!PATH_FORMAT(content, "%s/sha256/%.2s/%s", store->directory, hex, hex) ||
       !PATH_FORMAT(link_path, "%s/owners/%s/%s", store->directory, owner, hex))
@@ -216,7 +184,7 @@ int blob_store_put(blob_store *store, const char *owner, uint64_t owner_quota, c
              : dome_error_set(err, ENAMETOOLONG, "blob path");
   }
   if (rc == 0 && !present) {
-    rc = write_content(content, data, length, err);
+    rc = blob_file_write(content, data, length, err);
     if (rc == 0) {
       store->bytes += length;
       store->blobs++;
@@ -281,7 +249,7 @@ int blob_store_prune(blob_store *store, int64_t before_ns, dome_error *err) {
     if (inner == NULL) continue;
     struct dirent *blob;
     while ((blob = readdir(inner))) {
-      if (!is_hex64(blob->d_name)) continue;
+      if (!blob_hex_valid(blob->d_name)) continue;
       struct stat st;
       if (fstatat(dirfd(inner), blob->d_name, &st, 0) < 0 ||
           (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec >= before_ns)

@@ -11,10 +11,11 @@
 
 #include "supervisor/common/cleanup.h"
 #include "supervisor/blob/blob.h"
+#include "supervisor/blob/blob_internal.h"
 
 #define BLOB_MAX_BYTES (1ull << 30) /* largest blob read back, bytes */
 
-static bool content_hex_valid(const char *hex) {
+bool blob_hex_valid(const char *hex) {
   if (hex == NULL || strlen(hex) != 64) return false;
   for (int i = 0; i < 64; i++)
     if (!((hex[i] >= '0' && hex[i] <= '9') || (hex[i] >= 'a' && hex[i] <= 'f'))) return false;
@@ -37,17 +38,10 @@ static int make_dirs(const char *journal_dir, const char *hex, dome_error *err) 
   return 0;
 }
 
-int blob_content_put(const char *journal_dir, const void *data, size_t length, char hex[65],
-                     dome_error *err) {
-  unsigned char digest[crypto_hash_sha256_BYTES];
-  crypto_hash_sha256(digest, data, length);
-  sodium_bin2hex(hex, 65, digest, sizeof digest);
-  char path[4200], temp[4300];
-  blob_path(journal_dir, hex, path, sizeof path);
-  if (access(path, F_OK) == 0) return 0;
-  int rc = make_dirs(journal_dir, hex, err);
-  if (rc < 0) return rc;
-  snprintf(temp, sizeof temp, "%s.tmp-%d", path, (int)getpid());
+int blob_file_write(const char *path, const void *data, size_t length, dome_error *err) {
+  char temp[4300];
+  if (snprintf(temp, sizeof temp, "%s.tmp-%d", path, (int)getpid()) >= (int)sizeof temp)
+    return dome_error_set(err, ENAMETOOLONG, "blob path");
   _cleanup_close_ int fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return dome_error_set_errno(err, errno, "create `%s`", temp);
   const char *p = data;
@@ -55,8 +49,8 @@ int blob_content_put(const char *journal_dir, const void *data, size_t length, c
   while (left > 0) {
     ssize_t n = write(fd, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      rc = dome_error_set_errno(err, errno, "write `%s`", temp);
+    if (n <= 0) {
+      int rc = dome_error_set_errno(err, n < 0 ? errno : EIO, "write `%s`", temp);
       unlink(temp);
       return rc;
     }
@@ -64,17 +58,30 @@ int blob_content_put(const char *journal_dir, const void *data, size_t length, c
     left -= (size_t)n;
   }
   if (fsync(fd) < 0 || rename(temp, path) < 0) {
-    rc = dome_error_set_errno(err, errno, "store blob `%s`", path);
+    int rc = dome_error_set_errno(err, errno, "store blob `%s`", path);
     unlink(temp);
     return rc;
   }
   return 0;
 }
 
+int blob_content_put(const char *journal_dir, const void *data, size_t length, char hex[65],
+                     dome_error *err) {
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(digest, data, length);
+  sodium_bin2hex(hex, 65, digest, sizeof digest);
+  char path[4200];
+  blob_path(journal_dir, hex, path, sizeof path);
+  if (access(path, F_OK) == 0) return 0;
+  int rc = make_dirs(journal_dir, hex, err);
+  if (rc < 0) return rc;
+  return blob_file_write(path, data, length, err);
+}
+
 int blob_content_get(const char *journal_dir, const char *hex, char **data, size_t *length, dome_error *err) {
   *data = NULL;
   *length = 0;
-  if (!content_hex_valid(hex))
+  if (!blob_hex_valid(hex))
     return dome_error_set(err, EINVAL, "blob `%.80s`: not a SHA-256 in hex", hex ? hex : "");
   char path[4200];
   blob_path(journal_dir, hex, path, sizeof path);

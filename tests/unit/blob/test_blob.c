@@ -1,6 +1,7 @@
 /* Unit tests of the blob store (supervisor/blob/blob.h): the layout replay reads, the quota per owner and
  * in total (a refusal writes nothing), shared content counted once in total and once per owner, the use
- * counted again after a reopen, pruning by mtime with the owners' links, and bad owners and digests. */
+ * counted again after a reopen, pruning by mtime with the owners' links, bad owners and digests, and the
+ * all-or-nothing file write both halves of the store use. */
 #include <errno.h>
 #include <jansson.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "supervisor/blob/blob.h"
+#include "supervisor/blob/blob_internal.h"
 
 static void hex_of(const char *data, size_t length, char hex[65]) {
   unsigned char digest[crypto_hash_sha256_BYTES];
@@ -153,11 +155,45 @@ static void bad_owner_and_digest(void **state) {
   free(journal);
 }
 
+/* A content file appears whole (read back equal, mode 0600) or, when the write fails, not at all and with
+ * no temporary file beside it; blob_content_put of the same bytes finds the same digest. */
+static void file_write_whole_or_nothing(void **state) {
+  (void)state;
+  char *journal = temp_journal();
+  dome_error err = {0};
+  char path[512];
+  snprintf(path, sizeof path, "%s/whole", journal);
+  assert_int_equal(blob_file_write(path, "abc", 3, &err), 0);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 3);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  snprintf(path, sizeof path, "%s/missing/whole", journal);
+  assert_int_equal(blob_file_write(path, "abc", 3, &err), -ENOENT);
+  assert_non_null(strstr(err.message, "missing/whole.tmp-"));
+  assert_false(exists(journal, "missing"));
+  char hex[65], expected[65];
+  assert_int_equal(blob_content_put(journal, "abc", 3, hex, &err), 0);
+  hex_of("abc", 3, expected);
+  assert_string_equal(hex, expected);
+  assert_true(blob_hex_valid(hex));
+  assert_false(blob_hex_valid("ABC"));
+  char *data = NULL;
+  size_t length = 0;
+  assert_int_equal(blob_content_get(journal, hex, &data, &length, &err), 0);
+  assert_int_equal(length, 3);
+  assert_memory_equal(data, "abc", 3);
+  free(data);
+  remove_tree(journal);
+  free(journal);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(quotas_per_owner_and_in_total),
       cmocka_unit_test(prune_by_mtime),
       cmocka_unit_test(bad_owner_and_digest),
+      cmocka_unit_test(file_write_whole_or_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
