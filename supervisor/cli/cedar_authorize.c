@@ -16,17 +16,10 @@ static const char usage_text[] =
 
 static int authorize_main(int argc, char **argv) {
   static const struct option options[] = {
-      {"policies", required_argument, 0, 'p'},
-      {"policy-format", required_argument, 0, CEDAR_OPT_POLICY_FORMAT},
-      {"template-linked", required_argument, 0, 'k'},
+      CEDAR_CLI_POLICY_OPTIONS,
       {"entities", required_argument, 0, CEDAR_OPT_ENTITIES},
-      {"schema", required_argument, 0, 's'},
-      {"schema-format", required_argument, 0, CEDAR_OPT_SCHEMA_FORMAT},
-      {"principal", required_argument, 0, 'l'},
-      {"action", required_argument, 0, 'a'},
-      {"resource", required_argument, 0, 'r'},
-      {"context", required_argument, 0, 'c'},
-      {"request-json", required_argument, 0, CEDAR_OPT_REQUEST_JSON},
+      CEDAR_CLI_SCHEMA_OPTIONS,
+      CEDAR_CLI_REQUEST_OPTIONS,
       {"request-validation", optional_argument, 0, CEDAR_OPT_REQUEST_VALIDATION},
       {"verbose", no_argument, 0, 'v'},
       {"timing", no_argument, 0, CEDAR_OPT_TIMING},
@@ -34,39 +27,20 @@ static int authorize_main(int argc, char **argv) {
       {0, 0, 0, 0}};
   const char *cmd = "cedar authorize";
   cedar_cli cli = {0};
-  int opt;
-  optind = 1;
-  while ((opt = getopt_long(argc, argv, "p:k:s:l:a:r:c:vh", options, NULL)) != -1) {
-    if (opt == 'h') {
-      fputs(usage_text, stdout);
-      return 0;
-    }
-    if (!cedar_cli_option(&cli, opt, optarg)) {
-      fputs(usage_text, stderr);
-      return CEDAR_EXIT_FAILURE;
-    }
-  }
+  int status;
+  if (!cedar_cli_parse_options(&cli, argc, argv, "p:k:s:l:a:r:c:vh", options, usage_text, NULL, NULL,
+                               &status))
+    return status;
   if (optind < argc) return cedar_cli_fail(cmd, "unexpected argument `%s`", argv[optind]);
-  cedar_policy_set *set = NULL;
-  cedar_entities *entities = NULL;
-  cedar_context *context = NULL;
-  cedar_request request;
-  int rc = cedar_cli_load_schema(&cli, cmd);
-  if (rc == 0) rc = cedar_cli_load_policies(&cli, cmd, &set);
-  if (rc == 0) rc = cedar_cli_load_entities(&cli, cmd, &entities);
-  if (rc == 0) rc = cedar_cli_load_request(&cli, cmd, true, &request, &context);
+  cedar_cli_inputs in = {0};
+  int rc = cedar_cli_load_inputs(&cli, cmd, true, &in);
   if (rc == 0) {
     cedar_response response;
-    if (cedar_authorize(set, entities, &request, &response) < 0) {
+    if (cedar_authorize(in.set, in.entities, &in.request, &response) < 0) {
       rc = cedar_cli_fail(cmd, "out of memory");
     } else {
       printf("%s\n", response.decision == CEDAR_ALLOW ? "ALLOW" : "DENY");
-      if (response.error_count) {
-        printf("\n");
-        for (size_t i = 0; i < response.error_count; i++)
-          printf("error while evaluating policy `%s`: %s\n", response.errors[i].policy_id,
-                 response.errors[i].message);
-      }
+      cedar_cli_print_policy_errors(response.errors, response.error_count);
       if (cli.verbose) {
         printf("\n");
         if (!response.reason_count) {
@@ -81,9 +55,7 @@ static int authorize_main(int argc, char **argv) {
       cedar_response_release(&response);
     }
   }
-  cedar_context_free(context);
-  cedar_entities_free(entities);
-  cedar_policy_set_free(set);
+  cedar_cli_inputs_release(&in);
   cedar_cli_release(&cli);
   return rc;
 }

@@ -47,8 +47,43 @@ enum {
   CEDAR_OPT_RESOURCE_TYPE,
 };
 
+/* Rows of the subcommands' getopt_long tables for the shared flags (each list without a trailing comma). */
+// clang-format off
+#define CEDAR_CLI_POLICY_OPTIONS                                          \
+  {"policies", required_argument, 0, 'p'},                                \
+  {"policy-format", required_argument, 0, CEDAR_OPT_POLICY_FORMAT},       \
+  {"template-linked", required_argument, 0, 'k'}
+#define CEDAR_CLI_SCHEMA_OPTIONS                                          \
+  {"schema", required_argument, 0, 's'},                                  \
+  {"schema-format", required_argument, 0, CEDAR_OPT_SCHEMA_FORMAT}
+#define CEDAR_CLI_REQUEST_OPTIONS                                         \
+  {"principal", required_argument, 0, 'l'},                               \
+  {"action", required_argument, 0, 'a'},                                  \
+  {"resource", required_argument, 0, 'r'},                                \
+  {"context", required_argument, 0, 'c'},                                 \
+  {"request-json", required_argument, 0, CEDAR_OPT_REQUEST_JSON}
+// clang-format on
+
 /* Handle one option shared by the subcommands. Returns 1 when handled, 0 when not a shared option. */
 int cedar_cli_option(cedar_cli *cli, int opt, const char *arg);
+
+/* A subcommand's own options: returns 1 when it took `opt` (with its argument `arg`, or NULL), 0 when `opt`
+ * is not one of its own, -1 when it refused `arg` after printing why (cedar_cli_fail). */
+typedef int cedar_cli_extra_option(void *state, int opt, const char *arg);
+
+/* Read argv with getopt_long (`short_options`, `options`, restarting at optind 1): -h/--help prints `usage`
+ * on stdout; a shared flag fills `cli` (cedar_cli_option); any other option goes to `extra` (NULL: none) with
+ * `state`. Returns true when the subcommand goes on (optind indexes the first operand); false when it must
+ * return *status at once: 0 after help, CEDAR_EXIT_FAILURE after an unknown option (usage on stderr) or one
+ * `extra` refused. */
+bool cedar_cli_parse_options(cedar_cli *cli, int argc, char **argv, const char *short_options,
+                             const struct option *options, const char *usage, cedar_cli_extra_option *extra,
+                             void *state, int *status);
+
+/* Print the policies whose evaluation errored, after a blank line, one
+ * "error while evaluating policy `ID`: MESSAGE" line each, on stdout (as upstream); nothing when count is 0.
+ */
+void cedar_cli_print_policy_errors(const cedar_policy_error *errors, size_t count);
 
 /* Print "dome cedar X: message" on stderr. Returns CEDAR_EXIT_FAILURE. */
 int cedar_cli_fail(const char *command, const char *format, ...) __attribute__((format(printf, 2, 3)));
@@ -61,5 +96,19 @@ int cedar_cli_load_entities(cedar_cli *cli, const char *command, cedar_entities 
 int cedar_cli_load_request(cedar_cli *cli, const char *command, bool required, cedar_request *request,
                            cedar_context **context);
 void cedar_cli_release(cedar_cli *cli);
+
+/* What an authorization loads: the policies, the entities and the request with its context (all owned). */
+typedef struct cedar_cli_inputs {
+  cedar_policy_set *set;
+  cedar_entities *entities;
+  cedar_context *context;
+  cedar_request request;
+} cedar_cli_inputs;
+
+/* Load the schema (into cli), the policies, the entities and the request (cedar_cli_load_request with
+ * `required`), in that order into the zeroed `inputs`; the first failure stops after printing its error.
+ * Returns 0 or CEDAR_EXIT_FAILURE; `inputs` is released with cedar_cli_inputs_release either way. */
+int cedar_cli_load_inputs(cedar_cli *cli, const char *command, bool required, cedar_cli_inputs *inputs);
+void cedar_cli_inputs_release(cedar_cli_inputs *inputs);
 
 #endif

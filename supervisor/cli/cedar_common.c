@@ -73,6 +73,38 @@ int cedar_cli_option(cedar_cli *cli, int opt, const char *arg) {
   }
 }
 
+bool cedar_cli_parse_options(cedar_cli *cli, int argc, char **argv, const char *short_options,
+                             const struct option *options, const char *usage, cedar_cli_extra_option *extra,
+                             void *state, int *status) {
+  int opt;
+  optind = 1;
+  while ((opt = getopt_long(argc, argv, short_options, options, NULL)) != -1) {
+    if (opt == 'h') {
+      fputs(usage, stdout);
+      *status = 0;
+      return false;
+    }
+    int taken = extra ? extra(state, opt, optarg) : 0;
+    if (taken < 0) {
+      *status = CEDAR_EXIT_FAILURE;
+      return false;
+    }
+    if (!taken && !cedar_cli_option(cli, opt, optarg)) {
+      fputs(usage, stderr);
+      *status = CEDAR_EXIT_FAILURE;
+      return false;
+    }
+  }
+  return true;
+}
+
+void cedar_cli_print_policy_errors(const cedar_policy_error *errors, size_t count) {
+  if (!count) return;
+  printf("\n");
+  for (size_t i = 0; i < count; i++)
+    printf("error while evaluating policy `%s`: %s\n", errors[i].policy_id, errors[i].message);
+}
+
 /* Read a whole file ("-" or NULL: stdin). */
 static char *read_input(const char *path, size_t *length) {
   FILE *f = !path || strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -297,6 +329,21 @@ int cedar_cli_load_request(cedar_cli *cli, const char *command, bool required, c
       rc = cedar_cli_fail(command, "request validation: %s", why);
   }
   return rc;
+}
+
+int cedar_cli_load_inputs(cedar_cli *cli, const char *command, bool required, cedar_cli_inputs *inputs) {
+  int rc = cedar_cli_load_schema(cli, command);
+  if (rc == 0) rc = cedar_cli_load_policies(cli, command, &inputs->set);
+  if (rc == 0) rc = cedar_cli_load_entities(cli, command, &inputs->entities);
+  if (rc == 0) rc = cedar_cli_load_request(cli, command, required, &inputs->request, &inputs->context);
+  return rc;
+}
+
+void cedar_cli_inputs_release(cedar_cli_inputs *inputs) {
+  cedar_context_free(inputs->context);
+  cedar_entities_free(inputs->entities);
+  cedar_policy_set_free(inputs->set);
+  memset(inputs, 0, sizeof *inputs);
 }
 
 void cedar_cli_release(cedar_cli *cli) {

@@ -14,30 +14,16 @@ static const char usage_text[] =
 static int evaluate_main(int argc, char **argv) {
   static const struct option options[] = {
       {"entities", required_argument, 0, CEDAR_OPT_ENTITIES},
-      {"schema", required_argument, 0, 's'},
-      {"schema-format", required_argument, 0, CEDAR_OPT_SCHEMA_FORMAT},
-      {"principal", required_argument, 0, 'l'},
-      {"action", required_argument, 0, 'a'},
-      {"resource", required_argument, 0, 'r'},
-      {"context", required_argument, 0, 'c'},
-      {"request-json", required_argument, 0, CEDAR_OPT_REQUEST_JSON},
+      CEDAR_CLI_SCHEMA_OPTIONS,
+      CEDAR_CLI_REQUEST_OPTIONS,
       {"request-validation", optional_argument, 0, CEDAR_OPT_REQUEST_VALIDATION},
       {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   const char *cmd = "cedar evaluate";
   cedar_cli cli = {0};
-  int opt;
-  optind = 1;
-  while ((opt = getopt_long(argc, argv, "s:l:a:r:c:h", options, NULL)) != -1) {
-    if (opt == 'h') {
-      fputs(usage_text, stdout);
-      return 0;
-    }
-    if (!cedar_cli_option(&cli, opt, optarg)) {
-      fputs(usage_text, stderr);
-      return CEDAR_EXIT_FAILURE;
-    }
-  }
+  int status;
+  if (!cedar_cli_parse_options(&cli, argc, argv, "s:l:a:r:c:h", options, usage_text, NULL, NULL, &status))
+    return status;
   if (optind + 1 != argc) {
     fputs(usage_text, stderr);
     return CEDAR_EXIT_FAILURE;

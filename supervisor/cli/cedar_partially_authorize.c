@@ -20,20 +20,40 @@ static const char usage_text[] =
     "--principal-type/--resource-type).\n"
     "Exit: 0 allow or unknown, 2 deny, 1 failure.\n";
 
+/* The flags only partially-authorize has. */
+typedef struct partial_options {
+  bool context_unknown, json;
+  const char *principal_type, *resource_type;
+} partial_options;
+
+static int partial_option(void *state, int opt, const char *arg) {
+  partial_options *own = state;
+  if (opt == CEDAR_OPT_PRINCIPAL_TYPE) {
+    own->principal_type = arg;
+  } else if (opt == CEDAR_OPT_RESOURCE_TYPE) {
+    own->resource_type = arg;
+  } else if (opt == CEDAR_OPT_CONTEXT_UNKNOWN) {
+    own->context_unknown = true;
+  } else if (opt == CEDAR_OPT_RESIDUAL_FORMAT) {
+    if (strcmp(arg, "json") && strcmp(arg, "cedar")) {
+      cedar_cli_fail("cedar partially-authorize", "--residual-format: expected `cedar` or `json`, got `%s`",
+                     arg);
+      return -1;
+    }
+    own->json = strcmp(arg, "json") == 0;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 static int partially_authorize_main(int argc, char **argv) {
   static const struct option options[] = {
-      {"policies", required_argument, 0, 'p'},
-      {"policy-format", required_argument, 0, CEDAR_OPT_POLICY_FORMAT},
-      {"template-linked", required_argument, 0, 'k'},
+      CEDAR_CLI_POLICY_OPTIONS,
       {"entities", required_argument, 0, CEDAR_OPT_ENTITIES},
-      {"schema", required_argument, 0, 's'},
-      {"schema-format", required_argument, 0, CEDAR_OPT_SCHEMA_FORMAT},
-      {"principal", required_argument, 0, 'l'},
-      {"action", required_argument, 0, 'a'},
-      {"resource", required_argument, 0, 'r'},
-      {"context", required_argument, 0, 'c'},
+      CEDAR_CLI_SCHEMA_OPTIONS,
+      CEDAR_CLI_REQUEST_OPTIONS,
       {"context-unknown", no_argument, 0, CEDAR_OPT_CONTEXT_UNKNOWN},
-      {"request-json", required_argument, 0, CEDAR_OPT_REQUEST_JSON},
       {"residual-format", required_argument, 0, CEDAR_OPT_RESIDUAL_FORMAT},
       {"principal-type", required_argument, 0, CEDAR_OPT_PRINCIPAL_TYPE},
       {"resource-type", required_argument, 0, CEDAR_OPT_RESOURCE_TYPE},
@@ -42,75 +62,44 @@ static int partially_authorize_main(int argc, char **argv) {
       {0, 0, 0, 0}};
   const char *cmd = "cedar partially-authorize";
   cedar_cli cli = {0};
-  bool context_unknown = false, json = false;
-  const char *principal_type = NULL, *resource_type = NULL;
-  int opt;
-  optind = 1;
-  while ((opt = getopt_long(argc, argv, "p:k:s:l:a:r:c:vh", options, NULL)) != -1) {
-    if (opt == 'h') {
-      fputs(usage_text, stdout);
-      return 0;
-    } else if (opt == CEDAR_OPT_PRINCIPAL_TYPE) {
-      principal_type = optarg;
-    } else if (opt == CEDAR_OPT_RESOURCE_TYPE) {
-      resource_type = optarg;
-    } else if (opt == CEDAR_OPT_CONTEXT_UNKNOWN) {
-      context_unknown = true;
-    } else if (opt == CEDAR_OPT_RESIDUAL_FORMAT) {
-      if (strcmp(optarg, "json") && strcmp(optarg, "cedar"))
-        return cedar_cli_fail(cmd, "--residual-format: expected `cedar` or `json`, got `%s`", optarg);
-      json = strcmp(optarg, "json") == 0;
-    } else if (!cedar_cli_option(&cli, opt, optarg)) {
-      fputs(usage_text, stderr);
-      return CEDAR_EXIT_FAILURE;
-    }
-  }
+  partial_options own = {0};
+  int status;
+  if (!cedar_cli_parse_options(&cli, argc, argv, "p:k:s:l:a:r:c:vh", options, usage_text, partial_option,
+                               &own, &status))
+    return status;
   if (optind < argc) return cedar_cli_fail(cmd, "unexpected argument `%s`", argv[optind]);
-  if (context_unknown && cli.context)
+  if (own.context_unknown && cli.context)
     return cedar_cli_fail(cmd, "--context and --context-unknown exclude each other");
-  cedar_policy_set *set = NULL;
-  cedar_entities *entities = NULL;
-  cedar_context *context = NULL;
-  cedar_request request;
-  int rc = cedar_cli_load_schema(&cli, cmd);
-  if (rc == 0) rc = cedar_cli_load_policies(&cli, cmd, &set);
-  if (rc == 0) rc = cedar_cli_load_entities(&cli, cmd, &entities);
-  if (rc == 0) rc = cedar_cli_load_request(&cli, cmd, false, &request, &context);
+  cedar_cli_inputs in = {0};
+  int rc = cedar_cli_load_inputs(&cli, cmd, false, &in);
   if (rc == 0) {
-    cedar_partial_request pr = {request.principal, request.action, request.resource, context,
-                                context_unknown};
-    if (!pr.principal.type && principal_type) pr.principal = (cedar_uid_ref){principal_type, NULL, 0};
-    if (!pr.resource.type && resource_type) pr.resource = (cedar_uid_ref){resource_type, NULL, 0};
+    cedar_partial_request pr = {in.request.principal, in.request.action, in.request.resource, in.context,
+                                own.context_unknown};
+    if (!pr.principal.type && own.principal_type) pr.principal = (cedar_uid_ref){own.principal_type, NULL, 0};
+    if (!pr.resource.type && own.resource_type) pr.resource = (cedar_uid_ref){own.resource_type, NULL, 0};
     cedar_partial_response response;
-    if (cedar_partially_authorize(set, entities, &pr, &response) < 0) {
+    if (cedar_partially_authorize(in.set, in.entities, &pr, &response) < 0) {
       rc = cedar_cli_fail(cmd, "out of memory");
     } else {
       const char *names[] = {"DENY", "ALLOW", "UNKNOWN"};
       printf("%s\n", names[response.decision]);
-      if (response.error_count) {
-        printf("\n");
-        for (size_t i = 0; i < response.error_count; i++)
-          printf("error while evaluating policy `%s`: %s\n", response.errors[i].policy_id,
-                 response.errors[i].message);
-      }
+      cedar_cli_print_policy_errors(response.errors, response.error_count);
       if (cli.verbose && response.satisfied_count) {
         printf("\nnote: satisfied whatever the unknowns are:\n");
         for (size_t i = 0; i < response.satisfied_count; i++) printf("  %s\n", response.satisfied[i]);
       }
       if (response.decision == CEDAR_PARTIAL_UNKNOWN ||
           (cli.verbose && cedar_policy_set_count(response.residuals))) {
-        char *text = json ? cedar_policy_set_to_json(response.residuals)
-                          : cedar_policy_set_to_text(response.residuals);
-        printf("\nresidual policies:\n%s%s", text ? text : "(out of memory)\n", json ? "\n" : "");
+        char *text = own.json ? cedar_policy_set_to_json(response.residuals)
+                              : cedar_policy_set_to_text(response.residuals);
+        printf("\nresidual policies:\n%s%s", text ? text : "(out of memory)\n", own.json ? "\n" : "");
         free(text);
       }
       rc = response.decision == CEDAR_PARTIAL_DENY ? CEDAR_EXIT_DENY : CEDAR_EXIT_SUCCESS;
       cedar_partial_response_release(&response);
     }
   }
-  cedar_context_free(context);
-  cedar_entities_free(entities);
-  cedar_policy_set_free(set);
+  cedar_cli_inputs_release(&in);
   cedar_cli_release(&cli);
   return rc;
 }

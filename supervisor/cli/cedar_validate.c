@@ -21,12 +21,24 @@ static const char usage_text[] =
     "failed`.\n"
     "Exit status: 0 passed, 1 bad input, 3 validation failed (warnings fail only with --deny-warnings).\n";
 
+/* The flags only validate has; `state` is the --deny-warnings bool. */
+static int validate_option(void *state, int opt, const char *arg) {
+  if (opt == OPT_DENY_WARNINGS) {
+    *(bool *)state = true;
+  } else if (opt == OPT_VALIDATION_MODE) {
+    if (strcmp(arg, "strict") != 0) {
+      cedar_cli_fail("cedar validate", "--validation-mode `%s` is not supported (only `strict`)", arg);
+      return -1;
+    }
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 static int validate_main(int argc, char **argv) {
-  static const struct option options[] = {{"schema", required_argument, 0, 's'},
-                                          {"schema-format", required_argument, 0, CEDAR_OPT_SCHEMA_FORMAT},
-                                          {"policies", required_argument, 0, 'p'},
-                                          {"policy-format", required_argument, 0, CEDAR_OPT_POLICY_FORMAT},
-                                          {"template-linked", required_argument, 0, 'k'},
+  static const struct option options[] = {CEDAR_CLI_SCHEMA_OPTIONS,
+                                          CEDAR_CLI_POLICY_OPTIONS,
                                           {"deny-warnings", no_argument, 0, OPT_DENY_WARNINGS},
                                           {"validation-mode", required_argument, 0, OPT_VALIDATION_MODE},
                                           {"help", no_argument, 0, 'h'},
@@ -34,30 +46,17 @@ static int validate_main(int argc, char **argv) {
   const char *command = "cedar validate";
   cedar_cli cli = {0};
   bool deny_warnings = false;
-  int opt;
-  optind = 1;
-  while ((opt = getopt_long(argc, argv, "s:p:k:h", options, NULL)) != -1) {
-    if (opt == 'h') {
-      fputs(usage_text, stdout);
-      return 0;
-    }
-    if (opt == OPT_DENY_WARNINGS) {
-      deny_warnings = true;
-    } else if (opt == OPT_VALIDATION_MODE) {
-      if (strcmp(optarg, "strict") != 0)
-        return cedar_cli_fail(command, "--validation-mode `%s` is not supported (only `strict`)", optarg);
-    } else if (!cedar_cli_option(&cli, opt, optarg)) {
-      fputs(usage_text, stderr);
-      return CEDAR_EXIT_FAILURE;
-    }
-  }
+  int status;
+  if (!cedar_cli_parse_options(&cli, argc, argv, "s:p:k:h", options, usage_text, validate_option,
+                               &deny_warnings, &status))
+    return status;
   if (optind < argc) return cedar_cli_fail(command, "unexpected argument `%s`", argv[optind]);
   if (!cli.schema) {
     fputs(usage_text, stderr);
     return cedar_cli_fail(command, "--schema is required");
   }
   cedar_policy_set *set = NULL;
-  int status = cedar_cli_load_schema(&cli, command);
+  status = cedar_cli_load_schema(&cli, command);
   if (status == 0) status = cedar_cli_load_policies(&cli, command, &set);
   if (status == 0) {
     cedar_validation_result result;

@@ -17,6 +17,7 @@
 #include "policy/entities/entities.h"
 #include "policy/eval/eval.h" /* internal: cedar_eval_policy concretizes residuals (--partial) */
 #include "policy/schema/schema.h"
+#include "policy/syntax/syntax.h" /* internal: cedar_read_file */
 #include "policy/validate/validate.h"
 
 typedef struct counts {
@@ -59,32 +60,6 @@ static char *join(const char *root, const char *path) {
   if (!root || path[0] == '/') return strdup(path);
   if (asprintf(&out, "%s/%s", root, path) < 0) return NULL;
   return out;
-}
-
-static int read_all(const char *path, char **text, size_t *length) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return -errno;
-  size_t cap = 65536, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t r = fread(buf + n, 1, cap - n - 1, f);
-    n += r;
-    if (r == 0) break;
-    if (n + 1 >= cap) {
-      char *nb = realloc(buf, cap *= 2);
-      if (!nb) {
-        free(buf);
-        buf = NULL;
-      }
-      buf = nb;
-    }
-  }
-  fclose(f);
-  if (!buf) return -ENOMEM;
-  buf[n] = 0;
-  *text = buf;
-  *length = n;
-  return 0;
 }
 
 /* Sorted, comparable list of policy ids. */
@@ -339,7 +314,7 @@ static void run_test(const char *root, const char *path, bool quiet, counts *c) 
   char *test_text = NULL;
   size_t test_length = 0;
   json_t *test = NULL;
-  if (read_all(path, &test_text, &test_length) < 0) {
+  if (cedar_read_file(path, &test_text, &test_length, NULL) < 0) {
     snprintf(jerr.text, sizeof jerr.text, "cannot read the file");
   } else {
     test = cedar_json_loadb(test_text, test_length, &jerr);
@@ -514,7 +489,7 @@ static void run_one(const char *root, const char *path, json_t *test, bool quiet
   }
   free(p);
   p = join(root, ent);
-  if (!p || read_all(p, &text, &length) < 0) {
+  if (!p || cedar_read_file(p, &text, &length, NULL) < 0) {
     snprintf(msg, sizeof msg, "cannot read entities `%s`", p ? p : ent);
     fail_all(path, requests, msg, c);
     goto out;
@@ -523,7 +498,7 @@ static void run_one(const char *root, const char *path, json_t *test, bool quiet
     char *pt = NULL;
     size_t pl = 0;
     char *pp = join(root, pol);
-    if (pp && read_all(pp, &pt, &pl) == 0) {
+    if (pp && cedar_read_file(pp, &pt, &pl, NULL) == 0) {
       double t0 = now_ns();
       for (unsigned k = 0; k < bench_state.repeat; k++) {
         cedar_policy_set *s2;
