@@ -8,6 +8,7 @@
 
 #include "supervisor/audit/journal.h"
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/journal_filter_flags.h"
 
 static int parse_seq(const char *flag, const char *text, uint64_t *out) {
   char *end;
@@ -22,15 +23,12 @@ static int parse_seq(const char *flag, const char *text, uint64_t *out) {
 
 static int export_main(int argc, char **argv) {
   static const struct option options[] = {{"journal", required_argument, NULL, 'j'},
-                                          {"since", required_argument, NULL, 's'},
                                           {"until", required_argument, NULL, 'u'},
-                                          {"agent", required_argument, NULL, 'a'},
-                                          {"exec", required_argument, NULL, 'e'},
-                                          {"type", required_argument, NULL, 't'},
                                           {"format", required_argument, NULL, 'f'},
                                           {"from-seq", required_argument, NULL, 'F'},
                                           {"to-seq", required_argument, NULL, 'T'},
                                           {"help", no_argument, NULL, 'h'},
+                                          CLI_JOURNAL_FILTER_OPTIONS,
                                           {NULL, 0, NULL, 0}};
   const char *directory = NULL, *format = "ndjson";
   journal_filter filter = {0};
@@ -40,27 +38,6 @@ static int export_main(int argc, char **argv) {
     switch (c) {
       case 'j':
         directory = optarg;
-        break;
-      case 's':
-        if (journal_parse_time(optarg, &filter.since_ns, &err) < 0) {
-          dome_error_wrap(&err, "--since");
-          goto bad_flag;
-        }
-        break;
-      case 'u':
-        if (journal_parse_time(optarg, &filter.until_ns, &err) < 0) {
-          dome_error_wrap(&err, "--until");
-          goto bad_flag;
-        }
-        break;
-      case 'a':
-        filter.agent = optarg;
-        break;
-      case 'e':
-        filter.exec_id = optarg;
-        break;
-      case 't':
-        filter.type = optarg;
         break;
       case 'f':
         format = optarg;
@@ -77,19 +54,16 @@ static int export_main(int argc, char **argv) {
             "                         [--from-seq N] [--to-seq N] [--format ndjson|json]\n"
             "  T: RFC 3339 time or date; --type exec.* matches a prefix\n");
         return 0;
-      default:
-        return DOME_EXIT_FAILURE;
+      default: /* a filter flag, else an unknown option (getopt_long printed it) */
+        if (cli_journal_filter_option("audit export", c, optarg, &filter) != 1) return DOME_EXIT_FAILURE;
+        break;
     }
   }
   if (strcmp(format, "ndjson") != 0 && strcmp(format, "json") != 0) {
     fprintf(stderr, "dome audit export: --format: `%s` is not ndjson or json\n", format);
     return DOME_EXIT_FAILURE;
   }
-  if (optind < argc) directory = argv[optind++];
-  if (optind < argc) {
-    fprintf(stderr, "dome audit export: unexpected argument `%s`\n", argv[optind]);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_journal_directory_operand("audit export", argc, argv, &directory) < 0) return DOME_EXIT_FAILURE;
   if (!directory) directory = JOURNAL_DEFAULT_DIRECTORY;
   journal_reader *reader;
   if (journal_reader_open(directory, &filter, &reader, &err) < 0) {
@@ -114,9 +88,6 @@ static int export_main(int argc, char **argv) {
     return 1;
   }
   return fflush(stdout) == 0 ? 0 : 1;
-bad_flag:
-  fprintf(stderr, "dome audit export: %s\n", err.message);
-  return DOME_EXIT_FAILURE;
 }
 DOME_COMMAND(audit_export, "audit export", "export journal events (filters by time, agent, exec, type)",
              export_main);

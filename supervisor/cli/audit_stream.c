@@ -16,6 +16,7 @@
 
 #include "supervisor/audit/journal.h"
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/journal_filter_flags.h"
 #include "supervisor/control/control.h"
 
 static volatile sig_atomic_t stop;
@@ -108,10 +109,7 @@ static int stream_live(const char *socket_flag, const journal_filter *filter, bo
 
 static int stream_main(int argc, char **argv) {
   static const struct option options[] = {{"journal", required_argument, NULL, 'j'},
-                                          {"agent", required_argument, NULL, 'a'},
-                                          {"exec", required_argument, NULL, 'e'},
-                                          {"type", required_argument, NULL, 't'},
-                                          {"since", required_argument, NULL, 's'},
+                                          CLI_JOURNAL_FILTER_OPTIONS,
                                           {"follow", no_argument, NULL, 'f'},
                                           {"no-follow", no_argument, NULL, 'n'},
                                           {"control-socket", required_argument, NULL, 'c'},
@@ -127,21 +125,6 @@ static int stream_main(int argc, char **argv) {
     switch (c) {
       case 'j':
         directory = optarg;
-        break;
-      case 'a':
-        filter.agent = optarg;
-        break;
-      case 'e':
-        filter.exec_id = optarg;
-        break;
-      case 't':
-        filter.type = optarg;
-        break;
-      case 's':
-        if (journal_parse_time(optarg, &filter.since_ns, &err) < 0) {
-          fprintf(stderr, "dome audit stream: --since: %s\n", err.message);
-          return DOME_EXIT_FAILURE;
-        }
         break;
       case 'f':
         filter.follow = true;
@@ -164,15 +147,12 @@ static int stream_main(int argc, char **argv) {
             "($DOME_JOURNAL_DIR or %s) is read (--follow: and followed).\n",
             JOURNAL_DEFAULT_DIRECTORY);
         return 0;
-      default:
-        return DOME_EXIT_FAILURE;
+      default: /* a filter flag, else an unknown option (getopt_long printed it) */
+        if (cli_journal_filter_option("audit stream", c, optarg, &filter) != 1) return DOME_EXIT_FAILURE;
+        break;
     }
   }
-  if (optind < argc) directory = argv[optind++];
-  if (optind < argc) {
-    fprintf(stderr, "dome audit stream: unexpected argument `%s`\n", argv[optind]);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_journal_directory_operand("audit stream", argc, argv, &directory) < 0) return DOME_EXIT_FAILURE;
   if (filter.follow && no_follow) {
     fprintf(stderr, "dome audit stream: --follow and --no-follow exclude each other\n");
     return DOME_EXIT_FAILURE;
