@@ -194,6 +194,23 @@ static void prefilter(struct guard_stream *s, bool final) {
   s->prefiltered = limit;
 }
 
+/* A PCRE2 match of `rule` in the window (`rc` from pcre2_match, > 0; `ovector` its pairs of window offsets):
+ * the secret's bytes, the rule's secret group when that group took part, else the whole match, go to
+ * *value_start..*value_end (window offsets). Returns the detector to redact them as (guard_validate), or -1
+ * when the validator rejects the match. */
+static int validate_match(const struct guard_stream *s, const struct guard_rule *rule, int rc,
+                          const PCRE2_SIZE *ovector, size_t *value_start, size_t *value_end) {
+  *value_start = ovector[0];
+  *value_end = ovector[1];
+  int group = rule->secret_group;
+  if (group > 0 && rc > group && ovector[2 * group] != PCRE2_UNSET) {
+    *value_start = ovector[2 * group];
+    *value_end = ovector[2 * group + 1];
+  }
+  return guard_validate(s->guard, rule->detector, s->window + ovector[0], ovector[1] - ovector[0],
+                        s->window + *value_start, *value_end - *value_start);
+}
+
 /* Confirm rule `index`'s candidate regions with PCRE2 (see the file comment). */
 static int confirm(struct guard_stream *s, size_t index, bool final, dome_error *err) {
   const struct guard_rule *rule = &s->guard->rules[index];
@@ -229,14 +246,8 @@ static int confirm(struct guard_stream *s, size_t index, bool final, dome_error 
         start = reported_end + 1;
         break;
       }
-      size_t value_start = ovector[0], value_end = ovector[1];
-      int group = rule->secret_group;
-      if (group > 0 && rc > group && ovector[2 * group] != PCRE2_UNSET) {
-        value_start = ovector[2 * group];
-        value_end = ovector[2 * group + 1];
-      }
-      int detector = guard_validate(s->guard, rule->detector, s->window + ovector[0], ovector[1] - ovector[0],
-                                    s->window + value_start, value_end - value_start);
+      size_t value_start, value_end;
+      int detector = validate_match(s, rule, rc, ovector, &value_start, &value_end);
       if (detector >= 0 && add_span(s, s->base + value_start, s->base + value_end, detector) < 0)
         return dome_error_set(err, ENOMEM, "redact: out of memory");
       /* After a redacted match, go on after it; after a rejected one, at its next byte: another match may
@@ -376,14 +387,8 @@ static uint64_t undecided_start(struct guard_stream *s, size_t index, uint64_t f
     if (rc == PCRE2_ERROR_PARTIAL) return match_start < limit ? match_start : limit;
     if (rc < 0) return from;
     if (match_start >= limit) return limit;
-    size_t value_start = ovector[0], value_end = ovector[1];
-    int group = rule->secret_group;
-    if (group > 0 && rc > group && ovector[2 * group] != PCRE2_UNSET) {
-      value_start = ovector[2 * group];
-      value_end = ovector[2 * group + 1];
-    }
-    int detector = guard_validate(s->guard, rule->detector, s->window + ovector[0], ovector[1] - ovector[0],
-                                  s->window + value_start, value_end - value_start);
+    size_t value_start, value_end;
+    int detector = validate_match(s, rule, rc, ovector, &value_start, &value_end);
     if (detector >= 0) {
       /* accepted: decided only when its redaction is recorded (or already emitted) */
       bool recorded = s->base + value_end <= s->emitted, own = recorded;
