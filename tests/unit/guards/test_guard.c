@@ -13,40 +13,9 @@
 #include <sodium.h>
 
 #include "supervisor/guards/guard.h"
+#include "tests/unit/guards/capture.h"
 
 /* ---- helpers ---- */
-
-struct capture {
-  char *data;
-  size_t length;
-  size_t capacity;
-  struct guard_findings findings;
-  size_t max_pending; /* largest bytes_in - bytes_out seen after a feed */
-};
-
-static int capture_emit(const char *data, size_t length, void *context) {
-  struct capture *c = context;
-  if (c->length + length + 1 > c->capacity) {
-    c->capacity = (c->length + length + 1) * 2;
-    c->data = realloc(c->data, c->capacity);
-    assert_non_null(c->data);
-  }
-  memcpy(c->data + c->length, data, length);
-  c->length += length;
-  c->data[c->length] = '\0';
-  return 0;
-}
-
-static int capture_finding(const struct guard_finding *finding, void *context) {
-  struct capture *c = context;
-  return guard_findings_add(&c->findings, finding);
-}
-
-static void capture_free(struct capture *c) {
-  free(c->data);
-  guard_findings_free(&c->findings);
-  memset(c, 0, sizeof *c);
-}
 
 static struct guard *make_guard(const struct guard_options *options) {
   struct guard *guard = NULL;
