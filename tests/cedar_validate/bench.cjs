@@ -9,10 +9,9 @@
 const fs = require('fs');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const cedar = require(path.join(__dirname, '..', 'node', 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs'));
+const { cedar, flags } = require(path.join(__dirname, '..', 'node', 'cedar-difftest.cjs'));
 
-const args = process.argv.slice(2);
-const opt = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
+const opt = flags();
 const check = opt('--check', null);
 const corpus = opt('--corpus', null);
 const limit = parseInt(opt('--limit', '100000'), 10);

@@ -9,15 +9,11 @@
 'use strict';
 const path = require('path');
 const { spawnSync } = require('child_process');
-const cedar = require(path.join(__dirname, '..', 'node', 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs'));
+const { cedar, flags, seedFlag, random } = require(path.join(__dirname, '..', 'node', 'cedar-difftest.cjs'));
 
-const args = process.argv.slice(2);
-function opt(name, def) {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : def;
-}
+const opt = flags();
 const cases = parseInt(opt('--cases', '2000'), 10);
-const startSeed = parseInt(opt('--seed', String(Date.now() % 1000000)), 10) >>> 0;
+const startSeed = seedFlag(opt);
 const show = parseInt(opt('--show', '5'), 10);
 const check = opt('--check', null);
 if (!check) {
@@ -25,17 +21,8 @@ if (!check) {
   process.exit(2);
 }
 
-let seed = startSeed;
-function rand() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rand() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rand() < p;
+const generator = random(startSeed);
+const { rand, int, pick, chance } = generator;
 
 const ATTRS = ['a', 'b', 'c', 'd', 'age', 'name'];
 const EXT = ['ipaddr', 'decimal', 'datetime', 'duration'];
@@ -239,7 +226,7 @@ let passed = 0, failed = 0, shown = 0, wasmParseFailures = 0, wasmValid = 0, jso
 for (let done = 0; done < cases; done += chunk) {
   const batch = [];
   for (let i = 0; i < Math.min(chunk, cases - done); i++) {
-    const caseSeed = seed;
+    const caseSeed = generator.state();
     const s = genSchema();
     const policies = genPolicies(s);
     let expected;

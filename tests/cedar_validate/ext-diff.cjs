@@ -7,29 +7,18 @@
 'use strict';
 const path = require('path');
 const { spawnSync } = require('child_process');
-const cedar = require(path.join(__dirname, '..', 'node', 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs'));
+const { cedar, flags, seedFlag, random } = require(path.join(__dirname, '..', 'node', 'cedar-difftest.cjs'));
 
-const args = process.argv.slice(2);
-const opt = (name, def) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : def);
+const opt = flags();
 const cases = parseInt(opt('--cases', '4000'), 10);
-const startSeed = parseInt(opt('--seed', String(Date.now() % 1000000)), 10) >>> 0;
+const startSeed = seedFlag(opt);
 const show = parseInt(opt('--show', '10'), 10);
 const check = opt('--check', null);
 if (!check) {
   console.error('ext-diff.cjs: --check PATH is required');
   process.exit(2);
 }
-let seed = startSeed;
-function rand() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rand() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rand() < p;
+const { rand, int, pick, chance } = random(startSeed);
 
 const SAMPLES = {
   ip: ['10.0.0.1', '192.168.1.0/24', '::1', 'ffee::/64', '1:2:3:4:5:6:7:8', '::ffff:ff00:1', '0.0.0.0/0', '2001:db8::1/128',

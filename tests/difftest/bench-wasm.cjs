@@ -6,7 +6,7 @@
 'use strict';
 const path = require('path');
 const fs = require('fs');
-const cedar = require(path.join(__dirname, '..', 'node', 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs'));
+const { cedar } = require(path.join(__dirname, '..', 'node', 'cedar-difftest.cjs'));
 const args = process.argv.slice(2);
 let root = '.', repeat = 20, withSchema = false;
 const files = [];

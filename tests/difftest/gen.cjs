@@ -7,28 +7,15 @@
 'use strict';
 const path = require('path');
 const fs = require('fs');
-const cedar = require(path.join(__dirname, '..', 'node', 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs'));
+const { cedar, flags, seedFlag, random } = require(path.join(__dirname, '..', 'node', 'cedar-difftest.cjs'));
 
-const args = process.argv.slice(2);
-function opt(name, def) {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : def;
-}
+const opt = flags();
 const wanted = parseInt(opt('--requests', '1000'), 10);
-let seed = parseInt(opt('--seed', String(Date.now() % 1000000)), 10) >>> 0;
+const seed = seedFlag(opt);
 const out = opt('--out', '/dev/stdout');
 
-// mulberry32: small deterministic PRNG so a failing seed can be replayed.
-function rand() {
-  seed = (seed + 0x6d2b79f5) >>> 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (n) => Math.floor(rand() * n);
-const pick = (a) => a[int(a.length)];
-const chance = (p) => rand() < p;
+// mulberry32 (cedar-difftest.cjs): a failing seed can be replayed.
+const { rand, int, pick, chance } = random(seed);
 
 const TYPES = ['User', 'Group', 'Photo', 'NS::Doc'];
 const IDS = ['a', 'b', 'c', '', 'a b', 'ü'];
