@@ -63,14 +63,7 @@ static int parse_capabilities(const char *text, json_t **out, dome_error *err) {
 
 /* Replace the agents map with `next` (stolen) after writing it. Under store->lock. */
 static int commit_locked(control_store *store, json_t *next, dome_error *err) {
-  int rc = control_store_write_json(store, "agents.json", next, err);
-  if (rc < 0) {
-    json_decref(next);
-    return rc;
-  }
-  json_decref(store->agents);
-  store->agents = next;
-  return 0;
+  return control_store_replace_json(store, "agents.json", &store->agents, next, err);
 }
 
 /* The agent a delegate may act for: `parent` must exist, differ from `name` and not itself be a
@@ -170,6 +163,16 @@ int control_agent_register_delegate(control_store *store, const char *name, cons
   return rc;
 }
 
+/* The agent `name` a new token is minted for (store->lock held) into *agent, NULL when there is none.
+ * Returns 0, -ENOENT when there is no such agent, -EINVAL when it is revoked. */
+static int token_agent_locked(control_store *store, const char *name, json_t **agent, dome_error *err) {
+  *agent = json_object_get(store->agents, name ? name : "");
+  if (*agent == NULL) return dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
+  if (strcmp(json_string_value(json_object_get(*agent, "status")), "revoked") == 0)
+    return dome_error_set(err, EINVAL, "agent `%s` is revoked", name);
+  return 0;
+}
+
 int control_agent_delegated_token(control_store *store, const char *name, const char *act_as, int64_t expires,
                                   char token[CONTROL_TOKEN_SIZE], dome_error *err) {
   int rc = expiry_check(expires, err);
@@ -177,15 +180,11 @@ int control_agent_delegated_token(control_store *store, const char *name, const 
   char hash[65];
   new_token(token, hash);
   pthread_mutex_lock(&store->lock);
-  json_t *agent = json_object_get(store->agents, name ? name : "");
+  json_t *agent;
+  rc = token_agent_locked(store, name, &agent, err);
   const char *delegates_to = json_string_value(json_object_get(agent, "delegates_to"));
   json_t *tokens = json_object_get(agent, "delegated_tokens");
-  if (agent == NULL)
-    rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
-  else if (strcmp(json_string_value(json_object_get(agent, "status")), "revoked") == 0)
-    rc = dome_error_set(err, EINVAL, "agent `%s` is revoked", name);
-  else
-    rc = delegate_parent_check_locked(store, "--act-as", name, act_as, err);
+  if (rc == 0) rc = delegate_parent_check_locked(store, "--act-as", name, act_as, err);
   if (rc == 0 && delegates_to && strcmp(delegates_to, act_as) != 0)
     rc = dome_error_set(err, EINVAL, "--act-as: agent `%s` is a delegate of `%s` and acts only as `%s`", name,
                         delegates_to, delegates_to);
@@ -246,12 +245,9 @@ int control_agent_rotate_token(control_store *store, const char *name, int64_t e
   char hash[65];
   new_token(token, hash);
   pthread_mutex_lock(&store->lock);
-  json_t *agent = json_object_get(store->agents, name ? name : "");
-  if (agent == NULL) {
-    rc = dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
-  } else if (strcmp(json_string_value(json_object_get(agent, "status")), "revoked") == 0) {
-    rc = dome_error_set(err, EINVAL, "agent `%s` is revoked", name);
-  } else {
+  json_t *agent;
+  rc = token_agent_locked(store, name, &agent, err);
+  if (rc == 0) {
     json_t *next = json_deep_copy(store->agents);
     json_t *copy = json_object_get(next, name);
     json_object_set_new(copy, "token_hash", json_string(hash));

@@ -20,13 +20,7 @@ int control_gateway_create(control_store *store, const char *name, dome_error *e
   } else {
     json_t *next = json_deep_copy(store->gateways);
     json_object_set_new(next, name, json_pack("{s:I}", "created", (json_int_t)control_store_now()));
-    rc = control_store_write_json(store, "gateways.json", next, err);
-    if (rc < 0) {
-      json_decref(next);
-    } else {
-      json_decref(store->gateways);
-      store->gateways = next;
-    }
+    rc = control_store_replace_json(store, "gateways.json", &store->gateways, next, err);
   }
   pthread_mutex_unlock(&store->lock);
   return rc;
@@ -119,18 +113,11 @@ static int change_grant(control_store *store, const char *agent, const char *gat
     json_t *copy = json_object_get(next, agent);
     json_object_set(copy, "gateways", changed);
     json_object_set_new(copy, "updated", json_integer(control_store_now()));
-    rc = control_store_write_json(store, "agents.json", next, err);
-    if (rc < 0) {
-      json_decref(next);
+    rc = control_store_replace_json(store, "agents.json", &store->agents, next, err);
+    if (rc == 0 && out)
+      *out = changed;
+    else
       json_decref(changed);
-    } else {
-      json_decref(store->agents);
-      store->agents = next;
-      if (out)
-        *out = changed;
-      else
-        json_decref(changed);
-    }
   }
   pthread_mutex_unlock(&store->lock);
   return rc;

@@ -171,13 +171,7 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   pthread_mutex_lock(&store->lock);
   json_t *next = json_deep_copy(store->quotas);
   json_object_set_new(next, capability, quota_json(&quota));
-  rc = control_store_write_json(store, "quotas.json", next, err);
-  if (rc < 0) {
-    json_decref(next);
-  } else {
-    json_decref(store->quotas);
-    store->quotas = next;
-  }
+  rc = control_store_replace_json(store, "quotas.json", &store->quotas, next, err);
   pthread_mutex_unlock(&store->lock);
   return rc;
 }

@@ -28,13 +28,7 @@ int control_rules_store(control_store *store, const char *name, const char *text
     json_array_append_new(json_object_get(next, "versions"),
                           json_pack("{s:i,s:s,s:s,s:I,s:I}", "version", version, "name", name, "sha256", hex,
                                     "created", (json_int_t)control_store_now(), "bytes", (json_int_t)length));
-    rc = control_store_write_json(store, "rules/index.json", next, err);
-    if (rc < 0) {
-      json_decref(next);
-    } else {
-      json_decref(store->rules);
-      store->rules = next;
-    }
+    rc = control_store_replace_json(store, "rules/index.json", &store->rules, next, err);
   }
   pthread_mutex_unlock(&store->lock);
   return rc < 0 ? rc : version;
@@ -48,13 +42,7 @@ int control_rules_activate(control_store *store, int version, dome_error *err) {
   } else {
     json_t *next = json_deep_copy(store->rules);
     json_object_set_new(next, "active", json_integer(version));
-    rc = control_store_write_json(store, "rules/index.json", next, err);
-    if (rc < 0) {
-      json_decref(next);
-    } else {
-      json_decref(store->rules);
-      store->rules = next;
-    }
+    rc = control_store_replace_json(store, "rules/index.json", &store->rules, next, err);
   }
   pthread_mutex_unlock(&store->lock);
   return rc;

@@ -94,6 +94,18 @@ int control_store_write_json(const control_store *store, const char *relative, j
   return control_store_write_text(store, relative, with_newline, length + 1, err);
 }
 
+int control_store_replace_json(const control_store *store, const char *relative, json_t **current,
+                               json_t *next, dome_error *err) {
+  int rc = control_store_write_json(store, relative, next, err);
+  if (rc < 0) {
+    json_decref(next);
+    return rc;
+  }
+  json_decref(*current);
+  *current = next;
+  return 0;
+}
+
 int control_store_load_json(const control_store *store, const char *relative, json_t *fallback,
                             json_t **value, dome_error *err) {
   char path[4096];

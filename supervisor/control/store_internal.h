@@ -19,6 +19,11 @@ struct control_store {
 /* Write `value` to dir/relative atomically (tmp + fsync + rename + fsync dir), mode 0600. */
 int control_store_write_json(const control_store *store, const char *relative, json_t *value,
                              dome_error *err);
+/* Commit a new version of one of the store's documents (store->lock held): write `next` to dir/relative
+ * (control_store_write_json) and, when that succeeds, make it *current (the previous one released).
+ * Takes `next` either way. Returns 0, or control_store_write_json's error with *current unchanged. */
+int control_store_replace_json(const control_store *store, const char *relative, json_t **current,
+                               json_t *next, dome_error *err);
 int control_store_write_text(const control_store *store, const char *relative, const char *text,
                              size_t length, dome_error *err);
 /* Load dir/relative: a new reference, or `fallback` (stolen) when the file does not exist. */

@@ -151,13 +151,7 @@ int control_tool_add(control_store *store, json_t *tool, const char *env_file, d
   if (rc == 0) {
     json_t *next = json_deep_copy(store->tools);
     json_object_set(next, name, entry);
-    rc = control_store_write_json(store, "tools.json", next, err);
-    if (rc < 0) {
-      json_decref(next);
-    } else {
-      json_decref(store->tools);
-      store->tools = next;
-    }
+    rc = control_store_replace_json(store, "tools.json", &store->tools, next, err);
   }
   pthread_mutex_unlock(&store->lock);
   json_decref(entry);
@@ -173,12 +167,8 @@ int control_tool_remove(control_store *store, const char *name, dome_error *err)
   } else {
     json_t *next = json_deep_copy(store->tools);
     json_object_del(next, name);
-    rc = control_store_write_json(store, "tools.json", next, err);
-    if (rc < 0) {
-      json_decref(next);
-    } else {
-      json_decref(store->tools);
-      store->tools = next;
+    rc = control_store_replace_json(store, "tools.json", &store->tools, next, err);
+    if (rc == 0) {
       char path[4400];
       snprintf(path, sizeof path, "%s/secrets/%s.env.json", store->dir, name);
       unlink(path);
