@@ -22,45 +22,32 @@ static json_t *binary(const char *op, const cedar_expr *e) {
                    cedar_expr_to_est(e->u.op.b));
 }
 
+/* The EST keys of the binary operators (and the binary methods), both ways. */
+static const struct {
+  const char *name;
+  cedar_expr_kind kind;
+} est_binaries[] = {{"&&", CX_AND},
+                    {"||", CX_OR},
+                    {"==", CX_EQ},
+                    {"!=", CX_NE},
+                    {"<", CX_LT},
+                    {"<=", CX_LE},
+                    {">", CX_GT},
+                    {">=", CX_GE},
+                    {"+", CX_ADD},
+                    {"-", CX_SUB},
+                    {"*", CX_MUL},
+                    {"in", CX_IN},
+                    {"contains", CX_CONTAINS},
+                    {"containsAll", CX_CONTAINS_ALL},
+                    {"containsAny", CX_CONTAINS_ANY},
+                    {"getTag", CX_GET_TAG},
+                    {"hasTag", CX_HAS_TAG}};
+
 static const char *binary_name(cedar_expr_kind k) {
-  switch (k) {
-    case CX_AND:
-      return "&&";
-    case CX_OR:
-      return "||";
-    case CX_EQ:
-      return "==";
-    case CX_NE:
-      return "!=";
-    case CX_LT:
-      return "<";
-    case CX_LE:
-      return "<=";
-    case CX_GT:
-      return ">";
-    case CX_GE:
-      return ">=";
-    case CX_ADD:
-      return "+";
-    case CX_SUB:
-      return "-";
-    case CX_MUL:
-      return "*";
-    case CX_IN:
-      return "in";
-    case CX_CONTAINS:
-      return "contains";
-    case CX_CONTAINS_ALL:
-      return "containsAll";
-    case CX_CONTAINS_ANY:
-      return "containsAny";
-    case CX_GET_TAG:
-      return "getTag";
-    case CX_HAS_TAG:
-      return "hasTag";
-    default:
-      return NULL;
-  }
+  for (size_t i = 0; i < sizeof est_binaries / sizeof *est_binaries; i++)
+    if (est_binaries[i].kind == k) return est_binaries[i].name;
+  return NULL;
 }
 
 json_t *cedar_expr_to_est(const cedar_expr *e) {
@@ -330,27 +317,6 @@ static cedar_expr *est_value(est_reader *r, json_t *v, unsigned depth) {
       return est_fail(r, "unsupported literal value");
   }
 }
-
-static const struct {
-  const char *name;
-  cedar_expr_kind kind;
-} est_binaries[] = {{"&&", CX_AND},
-                    {"||", CX_OR},
-                    {"==", CX_EQ},
-                    {"!=", CX_NE},
-                    {"<", CX_LT},
-                    {"<=", CX_LE},
-                    {">", CX_GT},
-                    {">=", CX_GE},
-                    {"+", CX_ADD},
-                    {"-", CX_SUB},
-                    {"*", CX_MUL},
-                    {"in", CX_IN},
-                    {"contains", CX_CONTAINS},
-                    {"containsAll", CX_CONTAINS_ALL},
-                    {"containsAny", CX_CONTAINS_ANY},
-                    {"getTag", CX_GET_TAG},
-                    {"hasTag", CX_HAS_TAG}};
 
 static cedar_expr *est_expr(est_reader *r, json_t *j, unsigned depth) {
   if (depth > CEDAR_MAX_DEPTH) {

@@ -80,19 +80,27 @@ bool cedar_validate_cap_contains(const cap *caps, const cedar_expr *on, const ch
   return false;
 }
 
+/* A copy of capability `k` in the checker's arena, in front of `list`: the new list, or NULL (and
+ * c->failed_alloc set) when the arena is exhausted. */
+static const cap *cap_push(checker *c, const cap *k, const cap *list) {
+  cap *copy = cedar_schema_arena_alloc(c->arena, sizeof *copy);
+  if (!copy) {
+    c->failed_alloc = true;
+    return NULL;
+  }
+  *copy = *k;
+  copy->next = list;
+  return copy;
+}
+
 const cap *cedar_validate_cap_union(checker *c, const cap *a, const cap *b) {
   if (!a) return b;
   if (!b) return a;
   const cap *out = b;
   for (const cap *k = a; k; k = k->next) {
-    cap *copy = cedar_schema_arena_alloc(c->arena, sizeof *copy);
-    if (!copy) {
-      c->failed_alloc = true;
-      return out;
-    }
-    *copy = *k;
-    copy->next = out;
-    out = copy;
+    const cap *pushed = cap_push(c, k, out);
+    if (!pushed) return out;
+    out = pushed;
   }
   return out;
 }
@@ -101,14 +109,9 @@ const cap *cedar_validate_cap_intersect(checker *c, const cap *a, const cap *b) 
   const cap *out = NULL;
   for (const cap *k = a; k; k = k->next) {
     if (!cedar_validate_cap_contains(b, k->on, k->attr, k->tag)) continue;
-    cap *copy = cedar_schema_arena_alloc(c->arena, sizeof *copy);
-    if (!copy) {
-      c->failed_alloc = true;
-      return out;
-    }
-    *copy = *k;
-    copy->next = out;
-    out = copy;
+    const cap *pushed = cap_push(c, k, out);
+    if (!pushed) return out;
+    out = pushed;
   }
   return out;
 }
