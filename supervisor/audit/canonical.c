@@ -230,3 +230,36 @@ void journal_canonical_buffer_free(canonical_buffer *b) {
   if (b->heap) free(b->data);
   journal_canonical_buffer_init(b);
 }
+
+bool journal_line_next_key(const char *line, size_t length, size_t *at, size_t *key, size_t *key_length) {
+  int depth = *at ? 1 : 0; /* a later call starts just after a top-level key */
+  bool in_string = false;
+  for (size_t i = *at; i < length; i++) {
+    char c = line[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      if (depth == 1 && (line[i - 1] == '{' || line[i - 1] == ',')) {
+        size_t end = i + 1;
+        while (end < length && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+        if (end >= length) break;
+        *key = i + 1;
+        *key_length = end - i - 1;
+        *at = end + 1;
+        return true;
+      }
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      depth--;
+    }
+  }
+  *at = length;
+  return false;
+}

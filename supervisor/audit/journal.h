@@ -139,6 +139,13 @@ typedef struct journal_record {
   json_t *event;
 } journal_record;
 
+/* The next member key at the top level of a canonical JSON object (compact: no white space between tokens,
+ * docs/journal-format.md section 3), `length` bytes at `line`. *at is 0 to begin, then what the previous
+ * call left. Strings and nested values are skipped. Returns true with the key's raw text (between its
+ * quotes, escapes as written) at [*key, *key + *key_length) and *at just past its closing quote; false when
+ * no key is left (or the text ends inside one). */
+bool journal_line_next_key(const char *line, size_t length, size_t *at, size_t *key, size_t *key_length);
+
 /* Open a reader on `directory` with `filter` (NULL: everything). Nothing is read until next.
  * Returns 0 and *out, or -ENOENT (no such directory) / -ENOMEM. */
 int journal_reader_open(const char *directory, const journal_filter *filter, journal_reader **out,

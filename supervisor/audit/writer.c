@@ -64,38 +64,15 @@ static int compare_key(const char *key, size_t length, const char *name) {
 /* Find where `seq` and `time` go among the top-level keys of a compact sorted dump. */
 static int find_cuts(const char *text, size_t length, struct pending_event *p, dome_error *err) {
   bool seq_set = false, time_set = false;
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < length; i++) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        i++;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      if (depth == 1 && (text[i - 1] == '{' || text[i - 1] == ',')) {
-        const char *key = text + i + 1;
-        size_t k = 0;
-        while (key[k] != '"') {
-          if (key[k] == '\\') return dome_error_set(err, EINVAL, "event: top-level key needs a JSON escape");
-          k++;
-        }
-        if (compare_key(key, k, "seq") == 0 || compare_key(key, k, "time") == 0)
-          return dome_error_set(err, EINVAL, "event: member `%.*s` is reserved for the journal", (int)k, key);
-        if (!seq_set && compare_key(key, k, "seq") > 0) p->cut_seq = i, seq_set = true;
-        if (!time_set && compare_key(key, k, "time") > 0) p->cut_time = i, time_set = true;
-        i += k + 1;
-        continue;
-      }
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      depth++;
-    } else if (c == '}' || c == ']') {
-      depth--;
-    }
+  size_t at = 0, start, k;
+  while (journal_line_next_key(text, length, &at, &start, &k)) {
+    const char *key = text + start;
+    size_t i = start - 1; /* the key's opening quote: where a member cut goes */
+    if (memchr(key, '\\', k)) return dome_error_set(err, EINVAL, "event: top-level key needs a JSON escape");
+    if (compare_key(key, k, "seq") == 0 || compare_key(key, k, "time") == 0)
+      return dome_error_set(err, EINVAL, "event: member `%.*s` is reserved for the journal", (int)k, key);
+    if (!seq_set && compare_key(key, k, "seq") > 0) p->cut_seq = i, seq_set = true;
+    if (!time_set && compare_key(key, k, "time") > 0) p->cut_time = i, time_set = true;
   }
   if (!seq_set) p->cut_seq = length - 1;
   if (!time_set) p->cut_time = length - 1;

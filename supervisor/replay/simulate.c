@@ -251,48 +251,31 @@ static bool may_be_request(const char *line, size_t length) {
 /* The top-level `"request":{...}` member of a canonical event line: [*start, *end) is the object's text.
  * A scan that tracks strings and depth, so a "request" inside a string or a nested object is not taken. */
 static bool find_request(const char *line, size_t length, size_t *start, size_t *end) {
-  static const char key[] = "\"request\":{";
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < length; i++) {
-    char c = line[i];
-    if (in_string) {
-      if (c == '\\')
-        i++;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      if (depth == 1 && length - i >= sizeof key - 1 && memcmp(line + i, key, sizeof key - 1) == 0) {
-        size_t open = i + sizeof key - 2;
-        int inner = 0;
-        bool quoted = false;
-        for (size_t k = open; k < length; k++) {
-          char d = line[k];
-          if (quoted) {
-            if (d == '\\')
-              k++;
-            else if (d == '"')
-              quoted = false;
-          } else if (d == '"') {
-            quoted = true;
-          } else if (d == '{' || d == '[') {
-            inner++;
-          } else if ((d == '}' || d == ']') && --inner == 0) {
-            *start = open;
-            *end = k + 1;
-            return true;
-          }
-        }
-        return false;
+  size_t at = 0, key, key_length;
+  while (journal_line_next_key(line, length, &at, &key, &key_length)) {
+    if (key_length != 7 || memcmp(line + key, "request", 7) != 0) continue;
+    if (length - at < 2 || line[at] != ':' || line[at + 1] != '{') continue;
+    size_t open = at + 1;
+    int inner = 0;
+    bool quoted = false;
+    for (size_t k = open; k < length; k++) {
+      char d = line[k];
+      if (quoted) {
+        if (d == '\\')
+          k++;
+        else if (d == '"')
+          quoted = false;
+      } else if (d == '"') {
+        quoted = true;
+      } else if (d == '{' || d == '[') {
+        inner++;
+      } else if ((d == '}' || d == ']') && --inner == 0) {
+        *start = open;
+        *end = k + 1;
+        return true;
       }
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      depth++;
-    } else if (c == '}' || c == ']') {
-      depth--;
     }
+    return false;
   }
   return false;
 }

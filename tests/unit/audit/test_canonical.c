@@ -209,12 +209,37 @@ static void test_errors(void **state) {
   json_decref(big);
 }
 
+/* journal_line_next_key names the top-level keys in order, raw, and nothing inside strings or nested values.
+ */
+static void test_line_next_key(void **state) {
+  (void)state;
+  static const char line[] =
+      "{\"a\":\"[{,\\\"x\\\":1\",\"b\":{\"c\":[{\"d\":2}]},\"e\\\"f\":[\"g\",{\"h\":3}],\"request\":{}}";
+  const char *expected[] = {"a", "b", "e\\\"f", "request"};
+  size_t at = 0, key, key_length, found = 0;
+  while (journal_line_next_key(line, sizeof line - 1, &at, &key, &key_length)) {
+    assert_true(found < 4);
+    assert_int_equal(key_length, strlen(expected[found]));
+    assert_memory_equal(line + key, expected[found], key_length);
+    assert_int_equal(line[at], ':');
+    found++;
+  }
+  assert_int_equal(found, 4);
+  assert_int_equal(at, sizeof line - 1);
+  /* a text that ends inside a key: no key */
+  at = 0;
+  assert_false(journal_line_next_key("{\"ab", 4, &at, &key, &key_length));
+  at = 0;
+  assert_false(journal_line_next_key("{}", 2, &at, &key, &key_length));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_events_match_jansson),
       cmocka_unit_test(test_fallbacks_match_jansson),
       cmocka_unit_test(test_reserved_and_escaped_top_level_keys),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_line_next_key),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
