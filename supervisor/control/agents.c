@@ -163,9 +163,16 @@ int control_agent_register_delegate(control_store *store, const char *name, cons
   return rc;
 }
 
-/* The agent `name` a new token is minted for (store->lock held) into *agent, NULL when there is none.
- * Returns 0, -ENOENT when there is no such agent, -EINVAL when it is revoked. */
-static int token_agent_locked(control_store *store, const char *name, json_t **agent, dome_error *err) {
+/* Begin a new token for agent `name` (store->lock held): check the expiry (expiry_check), draw the token
+ * and its hash (new_token) and find the agent into *agent (NULL when there is none). Returns 0, the
+ * expiry's error (nothing drawn), -ENOENT when there is no such agent, -EINVAL when it is revoked. */
+static int token_begin_locked(control_store *store, const char *name, int64_t expires,
+                              char token[CONTROL_TOKEN_SIZE], char hash[65], json_t **agent,
+                              dome_error *err) {
+  *agent = NULL;
+  int rc = expiry_check(expires, err);
+  if (rc < 0) return rc;
+  new_token(token, hash);
   *agent = json_object_get(store->agents, name ? name : "");
   if (*agent == NULL) return dome_error_set(err, ENOENT, "agent `%s` not found", name ? name : "");
   if (strcmp(json_string_value(json_object_get(*agent, "status")), "revoked") == 0)
@@ -175,13 +182,10 @@ static int token_agent_locked(control_store *store, const char *name, json_t **a
 
 int control_agent_delegated_token(control_store *store, const char *name, const char *act_as, int64_t expires,
                                   char token[CONTROL_TOKEN_SIZE], dome_error *err) {
-  int rc = expiry_check(expires, err);
-  if (rc < 0) return rc;
   char hash[65];
-  new_token(token, hash);
-  pthread_mutex_lock(&store->lock);
   json_t *agent;
-  rc = token_agent_locked(store, name, &agent, err);
+  pthread_mutex_lock(&store->lock);
+  int rc = token_begin_locked(store, name, expires, token, hash, &agent, err);
   const char *delegates_to = json_string_value(json_object_get(agent, "delegates_to"));
   json_t *tokens = json_object_get(agent, "delegated_tokens");
   if (rc == 0) rc = delegate_parent_check_locked(store, "--act-as", name, act_as, err);
@@ -240,13 +244,10 @@ int control_agent_set_status(control_store *store, const char *name, const char 
 
 int control_agent_rotate_token(control_store *store, const char *name, int64_t expires,
                                char token[CONTROL_TOKEN_SIZE], dome_error *err) {
-  int rc = expiry_check(expires, err);
-  if (rc < 0) return rc;
   char hash[65];
-  new_token(token, hash);
-  pthread_mutex_lock(&store->lock);
   json_t *agent;
-  rc = token_agent_locked(store, name, &agent, err);
+  pthread_mutex_lock(&store->lock);
+  int rc = token_begin_locked(store, name, expires, token, hash, &agent, err);
   if (rc == 0) {
     json_t *next = json_deep_copy(store->agents);
     json_t *copy = json_object_get(next, name);
