@@ -214,19 +214,30 @@ const cedar_schema_entity_type *cedar_schema_entity_type_at(const cedar_schema *
   return index < schema->entity_type_count ? &schema->entity_types[index] : NULL;
 }
 
-static ptrdiff_t entity_position(const cedar_schema *schema, const char *name) {
-  size_t low = 0, high = schema->entity_type_count;
+/* Binary search of `order`, `count` indexes of the schema's items sorted by `compare` (an item's order
+ * against `key`: negative, 0 or positive). Returns the index of the item equal to `key`, or -1. */
+static ptrdiff_t sorted_position(const cedar_schema *schema, const size_t *order, size_t count,
+                                 int (*compare)(const cedar_schema *schema, size_t index, const void *key),
+                                 const void *key) {
+  size_t low = 0, high = count;
   while (low < high) {
     size_t mid = (low + high) / 2;
-    size_t index = schema->entity_index[mid];
-    int c = strcmp(schema->entity_types[index].name, name);
-    if (c == 0) return (ptrdiff_t)index;
+    int c = compare(schema, order[mid], key);
+    if (c == 0) return (ptrdiff_t)order[mid];
     if (c < 0)
       low = mid + 1;
     else
       high = mid;
   }
   return -1;
+}
+
+static int compare_entity_type(const cedar_schema *schema, size_t index, const void *name) {
+  return strcmp(schema->entity_types[index].name, name);
+}
+
+static ptrdiff_t entity_position(const cedar_schema *schema, const char *name) {
+  return sorted_position(schema, schema->entity_index, schema->entity_type_count, compare_entity_type, name);
 }
 
 const cedar_schema_entity_type *cedar_schema_entity_type_find(const cedar_schema *schema, const char *name) {
@@ -248,19 +259,18 @@ static int compare_action(const cedar_schema_action *a, const char *type, const 
   return c ? c : strcmp(a->uid.id, id);
 }
 
+struct action_key {
+  const char *type, *id;
+};
+
+static int compare_action_at(const cedar_schema *schema, size_t index, const void *key) {
+  const struct action_key *k = key;
+  return compare_action(&schema->actions[index], k->type, k->id);
+}
+
 static ptrdiff_t action_position(const cedar_schema *schema, const char *type, const char *id) {
-  size_t low = 0, high = schema->action_count;
-  while (low < high) {
-    size_t mid = (low + high) / 2;
-    size_t index = schema->action_index[mid];
-    int c = compare_action(&schema->actions[index], type, id);
-    if (c == 0) return (ptrdiff_t)index;
-    if (c < 0)
-      low = mid + 1;
-    else
-      high = mid;
-  }
-  return -1;
+  struct action_key key = {type, id};
+  return sorted_position(schema, schema->action_index, schema->action_count, compare_action_at, &key);
 }
 
 const cedar_schema_action *cedar_schema_action_find(const cedar_schema *schema, const char *type,
