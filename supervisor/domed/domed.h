@@ -130,6 +130,7 @@ struct domed_metrics {
   atomic_uint_fast64_t overhead_sum_us;
   /* where a call's time goes, summed over calls, microseconds (DOMED_PHASE_*) */
   atomic_uint_fast64_t phase_sum_us[9]; /* DOMED_PHASES */
+  atomic_uint_fast64_t start_sync_us;   /* exec.start's appends and syncs, microseconds */
 };
 
 enum {

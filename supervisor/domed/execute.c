@@ -249,6 +249,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   domed_path_rules_release(a.path_rules);
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_KERNEL], outcome.attach_us + a.kernel_finish_us);
   atomic_fetch_add(&domed->metrics.denials_kernel, outcome.denial_count);
+  atomic_fetch_add(&domed->metrics.start_sync_us, outcome.start_sync_us);
   if (rc < 0 && !outcome.started) { /* nothing ran: an input could not be kept or exec.start not durable */
     exec_outcome_release(&outcome);
     atomic_fetch_add(&domed->metrics.execution_errors, 1);

@@ -125,6 +125,10 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   for (size_t i = 0; i < DOMED_PHASES; i++)
     fprintf(out, "dome_call_phase_seconds_sum{phase=\"%s\"} %.6f\n", phases[i],
             atomic_load(&m->phase_sum_us[i]) / 1e6);
+  fprintf(out,
+          "# HELP dome_start_sync_seconds_sum Time of exec.start's journal syncs, summed over executions.\n"
+          "# TYPE dome_start_sync_seconds_sum counter\ndome_start_sync_seconds_sum %.6f\n",
+          atomic_load(&m->start_sync_us) / 1e6);
   fclose(out);
   *content_type = "text/plain; version=0.0.4";
   return 0;

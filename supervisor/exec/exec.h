@@ -194,6 +194,8 @@ struct exec_outcome {
   /* Time spent, microseconds: attaching the kernel layer, the jail apart from that, redacting and
    * recording the end. */
   uint64_t attach_us, jail_us, redact_us;
+  /* Time of exec.start's append and sync (microseconds): the call waits for it before the jail. */
+  uint64_t start_sync_us;
   /* A record the sink refused (0: none): the call must fail closed. */
   int journal_rc;
   dome_error journal_err;

@@ -309,6 +309,7 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
 
   /* nothing runs before its start is durable (an input that cannot be kept: nothing runs either) */
   _cleanup_(json_decrefp) json_t *start = exec_start_record(request, argv, sink, err);
+  uint64_t start_sync = now_us();
   if (start == NULL) {
     rc = dome_error_wrap(err, "record the inputs");
   } else if (append_last(&run, start) < 0) {
@@ -321,6 +322,7 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
     return rc;
   }
   outcome->started = true;
+  outcome->start_sync_us = now_us() - start_sync;
 
   config.argv = argv;
   config.env = env;
