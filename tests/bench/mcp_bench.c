@@ -7,8 +7,9 @@
  * CALLS calls in all, shared by CLIENTS threads (each first initializes its session and makes one
  * warm-up call, not counted). Prints one JSON object on stdout: calls, errors, seconds, calls_per_s and,
  * in milliseconds, p50/p90/p99 of the latency, p50 of the program's own duration_ms (execute_code) and
- * p50 of the overhead (latency minus duration_ms, per call). Exit status 0, or 1 with a message on
- * stderr when a session cannot be set up; a call that fails counts in `errors`. */
+ * p50 of the overhead (latency minus duration_ms, per call). Exit status 0; 1 with a message on stderr
+ * when a session cannot be set up (no initialize result, or its warm-up call failed); 2 on bad usage. A
+ * call that fails after that counts in `errors` (DOME_BENCH_VERBOSE=1 prints its answer). */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
