@@ -46,6 +46,9 @@ void domed_config_defaults(struct domed_config *config) {
   config->output_event_bytes = 64u << 10;
   config->output_event_ms = 20;
   config->progress_quiet_ms = 50;
+  config->sse_replay_bytes = 1u << 20;
+  config->sse_retry_ms = 500;
+  config->sse_resume_grace_ms = 1500;
 }
 
 static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
@@ -206,6 +209,18 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     c->max_batch_bytes = (size_t)bytes;
     return 0;
   }
+  if (strcmp(key, "sse_replay_bytes") == 0) {
+    uint64_t bytes;
+    int rc = dome_parse_size(value, &bytes, err);
+    if (rc < 0) return dome_error_wrap(err, "sse_replay_bytes");
+    if (bytes < 4096 || bytes > (256u << 20))
+      return dome_error_set(err, EINVAL, "sse_replay_bytes: expected 4K..256M");
+    c->sse_replay_bytes = bytes;
+    return 0;
+  }
+  if (strcmp(key, "sse_retry_ms") == 0) return set_unsigned(&c->sse_retry_ms, key, value, 1, 60000, err);
+  if (strcmp(key, "sse_resume_grace_ms") == 0)
+    return set_unsigned(&c->sse_resume_grace_ms, key, value, 1, 600000, err);
   return dome_error_set(err, EINVAL, "unknown key `%s`", key);
 }
 

@@ -81,6 +81,13 @@ struct domed_config {
   uint64_t output_event_bytes;
   unsigned output_event_ms;
   unsigned progress_quiet_ms;
+  /* Resumable SSE streams (docs/domed.md "Resuming a stream"): sse_replay_bytes = 1M of events kept per
+   * session for Last-Event-ID; sse_retry_ms = 500: the retry field of every priming event;
+   * sse_resume_grace_ms = 1500: how long the calls of a stream whose client went away keep running for
+   * it to resume before they are cancelled. */
+  uint64_t sse_replay_bytes;
+  unsigned sse_retry_ms;
+  unsigned sse_resume_grace_ms;
   char config_file[1024]; /* the file read, "" for embedded defaults */
 };
 

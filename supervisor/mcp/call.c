@@ -6,6 +6,8 @@
  * the stream's reader watches the socket for the peer's close while it waits for output. */
 #include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <poll.h>
 #include <string.h>
@@ -16,15 +18,40 @@
 
 #define SSE_BUFFER_LIMIT (16u << 20) /* progress is dropped beyond this much unsent output */
 
+/* The response reading a stream: the stream, and the generation it was attached as (a resumption
+ * attaches a newer one; the older reader then ends). */
+struct stream_reader {
+  struct mcp_stream *stream;
+  unsigned generation;
+  int socket_fd;
+};
+
+/* Forget the stream in its session's record (it can still be resumed from the replay buffer). */
+static void record_forget(struct mcp_stream *stream) {
+  struct mcp_session *session = stream->session;
+  pthread_mutex_lock(&session->replay_lock);
+  for (size_t i = 0; i < MCP_STREAM_RECORDS; i++)
+    if (session->records[i].stream == stream) session->records[i].stream = NULL;
+  if (session->standalone == stream) session->standalone = NULL;
+  pthread_mutex_unlock(&session->replay_lock);
+}
+
 static void stream_unref(struct mcp_stream *stream) {
-  pthread_mutex_lock(&stream->lock);
-  int refs = --stream->refs;
-  pthread_mutex_unlock(&stream->lock);
-  if (refs > 0) return;
+  if (atomic_fetch_sub(&stream->refs, 1) != 1) return;
+  record_forget(stream);
   free(stream->out);
   pthread_mutex_destroy(&stream->lock);
   pthread_cond_destroy(&stream->cond);
+  mcp_session_release(stream->server, stream->session);
   free(stream);
+}
+
+/* A new reference unless the stream is already being freed. */
+static bool stream_ref_live(struct mcp_stream *stream) {
+  int refs = atomic_load(&stream->refs);
+  while (refs > 0)
+    if (atomic_compare_exchange_weak(&stream->refs, &refs, refs + 1)) return true;
+  return false;
 }
 
 static void call_free(mcp_call *call) {
@@ -37,44 +64,106 @@ static void call_free(mcp_call *call) {
   free(call);
 }
 
-/* Append one SSE event carrying `message` (stolen). Under stream->lock. */
-static void append_event_locked(struct mcp_stream *stream, json_t *message, bool essential) {
-  char *text = json_dumps(message, JSON_COMPACT);
-  json_decref(message);
-  if (text == NULL || stream->stream_gone) {
-    free(text);
-    return;
-  }
-  static const char prefix[] = "event: message\ndata: ", suffix[] = "\n\n";
-  size_t length = strlen(text);
-  if (!essential && stream->out_length - stream->out_sent > SSE_BUFFER_LIMIT) {
-    free(text);
-    return;
-  }
+/* Append `length` bytes to the unsent output. Under stream->lock. */
+static bool out_append_locked(struct mcp_stream *stream, const char *text, size_t length) {
   if (stream->out_sent > 0) { /* compact what was already sent */
     memmove(stream->out, stream->out + stream->out_sent, stream->out_length - stream->out_sent);
     stream->out_length -= stream->out_sent;
     stream->out_sent = 0;
   }
-  size_t needed = stream->out_length + sizeof prefix - 1 + length + sizeof suffix; /* with the NUL */
+  size_t needed = stream->out_length + length + 1;
   if (needed > stream->out_capacity) {
     size_t capacity = stream->out_capacity ? stream->out_capacity : 4096;
     while (capacity < needed) capacity *= 2;
     char *grown = realloc(stream->out, capacity);
-    if (grown == NULL) {
-      free(text);
-      return;
-    }
+    if (grown == NULL) return false;
     stream->out = grown;
     stream->out_capacity = capacity;
   }
-  memcpy(stream->out + stream->out_length, prefix, sizeof prefix - 1);
-  stream->out_length += sizeof prefix - 1;
   memcpy(stream->out + stream->out_length, text, length);
   stream->out_length += length;
-  memcpy(stream->out + stream->out_length, suffix, sizeof suffix - 1);
-  stream->out_length += sizeof suffix - 1;
+  return true;
+}
+
+/* The stream's record in its session, NULL when it was forgotten. Under session->replay_lock. */
+static struct mcp_stream_record *record_find_locked(struct mcp_session *session, unsigned number) {
+  for (size_t i = 0; i < MCP_STREAM_RECORDS; i++)
+    if (session->records[i].number == number) return &session->records[i];
+  return NULL;
+}
+
+/* Keep one event for replay; the oldest events give way beyond the session's bound (their streams
+ * remember how far events were dropped). Under session->replay_lock. */
+static void replay_keep_locked(mcp_server *server, struct mcp_session *session, unsigned stream, uint64_t id,
+                               const char *text, size_t length) {
+  size_t limit = server->options.sse_replay_bytes;
+  struct mcp_replay_event *event = malloc(sizeof *event + length);
+  if (event == NULL || sizeof *event + length > limit) {
+    free(event);
+    struct mcp_stream_record *record = record_find_locked(session, stream);
+    if (record) record->evicted_through = id; /* this event can never be replayed */
+    return;
+  }
+  event->next = NULL;
+  event->id = id;
+  event->stream = stream;
+  event->length = length;
+  memcpy(event->text, text, length);
+  if (session->replay_tail)
+    session->replay_tail->next = event;
+  else
+    session->replay_head = event;
+  session->replay_tail = event;
+  session->replay_bytes += sizeof *event + length;
+  while (session->replay_bytes > limit && session->replay_head) {
+    struct mcp_replay_event *oldest = session->replay_head;
+    session->replay_head = oldest->next;
+    if (session->replay_head == NULL) session->replay_tail = NULL;
+    session->replay_bytes -= sizeof *oldest + oldest->length;
+    struct mcp_stream_record *record = record_find_locked(session, oldest->stream);
+    if (record && record->evicted_through < oldest->id) record->evicted_through = oldest->id;
+    free(oldest);
+  }
+}
+
+void mcp_session_replay_free(struct mcp_session *session) {
+  for (struct mcp_replay_event *event = session->replay_head, *next; event; event = next) {
+    next = event->next;
+    free(event);
+  }
+  session->replay_head = session->replay_tail = NULL;
+  pthread_mutex_destroy(&session->replay_lock);
+}
+
+/* Append one SSE event carrying `message` (stolen), with the next event id of the session: kept for
+ * replay, and sent when a response reads the stream. Under stream->lock. */
+static void append_event_locked(struct mcp_stream *stream, json_t *message, bool essential) {
+  char *data = json_dumps(message, JSON_COMPACT);
+  json_decref(message);
+  if (data == NULL) return;
+  if (!essential && !stream->stream_gone && stream->out_length - stream->out_sent > SSE_BUFFER_LIMIT) {
+    free(data);
+    return;
+  }
+  struct mcp_session *session = stream->session;
+  size_t data_length = strlen(data);
+  char *text = malloc(data_length + 64);
+  if (text == NULL) {
+    free(data);
+    return;
+  }
+  pthread_mutex_lock(&session->replay_lock);
+  uint64_t id = ++session->next_event;
+  int prefix =
+      snprintf(text, 64, "id: %u-%llu\nevent: message\ndata: ", stream->number, (unsigned long long)id);
+  memcpy(text + prefix, data, data_length);
+  memcpy(text + prefix + data_length, "\n\n", 2);
+  size_t length = (size_t)prefix + data_length + 2;
+  replay_keep_locked(stream->server, session, stream->number, id, text, length);
+  pthread_mutex_unlock(&session->replay_lock);
+  if (!stream->stream_gone) out_append_locked(stream, text, length);
   free(text);
+  free(data);
   pthread_cond_broadcast(&stream->cond);
 }
 
@@ -113,6 +202,30 @@ void mcp_call_progress(mcp_call *call, double progress, const char *message) {
       stream,
       json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress", "params", params),
       false);
+  pthread_mutex_unlock(&stream->lock);
+}
+
+static const char *const log_levels[MCP_LOG_LEVELS] = {"debug", "info",     "notice", "warning",
+                                                       "error", "critical", "alert",  "emergency"};
+
+int mcp_log_level_parse(const char *name) {
+  for (int level = 0; name && level < MCP_LOG_LEVELS; level++)
+    if (strcmp(log_levels[level], name) == 0) return level;
+  return -1;
+}
+
+void mcp_call_log(mcp_call *call, const char *level, const char *logger, const char *text) {
+  int severity = mcp_log_level_parse(level);
+  if (severity < 0 || atomic_load(&call->cancelled) || call->stream == NULL) return;
+  if (severity < atomic_load(&call->session->log_level)) return;
+  json_t *params = json_pack("{s:s,s:s,s:s}", "level", log_levels[severity], "logger",
+                             logger ? logger : "dome", "data", text ? text : "");
+  struct mcp_stream *stream = call->stream;
+  pthread_mutex_lock(&stream->lock);
+  append_event_locked(
+      stream,
+      json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/message", "params", params),
+      true);
   pthread_mutex_unlock(&stream->lock);
 }
 
@@ -226,9 +339,20 @@ static void *call_thread(void *argument) {
 
 #define PEER_POLL_MS 250 /* how often a waiting stream looks whether its client is still there */
 
+/* The standalone stream ends with its session and with the server. */
+static bool standalone_over(struct mcp_stream *stream) {
+  if (!stream->standalone) return false;
+  mcp_server *server = stream->server;
+  pthread_mutex_lock(&server->lock);
+  bool over = server->stopping || stream->session->closed;
+  pthread_mutex_unlock(&server->lock);
+  return over;
+}
+
 static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t max) {
   (void)position;
-  struct mcp_stream *stream = cls;
+  struct stream_reader *reader = cls;
+  struct mcp_stream *stream = reader->stream;
   pthread_mutex_lock(&stream->lock);
   /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
    * otherwise close it while the call waits for a jail slot or runs) */
@@ -236,7 +360,8 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
   struct timespec keepalive;
   clock_gettime(CLOCK_REALTIME, &keepalive);
   keepalive.tv_sec += keepalive_s ? keepalive_s : 1;
-  while (stream->out_length == stream->out_sent && stream->writers > 0) {
+  while (reader->generation == stream->generation && stream->out_length == stream->out_sent &&
+         stream->writers > 0) {
     struct timespec step;
     clock_gettime(CLOCK_REALTIME, &step);
     step.tv_nsec += PEER_POLL_MS * 1000000L;
@@ -248,12 +373,14 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
         (step.tv_sec == keepalive.tv_sec && step.tv_nsec > keepalive.tv_nsec))
       step = keepalive;
     if (pthread_cond_timedwait(&stream->cond, &stream->lock, &step) != ETIMEDOUT) continue;
-    if (stream->writers == 0 || stream->out_length != stream->out_sent) break;
-    if (peer_closed(stream->socket_fd)) {
-      stream_client_gone_locked(stream);
+    if (reader->generation != stream->generation || stream->writers == 0 ||
+        stream->out_length != stream->out_sent)
+      break;
+    if (peer_closed(reader->socket_fd)) { /* stream_free decides what becomes of the calls */
       pthread_mutex_unlock(&stream->lock);
       return MHD_CONTENT_READER_END_WITH_ERROR;
     }
+    if (standalone_over(stream)) break;
     if (step.tv_sec == keepalive.tv_sec && step.tv_nsec == keepalive.tv_nsec) {
       pthread_mutex_unlock(&stream->lock);
       static const char comment[] = ": keepalive\n\n";
@@ -261,6 +388,10 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
       memcpy(buffer, comment, length);
       return (ssize_t)length;
     }
+  }
+  if (reader->generation != stream->generation) { /* a resumption took the stream over */
+    pthread_mutex_unlock(&stream->lock);
+    return MHD_CONTENT_READER_END_WITH_ERROR;
   }
   size_t available = stream->out_length - stream->out_sent;
   if (available == 0) {
@@ -274,43 +405,300 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
   return (ssize_t)length;
 }
 
-static void stream_free(void *cls) {
-  struct mcp_stream *stream = cls;
-  mcp_server *server = stream->server;
-  pthread_mutex_lock(&stream->lock);
-  stream->stream_gone = true;
-  /* the response is gone before its calls answered: the connection closed (error, timeout) */
-  stream_client_gone_locked(stream);
-  pthread_mutex_unlock(&stream->lock);
-  stream_unref(stream);
+static void streams_open_add(mcp_server *server, int delta) {
   pthread_mutex_lock(&server->lock);
-  server->streams_open--;
+  server->streams_open = (unsigned)((int)server->streams_open + delta);
   pthread_cond_broadcast(&server->idle);
   pthread_mutex_unlock(&server->lock);
 }
 
-struct mcp_stream *mcp_stream_create(mcp_server *server, int socket_fd, struct MHD_Response **response) {
+/* The resumption grace of a stream whose client went away: its calls keep running for
+ * sse_resume_grace_ms; when no resumption attached a response by then, they are cancelled. */
+struct stream_grace {
+  struct mcp_stream *stream;
+  unsigned generation;
+};
+
+static void *grace_thread(void *argument) {
+  struct stream_grace *grace = argument;
+  struct mcp_stream *stream = grace->stream;
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  unsigned ms = stream->server->options.sse_resume_grace_ms;
+  deadline.tv_sec += ms / 1000;
+  deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&stream->lock);
+  while (stream->generation == grace->generation && stream->writers > 0)
+    if (pthread_cond_timedwait(&stream->cond, &stream->lock, &deadline) == ETIMEDOUT) break;
+  if (stream->generation == grace->generation && stream->stream_gone) stream_client_gone_locked(stream);
+  pthread_mutex_unlock(&stream->lock);
+  mcp_server *server = stream->server;
+  free(grace);
+  stream_unref(stream);
+  streams_open_add(server, -1);
+  return NULL;
+}
+
+/* The response reading the stream is gone: the connection closed (error, timeout, the client left).
+ * A standalone stream ends; the calls of a resumable stream get sse_resume_grace_ms for the client to
+ * resume, others are cancelled at once. Under stream->lock. */
+static void stream_detached_locked(struct mcp_stream *stream) {
+  mcp_server *server = stream->server;
+  stream->stream_gone = true;
+  if (stream->standalone) {
+    pthread_mutex_lock(&stream->session->replay_lock);
+    if (stream->session->standalone == stream) stream->session->standalone = NULL;
+    pthread_mutex_unlock(&stream->session->replay_lock);
+    return;
+  }
+  bool running = false;
+  for (mcp_call *call = stream->calls; call; call = call->next_in_stream)
+    if (!atomic_load(&call->cancelled)) running = true;
+  if (!running) return;
+  struct stream_grace *grace = NULL;
+  if (server->options.sse_resume_grace_ms > 0 && (grace = malloc(sizeof *grace)) != NULL) {
+    grace->stream = stream;
+    grace->generation = stream->generation;
+    atomic_fetch_add(&stream->refs, 1);
+    streams_open_add(server, 1); /* the server's stop waits for it */
+    pthread_t thread;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 64u << 10);
+    int rc = pthread_create(&thread, &attributes, grace_thread, grace);
+    pthread_attr_destroy(&attributes);
+    if (rc == 0) return;
+    atomic_fetch_sub(&stream->refs, 1); /* the caller still holds its own */
+    streams_open_add(server, -1);
+    free(grace);
+  }
+  stream_client_gone_locked(stream);
+}
+
+static void stream_free(void *cls) {
+  struct stream_reader *reader = cls;
+  struct mcp_stream *stream = reader->stream;
+  mcp_server *server = stream->server;
+  pthread_mutex_lock(&stream->lock);
+  if (reader->generation == stream->generation) stream_detached_locked(stream);
+  bool standalone_writer =
+      stream->standalone && reader->generation == stream->generation && stream->writers > 0;
+  pthread_mutex_unlock(&stream->lock);
+  free(reader);
+  if (standalone_writer) stream_writer_done(stream); /* the session's writer of its GET stream */
+  stream_unref(stream);
+  streams_open_add(server, -1);
+}
+
+/* A response reading `stream` from now on (generation: the stream's current one). */
+static struct MHD_Response *reader_response(struct mcp_stream *stream, int socket_fd) {
+  struct stream_reader *reader = malloc(sizeof *reader);
+  if (reader == NULL) return NULL;
+  reader->stream = stream;
+  reader->generation = stream->generation;
+  reader->socket_fd = socket_fd;
+  struct MHD_Response *response =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, reader, stream_free);
+  if (response == NULL) {
+    free(reader);
+    return NULL;
+  }
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+  streams_open_add(stream->server, 1); /* until stream_free */
+  return response;
+}
+
+/* A new stream of the session, numbered and recorded for resumption (number 0: a new number). */
+static struct mcp_stream *stream_new(mcp_server *server, struct mcp_session *session, unsigned number,
+                                     bool standalone) {
   struct mcp_stream *stream = calloc(1, sizeof *stream);
   if (stream == NULL) return NULL;
   stream->server = server;
-  stream->socket_fd = socket_fd;
+  stream->socket_fd = -1;
+  stream->standalone = standalone;
   pthread_mutex_init(&stream->lock, NULL);
   pthread_cond_init(&stream->cond, NULL);
+  pthread_mutex_lock(&server->lock);
+  session->refs++;
+  pthread_mutex_unlock(&server->lock);
+  stream->session = session;
+  pthread_mutex_lock(&session->replay_lock);
+  if (number == 0) {
+    number = ++session->next_stream;
+    struct mcp_stream_record *record = &session->records[session->next_record];
+    session->next_record = (session->next_record + 1) % MCP_STREAM_RECORDS;
+    *record = (struct mcp_stream_record){.number = number, .standalone = standalone};
+    record->stream = stream;
+  } else {
+    struct mcp_stream_record *record = record_find_locked(session, number);
+    if (record) record->stream = stream;
+  }
+  stream->number = number;
+  pthread_mutex_unlock(&session->replay_lock);
+  return stream;
+}
+
+/* The priming event (basic/transports "Sending Messages to the Server" 6): an id, the retry field and
+ * empty data, so that a client can resume from the start. Its id is not kept: nothing precedes it. */
+static void prime_locked(struct mcp_stream *stream) {
+  struct mcp_session *session = stream->session;
+  pthread_mutex_lock(&session->replay_lock);
+  uint64_t id = ++session->next_event;
+  pthread_mutex_unlock(&session->replay_lock);
+  char text[96];
+  int length = snprintf(text, sizeof text, "id: %u-%llu\nretry: %u\ndata: \n\n", stream->number,
+                        (unsigned long long)id, stream->server->options.sse_retry_ms);
+  out_append_locked(stream, text, (size_t)length);
+}
+
+struct mcp_stream *mcp_stream_create(mcp_server *server, struct mcp_session *session, int socket_fd,
+                                     struct MHD_Response **response) {
+  struct mcp_stream *stream = stream_new(server, session, 0, false);
+  if (stream == NULL) return NULL;
   stream->writers = 1;
   stream->refs = 2; /* the response and the writer */
-  *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, stream, stream_free);
+  stream->socket_fd = socket_fd;
+  prime_locked(stream);
+  *response = reader_response(stream, socket_fd);
   if (*response == NULL) {
-    pthread_mutex_destroy(&stream->lock);
-    pthread_cond_destroy(&stream->cond);
-    free(stream);
+    stream->refs = 1;
+    stream_unref(stream);
     return NULL;
   }
-  MHD_add_response_header(*response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-  MHD_add_response_header(*response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-  pthread_mutex_lock(&server->lock);
-  server->streams_open++; /* until stream_free */
-  pthread_mutex_unlock(&server->lock);
   return stream;
+}
+
+static struct MHD_Response *json_error_response(unsigned http, unsigned *status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static struct MHD_Response *json_error_response(unsigned http, unsigned *status, const char *format, ...) {
+  char text[400];
+  va_list arguments;
+  va_start(arguments, format);
+  vsnprintf(text, sizeof text, format, arguments);
+  va_end(arguments);
+  *status = http;
+  return mcp_http_json_response(mcp_jsonrpc_error(NULL, MCP_INVALID_REQUEST, text));
+}
+
+/* The kept events of stream `number` after event `after`, appended to the stream's output. Under
+ * stream->lock and session->replay_lock. */
+static void replay_locked(struct mcp_stream *stream, struct mcp_session *session, unsigned number,
+                          uint64_t after) {
+  for (struct mcp_replay_event *event = session->replay_head; event; event = event->next)
+    if (event->stream == number && event->id > after) out_append_locked(stream, event->text, event->length);
+}
+
+/* "S-N" with S and N decimal, S > 0. */
+static bool parse_event_id(const char *text, unsigned *stream, uint64_t *event) {
+  char *end;
+  if (text[0] < '0' || text[0] > '9') return false;
+  unsigned long long s = strtoull(text, &end, 10);
+  if (*end != '-' || s == 0 || s > UINT32_MAX) return false;
+  const char *rest = end + 1;
+  if (rest[0] < '0' || rest[0] > '9') return false;
+  unsigned long long n = strtoull(rest, &end, 10);
+  if (*end != '\0' || strlen(text) > 40) return false;
+  *stream = (unsigned)s;
+  *event = n;
+  return true;
+}
+
+struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *session,
+                                    const char *last_event_id, int socket_fd, unsigned *status) {
+  unsigned number = 0;
+  uint64_t after = 0;
+  if (last_event_id && !parse_event_id(last_event_id, &number, &after))
+    return json_error_response(400, status, "Last-Event-ID `%.60s`: not an event id of this server (S-N)",
+                               last_event_id);
+  struct mcp_stream *stream = NULL;
+  bool standalone = last_event_id == NULL;
+  pthread_mutex_lock(&session->replay_lock);
+  if (last_event_id) {
+    struct mcp_stream_record *record = record_find_locked(session, number);
+    if (record == NULL || after >= session->next_event + 1) {
+      pthread_mutex_unlock(&session->replay_lock);
+      return json_error_response(400, status,
+                                 "Last-Event-ID `%s`: no such stream in this session (the %d most recent "
+                                 "streams can be resumed)",
+                                 last_event_id, MCP_STREAM_RECORDS);
+    }
+    if (record->evicted_through > after) {
+      uint64_t through = record->evicted_through;
+      pthread_mutex_unlock(&session->replay_lock);
+      return json_error_response(
+          400, status,
+          "Last-Event-ID `%s`: events of stream %u up to %llu were dropped from the replay buffer "
+          "(sse_replay_bytes = %zu per session); they cannot be replayed: run long calls as tasks "
+          "(params.task) and fetch the result with tasks/result, or call again",
+          last_event_id, number, (unsigned long long)through, server->options.sse_replay_bytes);
+    }
+    standalone = record->standalone;
+    if (!standalone && record->stream && stream_ref_live(record->stream)) stream = record->stream;
+  }
+  if (standalone && session->standalone && last_event_id == NULL) {
+    pthread_mutex_unlock(&session->replay_lock);
+    return json_error_response(409, status, "an SSE stream is already open for this session (GET)");
+  }
+  pthread_mutex_unlock(&session->replay_lock);
+
+  if (stream) { /* resume a stream whose calls may still run: the new response takes it over */
+    pthread_mutex_lock(&stream->lock);
+    stream->generation++;
+    stream->stream_gone = false;
+    stream->out_length = stream->out_sent = 0;
+    pthread_mutex_lock(&session->replay_lock);
+    replay_locked(stream, session, number, after);
+    pthread_mutex_unlock(&session->replay_lock);
+    pthread_cond_broadcast(&stream->cond);
+    struct MHD_Response *response = reader_response(stream, socket_fd); /* takes the ref */
+    pthread_mutex_unlock(&stream->lock);
+    if (response == NULL) {
+      stream_unref(stream);
+      return json_error_response(503, status, "cannot allocate the event stream");
+    }
+    *status = 200;
+    return response;
+  }
+  /* a finished stream (its events from the buffer, then the end), or the standalone stream (the same
+   * number when resumed, then open until the client or the session ends) */
+  stream = stream_new(server, session, last_event_id ? number : 0, standalone);
+  if (stream == NULL) return json_error_response(503, status, "cannot allocate the event stream");
+  stream->writers = standalone ? 1 : 0;
+  stream->refs = standalone ? 2 : 1;
+  pthread_mutex_lock(&stream->lock);
+  if (last_event_id) {
+    pthread_mutex_lock(&session->replay_lock);
+    replay_locked(stream, session, number, after);
+    pthread_mutex_unlock(&session->replay_lock);
+  } else {
+    prime_locked(stream);
+  }
+  pthread_mutex_unlock(&stream->lock);
+  if (standalone) {
+    pthread_mutex_lock(&session->replay_lock);
+    bool taken = session->standalone != NULL && last_event_id == NULL;
+    if (!taken) session->standalone = stream;
+    pthread_mutex_unlock(&session->replay_lock);
+    if (taken) {
+      stream_unref(stream);
+      stream_unref(stream);
+      return json_error_response(409, status, "an SSE stream is already open for this session (GET)");
+    }
+  }
+  struct MHD_Response *response = reader_response(stream, socket_fd);
+  if (response == NULL) {
+    if (standalone) stream_writer_done(stream);
+    stream_unref(stream);
+    return json_error_response(503, status, "cannot allocate the event stream");
+  }
+  *status = 200;
+  return response;
 }
 
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
@@ -351,7 +739,7 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   call->stream = stream;
   pthread_mutex_lock(&stream->lock);
   stream->writers++;
-  stream->refs++;
+  atomic_fetch_add(&stream->refs, 1);
   call->next_in_stream = stream->calls;
   stream->calls = call;
   pthread_mutex_unlock(&stream->lock);

@@ -131,7 +131,7 @@ static enum MHD_Result queue_error(mcp_server *server, struct MHD_Connection *co
   struct MHD_Response *response = mcp_http_json_response(mcp_jsonrpc_error(NULL, code, message));
   if (status == 401)
     MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"dome\"");
-  if (status == 405) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+  if (status == 405) MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "POST, GET, DELETE");
   return queue(server, connection, status, response);
 }
 
@@ -188,10 +188,11 @@ static const char *bearer_token(struct MHD_Connection *connection) {
 
 static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection *connection,
                                        const char *method, struct request *request, const char *gateway) {
-  bool is_post = strcmp(method, "POST") == 0, is_delete = strcmp(method, "DELETE") == 0;
-  if (!is_post && !is_delete)
+  bool is_post = strcmp(method, "POST") == 0, is_delete = strcmp(method, "DELETE") == 0,
+       is_get = strcmp(method, "GET") == 0;
+  if (!is_post && !is_delete && !is_get)
     return queue_error(server, connection, 405, MCP_INVALID_REQUEST,
-                       "method not allowed: use POST or DELETE");
+                       "method not allowed: use POST, GET or DELETE");
 
   mcp_identity identity = {0};
   snprintf(identity.gateway, sizeof identity.gateway, "%s", gateway);
@@ -216,12 +217,20 @@ static enum MHD_Result handle_endpoint(mcp_server *server, struct MHD_Connection
     struct MHD_Response *response = mcp_protocol_delete(server, &identity, session_header, &status);
     return queue(server, connection, status, response);
   }
+  const char *accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+  if (is_get) {
+    if (!header_lists(accept, "text/event-stream"))
+      return queue_error(server, connection, 406, MCP_INVALID_REQUEST, "Accept must list text/event-stream");
+    const char *last_event_id = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Last-Event-ID");
+    struct MHD_Response *response = mcp_protocol_get(server, &identity, session_header, last_event_id,
+                                                     connection_socket(connection), &status);
+    return queue(server, connection, status, response);
+  }
 
   const char *content_type =
       MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
   if (content_type == NULL || strncasecmp(content_type, "application/json", 16) != 0)
     return queue_error(server, connection, 415, MCP_INVALID_REQUEST, "Content-Type must be application/json");
-  const char *accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
   if (!header_lists(accept, "application/json") || !header_lists(accept, "text/event-stream"))
     return queue_error(server, connection, 406, MCP_INVALID_REQUEST,
                        "Accept must list application/json and text/event-stream");
@@ -498,6 +507,9 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   if (server->options.max_batch_bytes > server->options.max_body_bytes)
     server->options.max_batch_bytes = server->options.max_body_bytes;
   if (!server->options.session_idle_timeout_s) server->options.session_idle_timeout_s = 3600;
+  if (!server->options.sse_replay_bytes) server->options.sse_replay_bytes = 1u << 20;
+  if (!server->options.sse_retry_ms) server->options.sse_retry_ms = MCP_SSE_RETRY_DEFAULT_MS;
+  if (!server->options.sse_resume_grace_ms) server->options.sse_resume_grace_ms = 1500;
   if (!server->options.server_name) server->options.server_name = "dome";
   if (!server->options.server_version) server->options.server_version = "0";
   server->options.path = server->path;

@@ -128,6 +128,11 @@ struct mcp_server_options {
   const char *instructions;    /* InitializeResult.instructions, or NULL */
   unsigned max_batch_messages; /* elements of one JSON-RPC batch (0: 32) */
   size_t max_batch_bytes;      /* body bytes of one JSON-RPC batch (0: 1 MiB, at most max_body_bytes) */
+  size_t sse_replay_bytes;     /* SSE events kept per session for Last-Event-ID resumption (0: 1 MiB) */
+  unsigned sse_retry_ms;       /* the retry field of every priming event, milliseconds (0: 500) */
+  /* how long the calls of a POST stream whose client went away keep running for it to resume with
+   * Last-Event-ID, milliseconds (0: 1500); then they are cancelled as before */
+  unsigned sse_resume_grace_ms;
 };
 
 /* Counters for /metrics. */
@@ -180,6 +185,12 @@ bool mcp_call_wants_progress(const mcp_call *call);
  * every call (bytes so far) and `message` (e.g. a redacted stdout chunk, UTF-8; may be NULL).
  * No-op without a progress token. Thread-safe. */
 void mcp_call_progress(mcp_call *call, double progress, const char *message);
+
+/* Send notifications/message (MCP server/utilities/logging) on the call's stream when `level`
+ * ("debug" .. "emergency") is at least the level the client set with logging/setLevel (default
+ * "info"). `text` must hold nothing a guard would redact (the handler's own words: limits, queueing);
+ * logger names the source ("dome"). No-op for an unknown level or a cancelled call. Thread-safe. */
+void mcp_call_log(mcp_call *call, const char *level, const char *logger, const char *text);
 
 /* A file descriptor (eventfd) that becomes readable when the client cancels the request
  * (notifications/cancelled: no response is sent), ends the session, or the server shuts down (then the

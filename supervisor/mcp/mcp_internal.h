@@ -10,6 +10,38 @@
 #include "supervisor/mcp/mcp.h"
 
 #define MCP_SESSION_ID_BYTES 32
+#define MCP_STREAM_RECORDS 64 /* streams of one session that can be resumed; the oldest is forgotten */
+
+/* One SSE event kept for replay (basic/transports "Resumability and Redelivery"): the bytes exactly as
+ * sent, after the handler's redaction. */
+struct mcp_replay_event {
+  struct mcp_replay_event *next;
+  uint64_t id;     /* session-wide event number */
+  unsigned stream; /* the stream it belongs to */
+  size_t length;
+  char text[]; /* "id: S-N\nevent: message\ndata: ...\n\n" */
+};
+
+/* A stream of the session that a client may resume with Last-Event-ID. */
+struct mcp_stream_record {
+  unsigned number;           /* 0: unused */
+  uint64_t evicted_through;  /* highest event number of this stream dropped from the replay buffer */
+  bool standalone;           /* the GET stream */
+  struct mcp_stream *stream; /* while it exists; under replay_lock */
+};
+
+/* MCP basic/utilities logging levels, RFC 5424 order. */
+enum mcp_log_level {
+  MCP_LOG_DEBUG,
+  MCP_LOG_INFO,
+  MCP_LOG_NOTICE,
+  MCP_LOG_WARNING,
+  MCP_LOG_ERROR,
+  MCP_LOG_CRITICAL,
+  MCP_LOG_ALERT,
+  MCP_LOG_EMERGENCY,
+  MCP_LOG_LEVELS
+};
 
 struct mcp_session {
   char id[MCP_SESSION_ID_BYTES * 2 + 1];
@@ -21,20 +53,36 @@ struct mcp_session {
   time_t last_used;
   int refs;               /* table + requests holding it; under server->lock */
   struct mcp_call *calls; /* in-flight tools/call; under server->lock */
+  atomic_int log_level;   /* enum mcp_log_level: the least severe notifications/message sent */
+  /* The replay buffer: every event with an id sent on the session's streams, oldest first, at most
+   * options.sse_replay_bytes bytes; the oldest events give way. replay_lock is taken after a
+   * stream's lock, never before, and nothing is locked while it is held. */
+  pthread_mutex_t replay_lock;
+  uint64_t next_event;
+  unsigned next_stream;
+  struct mcp_replay_event *replay_head, *replay_tail;
+  size_t replay_bytes;
+  struct mcp_stream_record records[MCP_STREAM_RECORDS];
+  unsigned next_record;
+  struct mcp_stream *standalone; /* the open GET stream, NULL when none */
 };
 
 /* The Server-Sent Events body of one POST: the responses of one tools/call, or of every request of
  * a JSON-RPC batch (MCP 2025-03-26), with the progress notifications of its calls. */
 struct mcp_stream {
   mcp_server *server;
+  struct mcp_session *session; /* +1 ref: where its events are kept for replay */
+  unsigned number;             /* the S of its event ids "S-N" */
+  bool standalone;             /* the GET stream: no call answers on it, the session holds its writer */
+  unsigned generation;         /* of the HTTP response now reading it; a resumption makes a new one */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   char *out; /* SSE bytes not yet sent */
   size_t out_length, out_capacity, out_sent;
   unsigned writers;       /* calls (and the POST handler until mcp_stream_seal) that may still append */
-  bool stream_gone;       /* the HTTP response was destroyed */
-  int refs;               /* the response + one per writer; under lock */
-  int socket_fd;          /* the connection's socket, polled for the client's close (-1: not watched) */
+  bool stream_gone;       /* no HTTP response reads it (the client went away, or has not resumed yet) */
+  atomic_int refs;        /* the responses + one per writer + a resumption grace in progress */
+  int socket_fd;          /* the reading connection's socket, polled for the client's close (-1: none) */
   struct mcp_call *calls; /* calls answering on this stream (next_in_stream); under lock */
 };
 
@@ -89,6 +137,9 @@ struct mcp_server {
   struct mcp_session_rate rates[MCP_SESSION_RATES]; /* under lock */
 };
 
+/* The SSE retry field (milliseconds) in every priming event. */
+#define MCP_SSE_RETRY_DEFAULT_MS 500
+
 /* jsonrpc.c */
 json_t *mcp_jsonrpc_error(const json_t *id, int code, const char *message);
 json_t *mcp_jsonrpc_result(const json_t *id, json_t *result /* stolen */);
@@ -106,9 +157,21 @@ void mcp_session_sweep(mcp_server *server); /* end the sessions idle past the ti
 bool mcp_session_rate_allow(mcp_server *server, const char *agent);
 
 /* call.c */
-/* A new stream with one writer (the caller) and its MHD response (*response, owned by the caller
- * until queued). Returns NULL on allocation failure. */
-struct mcp_stream *mcp_stream_create(mcp_server *server, int socket_fd, struct MHD_Response **response);
+/* A new stream of `session` with one writer (the caller) and its MHD response (*response, owned by the
+ * caller until queued), its priming event (an id, the retry field, empty data) already in it. Returns
+ * NULL on allocation failure. */
+struct mcp_stream *mcp_stream_create(mcp_server *server, struct mcp_session *session, int socket_fd,
+                                     struct MHD_Response **response);
+/* GET on the endpoint (basic/transports "Listening for Messages from the Server", "Resumability and
+ * Redelivery"): without last_event_id, open the session's standalone stream (409 when one is open);
+ * with it ("S-N"), the events of stream S after N, then the rest of S while it lasts. *status is the
+ * HTTP status; errors are JSON-RPC error bodies (400: malformed or unknown id, events dropped). */
+struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *session,
+                                    const char *last_event_id, int socket_fd, unsigned *status);
+/* The enum mcp_log_level of a level name ("debug" .. "emergency"), -1 when unknown. */
+int mcp_log_level_parse(const char *name);
+/* Free the replay buffer of a session no one refers to. */
+void mcp_session_replay_free(struct mcp_session *session);
 /* Append one message (stolen) as an SSE event. Thread-safe. */
 void mcp_stream_send(struct mcp_stream *stream, json_t *message);
 /* The caller will append nothing more; the body ends when every call has answered. */
@@ -132,6 +195,9 @@ struct mcp_post {
   int socket_fd;        /* the connection's socket (-1: unknown) */
 };
 struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post *post, unsigned *status);
+struct MHD_Response *mcp_protocol_get(mcp_server *server, const mcp_identity *identity,
+                                      const char *session_header, const char *last_event_id, int socket_fd,
+                                      unsigned *status);
 struct MHD_Response *mcp_protocol_delete(mcp_server *server, const mcp_identity *identity,
                                          const char *session_header, unsigned *status);
 struct MHD_Response *mcp_http_json_response(json_t *body /* stolen, may be NULL */);

@@ -27,9 +27,9 @@ static struct MHD_Response *error_response(const json_t *id, int code, const cha
 }
 
 static json_t *initialize_result(mcp_server *server, const char *version) {
-  json_t *result = json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s}}", "protocolVersion", version, "capabilities",
-                             "tools", "listChanged", 0, "serverInfo", "name", server->options.server_name,
-                             "version", server->options.server_version);
+  json_t *result = json_pack("{s:s,s:{s:{s:b},s:{}},s:{s:s,s:s}}", "protocolVersion", version, "capabilities",
+                             "tools", "listChanged", 0, "logging", "serverInfo", "name",
+                             server->options.server_name, "version", server->options.server_version);
   if (server->options.instructions)
     json_object_set_new(result, "instructions", json_string(server->options.instructions));
   return result;
@@ -129,7 +129,7 @@ static json_t *start_tools_call(mcp_server *server, struct mcp_session *session,
     if (admitted < 0) return mcp_jsonrpc_error(id, MCP_SERVER_OVERLOADED, admit_err.message);
   }
   if (*stream == NULL) {
-    *stream = mcp_stream_create(server, post->socket_fd, stream_response);
+    *stream = mcp_stream_create(server, session, post->socket_fd, stream_response);
     if (*stream == NULL) {
       *http = 503;
       return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR, "cannot allocate the event stream");
@@ -166,6 +166,16 @@ static json_t *handle_request(mcp_server *server, struct mcp_session *session, c
   }
   if (strcmp(method, "tools/call") == 0)
     return start_tools_call(server, session, post, id, params, stream, stream_response, http);
+  if (strcmp(method, "logging/setLevel") == 0) { /* server/utilities/logging */
+    json_t *level = json_object_get(params, "level");
+    int severity = json_is_string(level) ? mcp_log_level_parse(json_string_value(level)) : -1;
+    if (severity < 0)
+      return mcp_jsonrpc_error(id, MCP_INVALID_PARAMS,
+                               "logging/setLevel: params.level must be one of debug, info, notice, warning, "
+                               "error, critical, alert, emergency");
+    atomic_store(&session->log_level, severity);
+    return mcp_jsonrpc_result(id, json_object());
+  }
   char text[200];
   snprintf(text, sizeof text, "method not found: %.120s", method);
   return mcp_jsonrpc_error(id, MCP_METHOD_NOT_FOUND, text);
@@ -365,6 +375,17 @@ struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post
 out:
   json_decref(empty_params);
   json_decref(message);
+  return response;
+}
+
+struct MHD_Response *mcp_protocol_get(mcp_server *server, const mcp_identity *identity,
+                                      const char *session_header, const char *last_event_id, int socket_fd,
+                                      unsigned *status) {
+  struct MHD_Response *response = NULL;
+  struct mcp_session *session = lookup_session(server, identity, session_header, &response, status);
+  if (session == NULL) return response;
+  response = mcp_stream_get(server, session, last_event_id, socket_fd, status);
+  mcp_session_release(server, session);
   return response;
 }
 

@@ -49,7 +49,9 @@ static void notes_report(mcp_server *server, struct session_notes *notes) {
 }
 
 static void session_unref_locked(struct mcp_session *session) {
-  if (--session->refs == 0) free(session);
+  if (--session->refs > 0) return;
+  mcp_session_replay_free(session);
+  free(session);
 }
 
 static bool idle_expired(const mcp_server *server, const struct mcp_session *session, time_t now) {
@@ -115,6 +117,8 @@ int mcp_session_create(mcp_server *server, const mcp_identity *identity, const c
   snprintf(session->protocol_version, sizeof session->protocol_version, "%s", version);
   session->last_used = time(NULL);
   session->refs = 2; /* the table and the caller */
+  atomic_init(&session->log_level, MCP_LOG_INFO);
+  pthread_mutex_init(&session->replay_lock, NULL);
   struct session_notes notes = {0};
   int rc = 0;
   pthread_mutex_lock(&server->lock);
@@ -134,6 +138,7 @@ int mcp_session_create(mcp_server *server, const mcp_identity *identity, const c
   pthread_mutex_unlock(&server->lock);
   notes_report(server, &notes);
   if (rc < 0) {
+    mcp_session_replay_free(session);
     free(session);
     return rc;
   }
