@@ -104,6 +104,15 @@ static int before_jail(void *context, struct jail_config *config, dome_error *er
   if (rc < 0) return rc;
   config->path_rules = domed_path_rules_list(a->path_rules, &config->path_rule_count);
   a->egress_provider->wanted = a->egress.wanted;
+  if (a->egress.needs_egress) { /* what the agent should know of its network (counts, not destinations) */
+    char text[200];
+    if (a->egress.wanted)
+      snprintf(text, sizeof text, "egress: %zu permitted network entries, path through %s", a->egress.count,
+               a->domed->config.net_mode);
+    else
+      snprintf(text, sizeof text, "egress: the rules permit destinations but the egress path is closed");
+    mcp_call_log(a->execution->call, a->egress.wanted ? "info" : "warning", "dome", text);
+  }
   return 0;
 }
 

@@ -130,6 +130,12 @@ int domed_slot_acquire(struct domed *domed, const char *agent_name, unsigned con
     pthread_mutex_unlock(&domed->slots_lock);
     return rc;
   }
+  if (call) {
+    char text[200];
+    snprintf(text, sizeof text, "queued: waiting for a jail (%u of this agent's %u running, %u of %u in all)",
+             agent->running, agent->limit, domed->jails_running, domed->config.max_jails);
+    mcp_call_log(call, "info", "dome", text);
+  }
   struct queue_waiter waiter = {.granted = false};
   pthread_condattr_t attributes;
   pthread_condattr_init(&attributes);

@@ -404,6 +404,13 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   if (timeout) {
     uint64_t ms = (uint64_t)(json_number_value(timeout) * 1000.0);
     if (ms > 0 && ms < execution.quota.timeout_ms) execution.quota.timeout_ms = ms;
+    if (ms > execution.quota.timeout_ms) {
+      char text[200];
+      snprintf(text, sizeof text, "timeout_s %.3f clamped to the quota of capability `%s`: %.3f s",
+               json_number_value(timeout), capability ? capability : DOMED_BUILTIN_CAPABILITY,
+               (double)execution.quota.timeout_ms / 1000.0);
+      mcp_call_log(call, "notice", "dome", text);
+    }
   }
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_AUTHORIZE], now_us() - start);
   uint64_t queued = now_us();
