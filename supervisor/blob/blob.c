@@ -207,6 +207,35 @@ out:
   return rc;
 }
 
+int blob_store_release(blob_store *store, const char *owner, const char *hex, dome_error *err) {
+  if (!owner_valid(owner))
+    return dome_error_set(err, EINVAL, "blob owner `%.140s`: expected [A-Za-z0-9._-], 1..%d bytes",
+                          owner ? owner : "", BLOB_OWNER_MAX);
+  if (!blob_hex_valid(hex)) return dome_error_set(err, EINVAL, "blob `%.80s`: not a SHA-256 in hex", hex);
+  char content[4200], link_path[4300];
+  if (!PATH_FORMAT(content, "%s/sha256/%.2s/%s", store->directory, hex, hex) ||
+      !PATH_FORMAT(link_path, "%s/owners/%s/%s", store->directory, owner, hex))
+    return dome_error_set(err, ENAMETOOLONG, "blob store path");
+  pthread_mutex_lock(&store->lock);
+  int rc = 0;
+  struct stat st;
+  if (lstat(link_path, &st) < 0) goto out; /* not this owner's */
+  if (unlink(link_path) < 0) {
+    rc = dome_error_set_errno(err, errno, "unlink `%s`", link_path);
+    goto out;
+  }
+  owner_add(store, owner, -(int64_t)st.st_size);
+  /* the content is one more link of the same inode: alone now, no owner holds it */
+  if (stat(content, &st) == 0 && st.st_nlink == 1 && unlink(content) == 0) {
+    store->bytes -= (uint64_t)st.st_size > store->bytes ? store->bytes : (uint64_t)st.st_size;
+    if (store->blobs) store->blobs--;
+    rc = 1;
+  }
+out:
+  pthread_mutex_unlock(&store->lock);
+  return rc;
+}
+
 void blob_store_usage(blob_store *store, struct blob_store_usage *usage) {
   pthread_mutex_lock(&store->lock);
   *usage = (struct blob_store_usage){store->bytes, store->blobs, store->total_quota, store->refused,

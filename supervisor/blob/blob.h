@@ -34,6 +34,11 @@ void blob_store_close(blob_store *store);
 int blob_store_put(blob_store *store, const char *owner, uint64_t owner_quota, const void *data,
                    size_t length, const char *hex, dome_error *err);
 
+/* `owner` no longer needs blob `hex`: its link goes, and the content with it when no other owner links
+ * it (a task's result whose TTL passed). Returns 1 (content removed), 0 (the link went, other owners
+ * keep the content; or the owner held no such blob), -EINVAL (bad owner or hex) or -errno. */
+int blob_store_release(blob_store *store, const char *owner, const char *hex, dome_error *err);
+
 struct blob_store_usage {
   uint64_t bytes;       /* content bytes of all blobs */
   uint64_t blobs;       /* number of blobs */

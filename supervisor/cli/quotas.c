@@ -22,6 +22,8 @@ static int set_main(int argc, char **argv) {
       {"blob-bytes", required_argument, NULL, 'B'},
       {"mcp-output-limit", required_argument, NULL, 'M'},
       {"concurrency", required_argument, NULL, 'N'},
+      {"task-ttl", required_argument, NULL, 'T'},
+      {"tasks", required_argument, NULL, 'K'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -73,12 +75,18 @@ static int set_main(int argc, char **argv) {
       case 'N':
         key = "concurrency";
         break;
+      case 'T':
+        key = "task_ttl";
+        break;
+      case 'K':
+        key = "tasks";
+        break;
       case 'h':
         printf(
             "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
             "                      [--workspace-size SIZE] [--output-limit SIZE] [--egress allow|deny]\n"
             "                      [--egress-bytes SIZE] [--blob-bytes SIZE] [--mcp-output-limit SIZE]\n"
-            "                      [--concurrency N]\n"
+            "                      [--concurrency N] [--task-ttl DURATION] [--tasks N]\n"
             "  --egress-bytes: byte quota of each jail's egress path (both directions) for this capability;\n"
             "                  0 (list: config): domed's egress_quota applies\n"
             "  --blob-bytes:   bytes this capability's large inputs may take in the journal's blob store\n"
@@ -88,7 +96,11 @@ static int set_main(int argc, char **argv) {
             "applies\n"
             "  --concurrency:  executions one agent runs at once for this capability (0: up to max_jails);\n"
             "                  its further calls wait in its own queue, served round-robin with other "
-            "agents\n");
+            "agents\n"
+            "  --task-ttl:     longest TTL of an MCP task (its result is kept that long; 0: domed's "
+            "task_ttl_max_s)\n"
+            "  --tasks:        MCP tasks one agent holds until their TTL passes (0: domed's "
+            "max_tasks_per_agent)\n");
         json_decref(fields);
         return 0;
       default:

@@ -152,6 +152,9 @@ struct control_quota {
                                 `mcp_output_limit` configuration applies */
   uint64_t concurrency;      /* executions one agent runs at once for this capability; 0 (default) = up to
                                 domed's max_jails. Further calls wait in the agent's own queue. */
+  uint64_t task_ttl_ms;      /* longest TTL of an MCP task of this capability, milliseconds; 0 (default) =
+                                domed's task_ttl_max_s applies */
+  uint64_t tasks;            /* MCP tasks one agent holds; 0 (default) = domed's max_tasks_per_agent */
 };
 
 void control_quota_defaults(struct control_quota *quota);
@@ -161,8 +164,9 @@ void control_quota_defaults(struct control_quota *quota);
  * sizes as numbers of bytes or strings with IEC suffixes, durations as seconds, egress as boolean or
  * "allow"/"deny"; egress_bytes may be 0, which hands the jails of the capability back to domed's
  * egress_quota, and mcp_output_limit 0 likewise to mcp_output_limit; concurrency an integer in [0, 4096],
- * 0 meaning max_jails). Unset members keep their value. Errors: -EINVAL naming the field, -errno writing
- * quotas.json. */
+ * 0 meaning max_jails; task_ttl a duration (0: domed's task_ttl_max_s), tasks an integer in [0, 100000]
+ * (0: domed's max_tasks_per_agent)). Unset members keep their value. Errors: -EINVAL naming the field, -errno
+ * writing quotas.json. */
 int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err);
 
 /* The quota of `capability` (defaults when none was set). */

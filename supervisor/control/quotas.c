@@ -32,6 +32,8 @@ static json_t *quota_json(const struct control_quota *quota) {
   json_object_set_new(object, "blob_bytes", json_integer((json_int_t)quota->blob_bytes));
   json_object_set_new(object, "mcp_output_bytes", json_integer((json_int_t)quota->mcp_output_bytes));
   json_object_set_new(object, "concurrency", json_integer((json_int_t)quota->concurrency));
+  json_object_set_new(object, "task_ttl_ms", json_integer((json_int_t)quota->task_ttl_ms));
+  json_object_set_new(object, "tasks", json_integer((json_int_t)quota->tasks));
   return object;
 }
 
@@ -54,6 +56,10 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
     quota->mcp_output_bytes = (uint64_t)json_integer_value(v);
   if ((v = json_object_get(object, "concurrency")) && json_integer_value(v) > 0)
     quota->concurrency = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "task_ttl_ms")) && json_integer_value(v) > 0)
+    quota->task_ttl_ms = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "tasks")) && json_integer_value(v) > 0)
+    quota->tasks = (uint64_t)json_integer_value(v);
 }
 
 static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
@@ -77,8 +83,9 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     return dome_error_set(err, EINVAL, "--capability: invalid capability `%s`", capability ? capability : "");
   if (!json_is_object(fields)) return dome_error_set(err, EINVAL, "quota fields must be an object");
   static const char *const known[] = {
-      "memory", "cpus",         "pids",       "timeout",          "workspace_size", "output_limit",
-      "egress", "egress_bytes", "blob_bytes", "mcp_output_limit", "concurrency"};
+      "memory",       "cpus",     "pids",         "timeout",    "workspace_size",
+      "output_limit", "egress",   "egress_bytes", "blob_bytes", "mcp_output_limit",
+      "concurrency",  "task_ttl", "tasks"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
@@ -167,6 +174,29 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     if (count < 0 || count > 4096)
       return dome_error_set(err, EINVAL, "--concurrency: expected an integer in [0, 4096]");
     quota.concurrency = (uint64_t)count;
+  }
+  if ((v = json_object_get(fields, "task_ttl"))) {
+    /* 0 is allowed: the capability goes back to domed's task_ttl_max_s */
+    uint64_t ms = 0;
+    if (json_is_number(v) && json_number_value(v) >= 0)
+      ms = (uint64_t)llround(json_number_value(v) * 1000);
+    else if (!json_is_string(v))
+      return dome_error_set(err, EINVAL, "--task-ttl: expected a duration");
+    else if (strcmp(json_string_value(v), "0") != 0 &&
+             (rc = dome_parse_duration_ms(json_string_value(v), &ms, err)) < 0)
+      return dome_error_wrap(err, "--task-ttl");
+    if (ms > 30ull * 86400 * 1000) return dome_error_set(err, EINVAL, "--task-ttl: at most 30 days");
+    quota.task_ttl_ms = ms;
+  }
+  if ((v = json_object_get(fields, "tasks"))) {
+    char *end = NULL;
+    long long count = json_is_integer(v)  ? json_integer_value(v)
+                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                          : -1;
+    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
+    if (count < 0 || count > 100000)
+      return dome_error_set(err, EINVAL, "--tasks: expected an integer in [0, 100000]");
+    quota.tasks = (uint64_t)count;
   }
   pthread_mutex_lock(&store->lock);
   json_t *next = json_deep_copy(store->quotas);

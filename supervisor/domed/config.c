@@ -49,6 +49,8 @@ void domed_config_defaults(struct domed_config *config) {
   config->sse_replay_bytes = 1u << 20;
   config->sse_retry_ms = 500;
   config->sse_resume_grace_ms = 1500;
+  config->task_ttl_max_s = 3600;
+  config->max_tasks_per_agent = 16;
 }
 
 static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
@@ -218,6 +220,10 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     c->sse_replay_bytes = bytes;
     return 0;
   }
+  if (strcmp(key, "task_ttl_max_s") == 0)
+    return set_unsigned(&c->task_ttl_max_s, key, value, 1, 30u * 86400u, err);
+  if (strcmp(key, "max_tasks_per_agent") == 0)
+    return set_unsigned(&c->max_tasks_per_agent, key, value, 1, 100000, err);
   if (strcmp(key, "sse_retry_ms") == 0) return set_unsigned(&c->sse_retry_ms, key, value, 1, 60000, err);
   if (strcmp(key, "sse_resume_grace_ms") == 0)
     return set_unsigned(&c->sse_resume_grace_ms, key, value, 1, 600000, err);

@@ -88,6 +88,11 @@ struct domed_config {
   uint64_t sse_replay_bytes;
   unsigned sse_retry_ms;
   unsigned sse_resume_grace_ms;
+  /* MCP tasks: task_ttl_max_s = 3600: the longest TTL a task gets (its result is kept that long);
+   * max_tasks_per_agent = 16: tasks one agent holds until their TTL passes. A capability's quota may
+   * set lower ones (dome quotas set --task-ttl --tasks). */
+  unsigned task_ttl_max_s;
+  unsigned max_tasks_per_agent;
   char config_file[1024]; /* the file read, "" for embedded defaults */
 };
 
@@ -96,6 +101,17 @@ void domed_config_defaults(struct domed_config *config);
 int domed_config_load(struct domed_config *config, const char *path, dome_error *err);
 /* Set one key (shared by the file and the command-line flags). -EINVAL naming the key. */
 int domed_config_set(struct domed_config *config, const char *key, const char *value, dome_error *err);
+
+/* ---- MCP tasks (tasks.c): the mcp_handlers task_event, task_save, task_delete and task_limits, and
+ * the records taken back at startup (returns how many) ---- */
+void domed_task_event(void *context, const char *type, const char *agent, const char *gateway,
+                      const char *task_id, const char *exec_id, const char *status, const char *reason);
+int domed_task_save(void *context, const char *task_id, const json_t *record, dome_error *err);
+void domed_task_delete(void *context, const char *task_id);
+void domed_task_limits(void *context, const mcp_identity *identity, const char *tool, uint64_t *max_ttl_ms,
+                       unsigned *max_tasks);
+struct domed;
+int domed_tasks_restore(struct domed *domed);
 
 /* ---- logging (main.c): structured key=value lines on stderr ---- */
 void domed_log(const char *level, const char *component, const char *format, ...)

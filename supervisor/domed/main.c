@@ -261,6 +261,8 @@ int main(int argc, char **argv) {
       .sse_replay_bytes = (size_t)domed->config.sse_replay_bytes,
       .sse_retry_ms = domed->config.sse_retry_ms,
       .sse_resume_grace_ms = domed->config.sse_resume_grace_ms,
+      .task_ttl_max_ms = (uint64_t)domed->config.task_ttl_max_s * 1000u,
+      .max_tasks_per_agent = domed->config.max_tasks_per_agent,
       .connection_timeout_s = domed->config.http_timeout_s,
       .max_connections = domed->config.max_connections,
       .max_sessions = domed->config.max_sessions,
@@ -277,10 +279,16 @@ int main(int argc, char **argv) {
   };
   struct mcp_handlers handlers = domed_mcp_handlers;
   handlers.context = domed;
+  handlers.task_event = domed_task_event;
+  handlers.task_save = domed_task_save;
+  handlers.task_delete = domed_task_delete;
+  handlers.task_limits = domed_task_limits;
   if ((rc = mcp_server_start(&options, &handlers, &domed->mcp, &err)) < 0) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
   }
+  int tasks = domed_tasks_restore(domed);
+  if (tasks > 0) domed_log("info", "tasks", "msg=restored tasks=%d", tasks);
   if ((rc = control_server_start(domed->config.control_socket,
                                  domed->config.control_group[0] ? domed->config.control_group : NULL,
                                  domed_control_handle, domed, &domed->control, &err)) < 0) {

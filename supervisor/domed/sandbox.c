@@ -327,6 +327,7 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   randombytes_buf(random_bytes, sizeof random_bytes);
   char exec_id[24];
   sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
+  mcp_call_set_exec_id(call, exec_id);
 
   struct builtin_decision d;
   builtin_decide(domed, identity, "mcp:call", name, arguments, &d);

@@ -152,6 +152,11 @@ static void append_event_locked(struct mcp_stream *stream, json_t *message, bool
     free(data);
     return;
   }
+  if (stream->number == 0) { /* a sink: nothing is sent or kept */
+    free(text);
+    free(data);
+    return;
+  }
   pthread_mutex_lock(&session->replay_lock);
   uint64_t id = ++session->next_event;
   int prefix =
@@ -310,7 +315,9 @@ static void *call_thread(void *argument) {
     message = mcp_jsonrpc_error(call->request_id, rpc_error ? rpc_error : MCP_INTERNAL_ERROR,
                                 err.message[0] ? err.message : "internal error");
   }
-  if (atomic_load(&call->cancelled_by_client))
+  if (call->task)
+    mcp_task_finish(server, call, message); /* kept for tasks/result */
+  else if (atomic_load(&call->cancelled_by_client))
     json_decref(message); /* a request the client cancelled gets no response (basic/utilities/cancellation) */
   else
     mcp_stream_send(call->stream, message);
@@ -701,10 +708,36 @@ struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *sess
   return response;
 }
 
+struct mcp_stream *mcp_stream_sink(mcp_server *server, struct mcp_session *session) {
+  struct mcp_stream *stream = calloc(1, sizeof *stream);
+  if (stream == NULL) return NULL;
+  stream->server = server;
+  stream->socket_fd = -1;
+  stream->stream_gone = true;
+  stream->writers = 1;
+  stream->refs = 1; /* the writer */
+  pthread_mutex_init(&stream->lock, NULL);
+  pthread_cond_init(&stream->cond, NULL);
+  pthread_mutex_lock(&server->lock);
+  session->refs++;
+  pthread_mutex_unlock(&server->lock);
+  stream->session = session;
+  return stream;
+}
+
+void mcp_call_set_exec_id(mcp_call *call, const char *exec_id) {
+  snprintf(call->exec_id, sizeof call->exec_id, "%s", exec_id ? exec_id : "");
+  if (call->task) mcp_task_named(call->server, call);
+}
+
+bool mcp_call_is_task(const mcp_call *call) {
+  return call->task != NULL;
+}
+
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
                    const json_t *request_id, const char *name, json_t *arguments,
                    const json_t *progress_token, uint64_t received_us, struct mcp_stream *stream,
-                   dome_error *err) {
+                   struct mcp_task *task, dome_error *err) {
   mcp_call *call = calloc(1, sizeof *call);
   if (call == NULL) return dome_error_set(err, ENOMEM, "allocate call");
   call->server = server;
@@ -731,8 +764,14 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   }
   session->refs++;
   call->session = session;
-  call->next_in_session = session->calls;
-  session->calls = call;
+  if (task) { /* a task outlives its session: only the server's stop and tasks/cancel end it */
+    call->task = task;
+    task->refs++;
+    task->call = call;
+  } else {
+    call->next_in_session = session->calls;
+    session->calls = call;
+  }
   server->calls_active++;
   server->stats.calls_active = server->calls_active;
   pthread_mutex_unlock(&server->lock);
@@ -761,6 +800,10 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
         *link = call->next_in_session;
         break;
       }
+    if (task) {
+      task->call = NULL;
+      task->refs--; /* the table still holds it */
+    }
     server->calls_active--;
     server->stats.calls_active = server->calls_active;
     pthread_cond_broadcast(&server->idle);

@@ -524,6 +524,10 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   server->sessions = calloc(server->options.max_sessions, sizeof server->sessions[0]);
   pthread_mutex_init(&server->lock, NULL);
   pthread_cond_init(&server->idle, NULL);
+  pthread_cond_init(&server->task_changed, NULL);
+  if (!server->options.task_ttl_max_ms) server->options.task_ttl_max_ms = 3600u * 1000u;
+  if (!server->options.max_tasks_per_agent) server->options.max_tasks_per_agent = 16;
+  if (!server->options.task_poll_ms) server->options.task_poll_ms = 1000;
   if (options->tls_cert_pem) {
     server->tls_cert = strdup(options->tls_cert_pem);
     server->tls_key = strdup(options->tls_key_pem);
@@ -565,6 +569,7 @@ void mcp_server_cancel_all(mcp_server *server) {
   for (size_t i = 0; i < server->session_count; i++)
     for (mcp_call *call = server->sessions[i]->calls; call; call = call->next_in_session)
       mcp_call_cancel(call, false);
+  mcp_task_cancel_all_locked(server);
   pthread_mutex_unlock(&server->lock);
 }
 
@@ -601,6 +606,7 @@ void mcp_server_stop(mcp_server *server) {
   if (server->daemon) MHD_stop_daemon(server->daemon);
   if (server->get_daemon) MHD_stop_daemon(server->get_daemon);
   mcp_server_wait_idle(server, 5000);
+  mcp_tasks_free(server);
   free_list(server->allowed_origins);
   free_list(server->allowed_hosts);
   free(server->get_token);
@@ -610,6 +616,7 @@ void mcp_server_stop(mcp_server *server) {
   free(server->tls_key);
   pthread_mutex_destroy(&server->lock);
   pthread_cond_destroy(&server->idle);
+  pthread_cond_destroy(&server->task_changed);
   free(server);
 }
 

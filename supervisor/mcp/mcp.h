@@ -99,6 +99,22 @@ struct mcp_handlers {
    * first as for the MCP endpoints; with options.get_token, every path but /healthz needs
    * "Authorization: Bearer <get_token>" (else 401). */
   int (*http_get)(void *context, const char *path, char **body, size_t *length, const char **content_type);
+  /* Tasks (MCP 2025-11-25 basic/utilities/tasks), all optional. task_limits: the longest TTL
+   * (milliseconds) and the most live tasks the identity may hold for a task-augmented call of `tool`
+   * (left as set: options.task_ttl_max_ms and options.max_tasks_per_agent). */
+  void (*task_limits)(void *context, const mcp_identity *identity, const char *tool, uint64_t *max_ttl_ms,
+                      unsigned *max_tasks);
+  /* A task's life for the journal: type "task.created", "task.completed" (status "completed" or
+   * "failed"), "task.cancelled", "task.expired" (its TTL passed: deleted) or "task.denied" (another
+   * agent named it: answered "not found"); exec_id "" when the call set none; reason NULL or a line.
+   * Called without the server's locks held. */
+  void (*task_event)(void *context, const char *type, const char *agent, const char *gateway,
+                     const char *task_id, const char *exec_id, const char *status, const char *reason);
+  /* Keep `record` (borrowed: the task with its outcome, see mcp_server_task_restore) across restarts,
+   * replacing an earlier one of the same task_id; return 0 or -errno with *err (logged; the task lives
+   * on in memory). task_delete forgets it. */
+  int (*task_save)(void *context, const char *task_id, const json_t *record, dome_error *err);
+  void (*task_delete)(void *context, const char *task_id);
 };
 
 struct mcp_server_options {
@@ -133,6 +149,9 @@ struct mcp_server_options {
   /* how long the calls of a POST stream whose client went away keep running for it to resume with
    * Last-Event-ID, milliseconds (0: 1500); then they are cancelled as before */
   unsigned sse_resume_grace_ms;
+  uint64_t task_ttl_max_ms; /* longest task TTL, milliseconds (0: 1 hour); a request asking more gets this */
+  unsigned max_tasks_per_agent; /* live tasks of one agent (0: 16); beyond, MCP_SERVER_OVERLOADED */
+  unsigned task_poll_ms;        /* the pollInterval suggested, milliseconds (0: 1000) */
 };
 
 /* Counters for /metrics. */
@@ -171,6 +190,12 @@ void mcp_server_cancel_all(mcp_server *server);
 /* Wait until no tools/call is in flight, at most timeout_ms milliseconds. Returns true when idle. */
 bool mcp_server_wait_idle(mcp_server *server, unsigned timeout_ms);
 
+/* Take back a task kept by task_save: {taskId, agent, gateway, status, statusMessage?, createdAt,
+ * lastUpdatedAt (Unix milliseconds), ttl (ms), exec_id?, outcome?: {result} | {error}}. A task that was
+ * still "working" becomes "failed" with a JSON-RPC error outcome saying the server stopped while it ran
+ * (saved again). Returns 0, -EINVAL (*err names the member), -EEXIST or -ENOMEM. */
+int mcp_server_task_restore(mcp_server *server, const json_t *record, dome_error *err);
+
 /* Stop: close all connections and sessions, wait for call threads, free. NULL is a no-op. */
 void mcp_server_stop(mcp_server *server);
 
@@ -207,6 +232,12 @@ const char *mcp_call_request_id(const mcp_call *call);
 /* When the POST carrying the call arrived (its headers), CLOCK_MONOTONIC microseconds: the call's
  * time in the HTTP layer and the hand-over to its thread is the handler's start minus this. */
 uint64_t mcp_call_received_us(const mcp_call *call);
+
+/* Name the execution the call started (its exec_id, at most 31 bytes), for the task events. */
+void mcp_call_set_exec_id(mcp_call *call, const char *exec_id);
+
+/* True when the call runs as a task (its result is fetched with tasks/result). */
+bool mcp_call_is_task(const mcp_call *call);
 
 /* The session id (hex) of the call. */
 const char *mcp_call_session_id(const mcp_call *call);

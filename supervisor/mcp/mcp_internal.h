@@ -86,8 +86,30 @@ struct mcp_stream {
   struct mcp_call *calls; /* calls answering on this stream (next_in_stream); under lock */
 };
 
+/* A task (basic/utilities/tasks): a tools/call whose result is kept for its TTL and fetched with
+ * tasks/result. Under server->lock. */
+#define MCP_TASK_ID_BYTES 32
+struct mcp_task {
+  char id[MCP_TASK_ID_BYTES * 2 + 1];
+  char agent[256];
+  char gateway[128];
+  char status[16]; /* working, completed, failed, cancelled */
+  char status_message[256];
+  char exec_id[32];
+  int64_t created_ms, updated_ms; /* CLOCK_REALTIME, Unix milliseconds */
+  int64_t ttl_ms;
+  json_t *outcome;       /* {"result": CallToolResult} or {"error": {code, message}}; NULL while working */
+  struct mcp_call *call; /* while it runs */
+  int refs;              /* the table + waiters of tasks/result */
+  bool listed;           /* in server->tasks */
+  bool created_noted;    /* task.created reported (once the call named its execution) */
+  struct mcp_task *next;
+};
+
 struct mcp_call {
   mcp_server *server;
+  struct mcp_task *task; /* +1 ref when the call runs as a task, else NULL */
+  char exec_id[32];
   struct mcp_session *session;
   struct mcp_stream *stream; /* where its progress and response go */
   json_t *request_id;
@@ -135,6 +157,8 @@ struct mcp_server {
   bool stopping;
   struct mcp_server_stats stats;
   struct mcp_session_rate rates[MCP_SESSION_RATES]; /* under lock */
+  struct mcp_task *tasks;                           /* newest first; under lock */
+  pthread_cond_t task_changed; /* a task reached a terminal status, or the server stops */
 };
 
 /* The SSE retry field (milliseconds) in every priming event. */
@@ -181,8 +205,26 @@ void mcp_stream_seal(struct mcp_stream *stream);
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
                    const json_t *request_id, const char *name, json_t *arguments,
                    const json_t *progress_token, uint64_t received_us, struct mcp_stream *stream,
-                   dome_error *err);
+                   struct mcp_task *task /* NULL: a plain call */, dome_error *err);
 void mcp_call_cancel(mcp_call *call, bool by_client);
+/* A stream that sends nothing (a task's call: its result goes to the task). NULL on allocation failure. */
+struct mcp_stream *mcp_stream_sink(mcp_server *server, struct mcp_session *session);
+/* task.c */
+/* A task-augmented tools/call (params.task given): admitted by the caller; answers the
+ * CreateTaskResult, or an error. */
+json_t *mcp_task_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
+                       json_t *id, const char *name, json_t *arguments, json_t *task_params,
+                       const json_t *progress_token, uint64_t received_us);
+/* The call of a task ended with `message` (stolen: its JSON-RPC response). */
+void mcp_task_finish(mcp_server *server, mcp_call *call, json_t *message);
+/* tasks/get, tasks/list, tasks/cancel: the answer. tasks/result: NULL when it started on *stream. */
+json_t *mcp_task_request(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
+                         json_t *id, const char *method, json_t *params, int socket_fd,
+                         struct mcp_stream **stream, struct MHD_Response **stream_response);
+/* The call of a task named its execution: task.created is reported with its exec_id. */
+void mcp_task_named(mcp_server *server, mcp_call *call);
+void mcp_task_cancel_all_locked(mcp_server *server); /* server->lock held: cancel running task calls */
+void mcp_tasks_free(mcp_server *server);
 
 /* protocol.c: handle one POSTed message; returns the HTTP response queued by the caller. */
 struct mcp_post {

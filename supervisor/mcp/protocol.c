@@ -30,6 +30,10 @@ static json_t *initialize_result(mcp_server *server, const char *version) {
   json_t *result = json_pack("{s:s,s:{s:{s:b},s:{}},s:{s:s,s:s}}", "protocolVersion", version, "capabilities",
                              "tools", "listChanged", 0, "logging", "serverInfo", "name",
                              server->options.server_name, "version", server->options.server_version);
+  /* tasks (basic/utilities/tasks) exist from revision 2025-11-25 */
+  if (strcmp(version, "2025-11-25") == 0)
+    json_object_set_new(json_object_get(result, "capabilities"), "tasks",
+                        json_pack("{s:{},s:{},s:{s:{s:{}}}}", "list", "cancel", "requests", "tools", "call"));
   if (server->options.instructions)
     json_object_set_new(result, "instructions", json_string(server->options.instructions));
   return result;
@@ -128,6 +132,17 @@ static json_t *start_tools_call(mcp_server *server, struct mcp_session *session,
     free(request_id);
     if (admitted < 0) return mcp_jsonrpc_error(id, MCP_SERVER_OVERLOADED, admit_err.message);
   }
+  json_t *meta = json_object_get(params, "_meta");
+  json_t *token = json_object_get(meta, "progressToken");
+  if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
+  json_t *task = json_object_get(params, "task");
+  if (task && strcmp(session->protocol_version, "2025-11-25") == 0) { /* answered at once */
+    json_t *empty = arguments ? NULL : json_object();
+    json_t *answer = mcp_task_start(server, session, &post->identity, id, json_string_value(name),
+                                    arguments ? arguments : empty, task, token, post->received_us);
+    json_decref(empty);
+    return answer;
+  }
   if (*stream == NULL) {
     *stream = mcp_stream_create(server, session, post->socket_fd, stream_response);
     if (*stream == NULL) {
@@ -136,12 +151,9 @@ static json_t *start_tools_call(mcp_server *server, struct mcp_session *session,
     }
   }
   json_t *empty = arguments ? NULL : json_object();
-  json_t *meta = json_object_get(params, "_meta");
-  json_t *token = json_object_get(meta, "progressToken");
-  if (token && !json_is_string(token) && !json_is_integer(token)) token = NULL;
   dome_error err = {0};
   int rc = mcp_call_start(server, session, &post->identity, id, json_string_value(name),
-                          arguments ? arguments : empty, token, post->received_us, *stream, &err);
+                          arguments ? arguments : empty, token, post->received_us, *stream, NULL, &err);
   json_decref(empty);
   if (rc < 0) {
     *http = 503;
@@ -162,8 +174,20 @@ static json_t *handle_request(mcp_server *server, struct mcp_session *session, c
     if (tools == NULL)
       return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR,
                                "tools/list: the server cannot record this listing (fail closed)");
+    size_t index;
+    json_t *tool;
+    json_array_foreach(tools, index, tool) { /* every call may run as a task (2025-11-25) */
+      if (strcmp(session->protocol_version, "2025-11-25") == 0 && !json_object_get(tool, "execution"))
+        json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "optional"));
+    }
     return mcp_jsonrpc_result(id, json_pack("{s:o}", "tools", tools));
   }
+  if (strncmp(method, "tasks/", 6) == 0 &&
+      (strcmp(method, "tasks/get") == 0 || strcmp(method, "tasks/result") == 0 ||
+       strcmp(method, "tasks/cancel") == 0 || strcmp(method, "tasks/list") == 0) &&
+      strcmp(session->protocol_version, "2025-11-25") == 0)
+    return mcp_task_request(server, session, &post->identity, id, method, params, post->socket_fd, stream,
+                            stream_response);
   if (strcmp(method, "tools/call") == 0)
     return start_tools_call(server, session, post, id, params, stream, stream_response, http);
   if (strcmp(method, "logging/setLevel") == 0) { /* server/utilities/logging */
