@@ -14,7 +14,12 @@
  *     response, progress interleaved); a batch of notifications and responses only gets 202; an
  *     empty batch, one over max_batch_messages elements or max_batch_bytes bytes, one containing
  *     initialize (outside a session), and any batch on a newer revision get one -32600 error (400);
- *   - GET on an endpoint answers 405 (no server-initiated stream); DELETE ends the session;
+ *   - every event stream starts with a priming event (an id, the retry field, empty data); its events
+ *     carry ids "S-N" (S: the stream, N: unique in the session), kept in a bounded per-session replay
+ *     buffer; GET opens the session's own stream, or with Last-Event-ID resumes stream S after N
+ *     (basic/transports "Resumability and Redelivery"); DELETE ends the session;
+ *   - logging/setLevel and notifications/message (server/utilities/logging); tasks: task-augmented
+ *     tools/call, tasks/get, tasks/result, tasks/cancel, tasks/list (basic/utilities/tasks);
  *   - Mcp-Session-Id: 256 random bits (libsodium), hex; missing on a non-initialize request -> 400,
  *     unknown or expired -> 404; MCP-Protocol-Version: unsupported -> 400 (absent: the negotiated
  *     revision is assumed);
