@@ -137,6 +137,44 @@ static void prune_by_mtime(void **state) {
   free(journal);
 }
 
+/* Releasing a blob removes the owner's link, and the content only when no other owner links it. */
+static void release_keeps_what_others_hold(void **state) {
+  (void)state;
+  char *journal = temp_journal();
+  blob_store *store = NULL;
+  dome_error err = {0};
+  assert_int_equal(blob_store_open(journal, 0, &store, &err), 0);
+  const char *shared = "held by two owners", *alone = "held by one";
+  char hex_shared[65], hex_alone[65], relative[200];
+  hex_of(shared, strlen(shared), hex_shared);
+  hex_of(alone, strlen(alone), hex_alone);
+  assert_int_equal(blob_store_put(store, "-tasks", 0, shared, strlen(shared), hex_shared, &err), 1);
+  assert_int_equal(blob_store_put(store, "code-execution", 0, shared, strlen(shared), hex_shared, &err), 1);
+  assert_int_equal(blob_store_put(store, "-tasks", 0, alone, strlen(alone), hex_alone, &err), 1);
+
+  assert_int_equal(blob_store_release(store, "-tasks", hex_shared, &err), 0); /* the other owner keeps it */
+  snprintf(relative, sizeof relative, "blobs/sha256/%.2s/%s", hex_shared, hex_shared);
+  assert_true(exists(journal, relative));
+  snprintf(relative, sizeof relative, "blobs/owners/-tasks/%s", hex_shared);
+  assert_false(exists(journal, relative));
+  assert_int_equal(blob_store_release(store, "-tasks", hex_alone, &err), 1);
+  snprintf(relative, sizeof relative, "blobs/sha256/%.2s/%s", hex_alone, hex_alone);
+  assert_false(exists(journal, relative));
+  assert_int_equal(blob_store_release(store, "-tasks", hex_alone, &err), 0); /* no longer held: no-op */
+  assert_int_equal(blob_store_release(store, "../x", hex_alone, &err), -EINVAL);
+  assert_int_equal(blob_store_release(store, "-tasks", "zz", &err), -EINVAL);
+
+  struct blob_store_usage usage;
+  blob_store_usage(store, &usage);
+  assert_int_equal(usage.bytes, strlen(shared));
+  assert_int_equal(usage.blobs, 1);
+  assert_int_equal(blob_store_owner_bytes(store, "-tasks"), 0);
+  assert_int_equal(blob_store_owner_bytes(store, "code-execution"), strlen(shared));
+  blob_store_close(store);
+  remove_tree(journal);
+  free(journal);
+}
+
 static void bad_owner_and_digest(void **state) {
   (void)state;
   char *journal = temp_journal();
@@ -192,6 +230,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(quotas_per_owner_and_in_total),
       cmocka_unit_test(prune_by_mtime),
+      cmocka_unit_test(release_keeps_what_others_hold),
       cmocka_unit_test(bad_owner_and_digest),
       cmocka_unit_test(file_write_whole_or_nothing),
   };
