@@ -192,10 +192,14 @@ void mcp_stream_seal(struct mcp_stream *stream) {
 }
 
 bool mcp_call_wants_progress(const mcp_call *call) {
-  return call->progress_token != NULL;
+  return call->progress_token != NULL || call->task != NULL;
 }
 
 void mcp_call_progress(mcp_call *call, double progress, const char *message) {
+  if (call->task) { /* no stream: tasks/get reports how far it got */
+    mcp_task_progress(call->server, call, progress);
+    return;
+  }
   if (call->progress_token == NULL || atomic_load(&call->cancelled)) return;
   struct mcp_stream *stream = call->stream;
   pthread_mutex_lock(&stream->lock);

@@ -208,7 +208,8 @@ void mcp_server_get_stats(mcp_server *server, struct mcp_server_stats *stats);
 
 /* --- for call_tool handlers --- */
 
-/* True when the request carried params._meta.progressToken. */
+/* True when the request carried params._meta.progressToken, or runs as a task (whose progress tasks/get
+ * reports). */
 bool mcp_call_wants_progress(const mcp_call *call);
 
 /* Send notifications/progress (MCP basic/utilities/progress) with a progress value that increases on

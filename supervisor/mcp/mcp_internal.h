@@ -221,6 +221,8 @@ void mcp_task_finish(mcp_server *server, mcp_call *call, json_t *message);
 json_t *mcp_task_request(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,
                          json_t *id, const char *method, json_t *params, int socket_fd,
                          struct mcp_stream **stream, struct MHD_Response **stream_response);
+/* The call of a task made progress (bytes of output so far): its statusMessage says so. */
+void mcp_task_progress(mcp_server *server, mcp_call *call, double progress);
 /* The call of a task named its execution: task.created is reported with its exec_id. */
 void mcp_task_named(mcp_server *server, mcp_call *call);
 void mcp_task_cancel_all_locked(mcp_server *server); /* server->lock held: cancel running task calls */

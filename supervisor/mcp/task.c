@@ -452,6 +452,17 @@ out:
   return answer;
 }
 
+void mcp_task_progress(mcp_server *server, mcp_call *call, double progress) {
+  pthread_mutex_lock(&server->lock);
+  struct mcp_task *task = call->task;
+  if (task && !terminal(task)) {
+    snprintf(task->status_message, sizeof task->status_message, "running: %.0f bytes of output so far",
+             progress);
+    task->updated_ms = now_ms();
+  }
+  pthread_mutex_unlock(&server->lock);
+}
+
 void mcp_task_named(mcp_server *server, mcp_call *call) {
   struct task_notes notes = {0};
   pthread_mutex_lock(&server->lock);
