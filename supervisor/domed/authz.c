@@ -4,8 +4,12 @@
  *   principal Dome::Agent::"<agent>" {capabilities} in Dome::Gateway::"<gateway>"
  *   action    Dome::Action::"mcp:call" | "mcp:discover"
  *   resource  Dome::MCPTool::"<tool>" {protocol, capability?} in Dome::Gateway::"<tool gateway>"
- *   context   {tool: <MCP tool name>, arguments?: <canonical JSON text>, actas?: <X-Dome-Act-As>}
- * Any failure to build the request is a deny (fail closed) recorded in the decision's errors. */
+ *   context   {tool: <MCP tool name>, arguments?: <canonical JSON text>, actas?: <X-Dome-Act-As>,
+ *              input: {"<tool as agents see it>": <arguments typed from its inputSchema>} for a call,
+ *              {} otherwise}
+ * A call's context is typed by the Dome schema with that one tool's ToolInput attribute
+ * (policy/tool_input), generated per call. Any failure to build the request is a deny (fail closed)
+ * recorded in the decision's errors. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,7 @@
 #include "policy/cedar.h"
 #include "policy/compile/compile.h"
 #include "policy/schema/schema.h"
+#include "policy/tool_input/tool_input.h"
 #include "policy/validate/validate.h"
 #include "supervisor/domed/dome_schema.h"
 #include "supervisor/domed/domed.h"
@@ -37,22 +42,42 @@ void domed_authz_cleanup(struct domed *domed) {
   domed->engine = NULL;
 }
 
+static int rules_compile(struct domed *domed, const char *text, const char *file, bool validate,
+                         struct domed_rules **out, dome_error *err);
+
 int domed_rules_compile(struct domed *domed, const char *text, const char *file, struct domed_rules **out,
                         dome_error *err) {
+  return rules_compile(domed, text, file, true, out, err);
+}
+
+int domed_rules_load(struct domed *domed, const char *text, const char *file, struct domed_rules **out,
+                     dome_error *err) {
+  return rules_compile(domed, text, file, false, out, err);
+}
+
+static int rules_compile(struct domed *domed, const char *text, const char *file, bool validate,
+                         struct domed_rules **out, dome_error *err) {
   cedar_policy_set *set = NULL;
   cedar_diagnostic diag;
   memset(&diag, 0, sizeof diag);
   char message[700];
   int rc = cedar_policy_set_parse(text, strlen(text), file, CEDAR_PARSE_ID_ANNOTATIONS, &set, &diag);
   if (rc < 0) return dome_error_set(err, -rc, "%s", cedar_diagnostic_format(&diag, message, sizeof message));
+  /* validated against the schema typing context.input from the live tool registry */
+  void *typed = NULL;
+  if (validate && domed_typed_schema(domed, &typed, err) < 0) {
+    cedar_policy_set_free(set);
+    return dome_error_code(err);
+  }
   cedar_validation_result result;
   memset(&result, 0, sizeof result);
-  rc = cedar_validate(domed->engine, set, &result);
+  rc = validate ? cedar_validate(typed, set, &result) : 0;
+  cedar_schema_free(typed);
   if (rc < 0) {
     cedar_policy_set_free(set);
     return dome_error_set(err, ENOMEM, "%s: validation failed: out of memory", file);
   }
-  if (!cedar_validation_passed(&result)) {
+  if (validate && !cedar_validation_passed(&result)) {
     for (size_t i = 0; i < result.count; i++)
       if (!result.issues[i].is_warning) {
         cedar_validation_issue_format(&result.issues[i], message, sizeof message);
@@ -64,7 +89,7 @@ int domed_rules_compile(struct domed *domed, const char *text, const char *file,
     cedar_policy_set_free(set);
     return -EINVAL;
   }
-  cedar_validation_result_release(&result);
+  if (validate) cedar_validation_result_release(&result);
   struct domed_rules *rules = calloc(1, sizeof *rules);
   if (rules == NULL) {
     cedar_policy_set_free(set);
@@ -109,8 +134,10 @@ static void add_error(struct domed_decision *decision, const char *policy, const
 void domed_authorize(struct domed *domed, struct domed_rules *rules, const struct domed_principal *principal,
                      const char *action, json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
                      struct domed_decision *decision) {
-  domed_authorize_resource(domed, rules, principal, action, DOMED_BUILTIN_TOOL, tool_entity, mcp_tool_name,
-                           arguments, decision);
+  json_t *input_schema = strcmp(action, "mcp:call") == 0 ? domed_execute_code_input_schema() : NULL;
+  domed_authorize_input(domed, rules, principal, action, DOMED_BUILTIN_TOOL, tool_entity, mcp_tool_name,
+                        arguments, mcp_tool_name, input_schema, decision);
+  json_decref(input_schema);
 }
 
 static bool names_gateway(json_t *entities, const char *gateway) {
@@ -135,6 +162,40 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
                               const struct domed_principal *principal, const char *action,
                               const char *resource, json_t *tool_entity, const char *mcp_tool_name,
                               json_t *arguments, struct domed_decision *decision) {
+  domed_authorize_input(domed, rules, principal, action, resource, tool_entity, mcp_tool_name, arguments,
+                        NULL, NULL, decision);
+}
+
+/* The schema typing a call of `input_name` (its ToolInput attribute typed by `type`) into *schema, and
+ * the view of `arguments` into *view. Returns 0, or -1 with the reason in message. */
+static int typed_input(const char *input_name, const json_t *type, json_t *arguments, cedar_schema **schema,
+                       json_t **view, char *message, size_t size) {
+  *view = cedar_tool_input_view(type, arguments, message, size);
+  if (*view == NULL) return -1;
+  json_t *tools = json_pack("{s:O}", input_name, type);
+  char *text = tools ? cedar_tool_input_dome_schema_text(tools) : NULL;
+  json_decref(tools);
+  cedar_schema_error schema_error;
+  memset(&schema_error, 0, sizeof schema_error);
+  int rc = text ? cedar_schema_parse(text, strlen(text), "dome.cedarschema+input", schema, &schema_error)
+                : -ENOMEM;
+  free(text);
+  if (rc < 0) {
+    char formatted[600];
+    snprintf(message, size, "typed input of `%s`: %s", input_name,
+             rc == -ENOMEM ? "out of memory"
+                           : cedar_schema_error_format(&schema_error, formatted, sizeof formatted));
+    json_decref(*view);
+    *view = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
+                           const struct domed_principal *principal, const char *action, const char *resource,
+                           json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
+                           const char *input_name, json_t *input_schema, struct domed_decision *decision) {
   *decision = (struct domed_decision){.allow = false, .determining = json_array(), .errors = json_array()};
   decision->policy_version = rules ? rules->version : 0;
   if (rules) snprintf(decision->policy_name, sizeof decision->policy_name, "%s", rules->name);
@@ -168,6 +229,25 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
   }
   if (principal->actas && principal->actas[0])
     json_object_set_new(context, "actas", json_string(principal->actas));
+  cedar_schema *typed_schema = NULL;
+  bool typed_failed = false;
+  char typed_message[700] = "";
+  json_t *input = json_object();
+  if (input_name && input_schema) {
+    json_t *type = cedar_tool_input_type(input_schema, input_name, NULL);
+    json_t *view = NULL;
+    if (type == NULL) {
+      snprintf(typed_message, sizeof typed_message, "typed input of `%s`: no object inputSchema", input_name);
+      typed_failed = true;
+    } else if (typed_input(input_name, type, arguments, &typed_schema, &view, typed_message,
+                           sizeof typed_message) < 0) {
+      typed_failed = true;
+    } else {
+      json_object_set_new(input, input_name, view);
+    }
+    json_decref(type);
+  }
+  json_object_set_new(context, "input", input);
   char *entities_text = json_dumps(entities, JSON_COMPACT);
   char *context_text = json_dumps(context, JSON_COMPACT);
   decision->request =
@@ -180,13 +260,17 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
   memset(&diag, 0, sizeof diag);
   char message[700];
   cedar_uid_ref action_uid = {"Dome::Action", action, 0};
-  if (entities_text == NULL || context_text == NULL) {
+  if (typed_failed) {
+    /* arguments that do not have the tool's type never reach Cedar half-typed (fail closed) */
+    add_error(decision, NULL, typed_message);
+  } else if (entities_text == NULL || context_text == NULL) {
     add_error(decision, NULL, "out of memory building the request");
   } else if (cedar_entities_parse_json(entities_text, strlen(entities_text), "entities", domed->engine,
                                        &cedar_entities, &diag) < 0) {
     add_error(decision, NULL, cedar_diagnostic_format(&diag, message, sizeof message));
-  } else if (cedar_context_parse_json(context_text, strlen(context_text), "context", domed->engine,
-                                      &action_uid, &cedar_context, &diag) < 0) {
+  } else if (cedar_context_parse_json(context_text, strlen(context_text), "context",
+                                      typed_schema ? typed_schema : domed->engine, &action_uid,
+                                      &cedar_context, &diag) < 0) {
     add_error(decision, NULL, cedar_diagnostic_format(&diag, message, sizeof message));
   } else {
     cedar_request request = {
@@ -210,6 +294,7 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
   }
   cedar_context_free(cedar_context);
   cedar_entities_free(cedar_entities);
+  cedar_schema_free(typed_schema);
   free(entities_text);
   free(context_text);
 }

@@ -140,6 +140,11 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
 static json_t *tools_command(struct domed *domed, const struct control_request *request, const char *verb,
                              dome_error *err) {
   if (strcmp(verb, "list") == 0) return control_tool_list(domed->store);
+  if (strcmp(verb, "definitions") == 0) { /* the registry typing context.input (dome rules validate) */
+    json_t *errors = json_array();
+    json_t *definitions = domed_tool_definitions(domed, errors);
+    return json_pack("{s:o,s:o}", "tools", definitions, "errors", errors);
+  }
   const char *name = arg_string(request, "name");
   if (strcmp(verb, "remove") == 0) {
     if (control_tool_remove(domed->store, name, err) < 0) return NULL;

@@ -220,6 +220,10 @@ void domed_authz_cleanup(struct domed *domed);
  * name "") or -EINVAL with file:line:col / policy id in *err. */
 int domed_rules_compile(struct domed *domed, const char *text, const char *file, struct domed_rules **rules,
                         dome_error *err);
+/* The same for rules already validated when applied (the active version at start-up, before the gateway
+ * backends that type their tools' arguments are reachable): parsed and compiled, not validated again. */
+int domed_rules_load(struct domed *domed, const char *text, const char *file, struct domed_rules **rules,
+                     dome_error *err);
 void domed_rules_free_policies(struct domed_rules *rules);
 
 struct domed_decision {
@@ -252,6 +256,15 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
                               const struct domed_principal *principal, const char *action,
                               const char *resource, json_t *tool_entity, const char *mcp_tool_name,
                               json_t *arguments, struct domed_decision *decision);
+/* The same with typed arguments: for a call (input_name and input_schema not NULL), context.input is
+ * {input_name: <arguments typed from input_schema>} (policy/tool_input/tool_input.h) and the context is
+ * typed by the Dome schema with that attribute; otherwise context.input is {}. Arguments that do not
+ * have the type are a deny with the reason in the decision's errors (callers check them first with
+ * cedar_tool_input_check). */
+void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
+                           const struct domed_principal *principal, const char *action, const char *resource,
+                           json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
+                           const char *input_name, json_t *input_schema, struct domed_decision *decision);
 void domed_decision_release(struct domed_decision *decision);
 
 /* Journal (audit.c). The rule: nothing runs and nothing is answered unless its events are durable
@@ -431,6 +444,16 @@ extern const struct mcp_handlers domed_mcp_handlers; /* context: struct domed * 
 /* The execute_code Tool object (name, description, inputSchema, outputSchema). The description states
  * `quota`'s limits (mcp_output_limit: bytes shown per stream when the quota sets none). New reference. */
 json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_output_limit);
+/* ---- tool_types.c: the tool registry as Cedar sees it ---- */
+/* Every tool's MCP Tool object as agents see it (execute_code, then each gateway backend's `<backend>.<t>`
+ * from its cached listing). A backend that cannot be listed is left out and {tool, error} appended to
+ * `errors` (may be NULL). New reference. */
+json_t *domed_tool_definitions(struct domed *domed, json_t *errors);
+/* The Dome schema with context.input typed from those definitions (a cedar_schema *, released with
+ * cedar_schema_free). Returns 0, or -errno with *err. */
+int domed_typed_schema(struct domed *domed, void **schema, dome_error *err);
+/* The execute_code inputSchema (JSON Schema; new reference). */
+json_t *domed_execute_code_input_schema(void);
 /* Validate execute_code arguments; -EINVAL with a one-line message naming the argument. */
 int domed_execute_arguments_check(json_t *arguments, dome_error *err);
 /* The principal of a call by `identity` (its agent record from the control store; an unknown agent

@@ -14,6 +14,7 @@
 #include "supervisor/domed/domed.h"
 #include "supervisor/gateway/gateway.h"
 #include "supervisor/guards/guard.h"
+#include "policy/tool_input/tool_input.h"
 
 static bool on_gateway(json_t *entry, const mcp_identity *identity) {
   const char *gateway = json_string_value(json_object_get(entry, "gateway"));
@@ -34,7 +35,8 @@ static json_t *tool_entity(json_t *entry) {
 /* Decide `action` on backend tool `tool` of `entry`, journal it; returns the decision's allow, false
  * with *journal_rc < 0 (*err) when the decision could not be journalled. */
 static bool decide(struct domed *domed, const mcp_identity *identity, mcp_call *call, const char *exec_id,
-                   const char *action, json_t *entry, const char *tool, uint64_t *seq, int *journal_rc,
+                   const char *action, json_t *entry, const char *tool, json_t *arguments,
+                   const char *exposed, json_t *input_schema, uint64_t *seq, int *journal_rc,
                    dome_error *err) {
   json_t *capabilities;
   struct domed_principal principal;
@@ -43,7 +45,8 @@ static bool decide(struct domed *domed, const mcp_identity *identity, mcp_call *
   const char *backend = json_string_value(json_object_get(entry, "name"));
   struct domed_rules *rules = domed_rules_acquire(domed);
   struct domed_decision decision;
-  domed_authorize_resource(domed, rules, &principal, action, backend, entity, tool, NULL, &decision);
+  domed_authorize_input(domed, rules, &principal, action, backend, entity, tool, arguments, exposed,
+                        input_schema, &decision);
   atomic_fetch_add(decision.allow ? &domed->metrics.decisions_allow : &domed->metrics.decisions_deny, 1);
   json_t *event = domed_decision_event(exec_id, identity, action, backend, tool, &decision, "policy");
   if (call) domed_audit_set_call(event, call);
@@ -115,8 +118,8 @@ int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, 
     json_t *tool;
     json_array_foreach(tools, j, tool) {
       const char *original = json_string_value(json_object_get(tool, "x-dome-tool"));
-      if (original &&
-          decide(domed, identity, NULL, NULL, "mcp:discover", entry, original, ticket, &rc, error))
+      if (original && decide(domed, identity, NULL, NULL, "mcp:discover", entry, original, NULL, NULL, NULL,
+                             ticket, &rc, error))
         json_array_append_new(visible, gateway_tool_public(tool));
       if (rc < 0) break;
     }
@@ -128,6 +131,46 @@ int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, 
 
 static json_t *tool_error(const char *text) {
   return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
+}
+
+/* The inputSchema of backend tool `tool` from the backend's (cached) listing, new reference; NULL when
+ * the listing has no such tool or cannot be had. */
+static json_t *backend_input_schema(struct domed *domed, json_t *entry, const char *tool) {
+  const char *backend = json_string_value(json_object_get(entry, "name"));
+  char *auth_header = control_tool_auth_header(domed->store, backend);
+  json_t *tools = NULL;
+  dome_error ignored = {0};
+  int listed = gateway_registry_list_tools(domed->gateways, entry, auth_header, &tools, &ignored);
+  if (auth_header) sodium_memzero(auth_header, strlen(auth_header));
+  free(auth_header);
+  if (listed < 0) return NULL;
+  json_t *schema = NULL;
+  size_t i;
+  json_t *definition;
+  json_array_foreach(tools, i, definition) {
+    const char *original = json_string_value(json_object_get(definition, "x-dome-tool"));
+    if (original && strcmp(original, tool) == 0) {
+      schema = json_incref(json_object_get(definition, "inputSchema"));
+      break;
+    }
+  }
+  json_decref(tools);
+  return schema;
+}
+
+/* A call whose arguments fail the tool's inputSchema: call.rejected (before any decision), durable. */
+static int journal_invalid(struct domed *domed, const mcp_identity *identity, mcp_call *call,
+                           const char *name, const char *detail, dome_error *err) {
+  json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "call.rejected", "agent", identity->agent, "gateway",
+                            identity->gateway, "reason", "invalid arguments");
+  domed_audit_set_text(event, "mcp_tool", name, strlen(name));
+  domed_audit_set_text(event, "detail", detail, strlen(detail));
+  if (call) domed_audit_set_call(event, call);
+  if (identity->actas[0]) json_object_set_new(event, "actas", json_string(identity->actas));
+  int rc = domed_audit_append_sync(domed, event, err);
+  json_decref(event);
+  atomic_fetch_add(&domed->metrics.calls_rejected, 1);
+  return rc;
 }
 
 struct progress_context {
@@ -228,9 +271,25 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
   randombytes_buf(random_bytes, sizeof random_bytes);
   char exec_id[24];
   sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
+  /* arguments that fail the tool's inputSchema are a tool error before authorization */
+  json_t *input_schema = backend_input_schema(domed, entry, tool);
+  char invalid[600];
+  if (input_schema && cedar_tool_input_check(input_schema, arguments, invalid, sizeof invalid) < 0) {
+    char text[700];
+    snprintf(text, sizeof text, "invalid arguments: %s", invalid);
+    if (journal_invalid(domed, identity, call, name, text, err) < 0)
+      *rpc_error = MCP_INTERNAL_ERROR;
+    else
+      *result = tool_error(text);
+    json_decref(input_schema);
+    json_decref(candidates);
+    return 1;
+  }
   uint64_t seq = 0;
   int journal_rc = 0;
-  bool allow = decide(domed, identity, call, exec_id, "mcp:call", entry, tool, &seq, &journal_rc, err);
+  bool allow = decide(domed, identity, call, exec_id, "mcp:call", entry, tool, arguments, name, input_schema,
+                      &seq, &journal_rc, err);
+  json_decref(input_schema);
   if (!allow) {
     if (journal_rc < 0 || domed_audit_sync(domed, seq, err) < 0) {
       *rpc_error = MCP_INTERNAL_ERROR;

@@ -130,7 +130,7 @@ static void load_active_rules(struct domed *domed) {
   dome_error err = {0};
   char *text = control_rules_text(domed->store, version, &err);
   struct domed_rules *rules = NULL;
-  if (text == NULL || domed_rules_compile(domed, text, "active rules", &rules, &err) < 0) {
+  if (text == NULL || domed_rules_load(domed, text, "active rules", &rules, &err) < 0) {
     domed_log("error", "rules", "version=%d msg=\"cannot load the active rules, denying every call: %s\"",
               version, err.message);
     free(text);

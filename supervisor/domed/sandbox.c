@@ -197,8 +197,8 @@ static void session_event(void *context, const char *type, const char *agent, co
   json_decref(event);
 }
 
-/* An allowed execute_code call whose arguments fail validation (call.rejected, beside its decision):
- * nothing runs. Returns 0 once durable, else -errno (*err). */
+/* An execute_code call whose arguments fail validation (call.rejected, before any decision): nothing
+ * runs. Returns 0 once durable, else -errno (*err). */
 static int journal_rejected(struct domed *domed, const mcp_identity *identity, mcp_call *call,
                             const char *exec_id, const char *name, const char *reason, const char *detail,
                             dome_error *err) {
@@ -329,6 +329,16 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
   mcp_call_set_exec_id(call, exec_id);
 
+  /* arguments that fail the inputSchema are a tool error before any authorization: Cedar sees only
+   * arguments of the tool's type (context.input) */
+  dome_error check = {0};
+  if (domed_execute_arguments_check(arguments, &check) < 0) {
+    if (journal_rejected(domed, identity, call, exec_id, name, "invalid arguments", check.message, err) < 0) {
+      *rpc_error = MCP_INTERNAL_ERROR;
+      return NULL;
+    }
+    return tool_error(check.message);
+  }
   struct builtin_decision d;
   builtin_decide(domed, identity, "mcp:call", name, arguments, &d);
   const char *capability = json_string_value(json_object_get(d.tool, "capability"));
@@ -368,15 +378,6 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
         snprintf(text, sizeof text, "Call to %s denied by policy: %s.", DOMED_BUILTIN_TOOL, reason);
       result = tool_error(text);
     }
-    goto out;
-  }
-  dome_error check = {0};
-  if (domed_execute_arguments_check(arguments, &check) < 0) {
-    if (journal_rejected(domed, identity, call, exec_id, name, "invalid arguments", check.message, err) < 0 ||
-        domed_audit_sync(domed, seq, err) < 0)
-      *rpc_error = MCP_INTERNAL_ERROR;
-    else
-      result = tool_error(check.message);
     goto out;
   }
   struct domed_execution execution = {

@@ -2,6 +2,7 @@
  * the validation of its arguments (bounded sizes; a bad argument is a tool error naming it). */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,11 +55,10 @@ static char *tool_description(const struct control_quota *quota, uint64_t mcp_ou
   return text;
 }
 
-json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_output_limit) {
+json_t *domed_execute_code_input_schema(void) {
   json_t *string = json_pack("{s:s}", "type", "string");
-  json_t *string_map = json_pack("{s:s,s:O}", "type", "object", "additionalProperties", string);
   json_t *input = json_pack(
-      "{s:s,s:{s:{s:s,s:[sss],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:O,s:s},s:{s:s,s:O,s:s},s:{s:s,s:i,s:s}},"
+      "{s:s,s:{s:{s:s,s:[sss],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:O,s:s},s:{s:s,s:O,s:s},s:{s:s,s:i,s:i,s:s}},"
       "s:[ss],s:b}",
       "type", "object", "properties", "language", "type", "string", "enum", "python", "bash", "sh",
       "description", "interpreter: python (Debian's python3), bash or sh", "code", "type", "string",
@@ -70,9 +70,17 @@ json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_
       "env", "type", "object", "additionalProperties", string, "description",
       "environment variables for the program: non-secret, shown in output as printed (the operator's "
       "secrets are injected by the tool and redacted)",
-      "timeout_s", "type", "number", "exclusiveMinimum", 0, "description",
-      "wall-clock limit in seconds (clamped by the quota)", "required", "language", "code",
+      "timeout_s", "type", "integer", "minimum", 1, "maximum", 86400, "description",
+      "wall-clock limit in whole seconds, 1 to 86400 (clamped by the quota)", "required", "language", "code",
       "additionalProperties", 0);
+  json_decref(string);
+  return input;
+}
+
+json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_output_limit) {
+  json_t *string = json_pack("{s:s}", "type", "string");
+  json_t *string_map = json_pack("{s:s,s:O}", "type", "object", "additionalProperties", string);
+  json_t *input = domed_execute_code_input_schema();
   /* structuredContent.network (domed/egress.c domed_egress_report): the jail's egress path, if any */
   json_t *network = json_pack(
       "{s:s,s:{s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s}},s:[s]}",
@@ -172,8 +180,9 @@ int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
     }
   }
   json_t *timeout = json_object_get(arguments, "timeout_s");
-  if (timeout &&
-      (!json_is_number(timeout) || json_number_value(timeout) <= 0 || json_number_value(timeout) > 86400))
-    return dome_error_set(err, EINVAL, "invalid arguments: `timeout_s` must be a number in (0, 86400]");
+  /* whole seconds: the inputSchema's integer, which rules read as a Cedar Long (context.input) */
+  if (timeout && (!json_is_number(timeout) || json_number_value(timeout) != floor(json_number_value(timeout)) ||
+                  json_number_value(timeout) < 1 || json_number_value(timeout) > 86400))
+    return dome_error_set(err, EINVAL, "invalid arguments: `timeout_s` must be an integer in [1, 86400]");
   return 0;
 }

@@ -184,6 +184,22 @@ static int parse_context(const struct simulate_policy *policy, struct request_ca
                          char *message, size_t size) {
   json_t *key = context ? json_incref(context) : json_object();
   if (key == NULL) return -ENOMEM;
+  if (strncmp(action->id, "mcp:", 4) == 0) {
+    /* A gateway request's context.input: absent in records made before arguments were typed (the empty
+     * record then), else the typed arguments as domed handed them to the engine, in Cedar's context
+     * JSON with explicit extension values; they are typed by the called tool's inputSchema, which the
+     * shipped schema does not declare, so such a context is read without the schema (the same values). */
+    json_t *input = json_object_get(key, "input");
+    if (input == NULL) {
+      json_t *copy = json_deep_copy(key);
+      json_decref(key);
+      if (copy == NULL) return -ENOMEM;
+      json_object_set_new(copy, "input", json_object());
+      key = copy;
+    } else if (json_object_size(input) > 0) {
+      with_schema = false;
+    }
+  }
   if (cache->context && cache->context_with_schema == with_schema &&
       strcmp(cache->context_action, action->id) == 0 && json_equal(cache->context_json, key)) {
     json_decref(key);

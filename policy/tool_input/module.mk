@@ -1,0 +1,1 @@
+LIBRARY_DIRS += policy/tool_input
