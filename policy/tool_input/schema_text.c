@@ -42,6 +42,10 @@ static void print_name(FILE *out, const char *name) {
   fputc('"', out);
 }
 
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static void print_type(FILE *out, const json_t *type, unsigned indent) {
   const char *kind = json_string_value(json_object_get(type, "type"));
   if (kind == NULL) {
@@ -62,16 +66,26 @@ static void print_type(FILE *out, const json_t *type, unsigned indent) {
       fputs("{}", out);
       return;
     }
-    fputs("{\n", out);
+    /* attributes by name (as the schema model and `--json` order them): the text does not depend on
+     * the order of a backend's properties */
+    size_t count = json_object_size(attributes);
+    const char **names = malloc(count * sizeof *names);
+    if (names == NULL) return;
+    size_t n = 0;
     const char *name;
     json_t *attribute;
-    json_object_foreach(attributes, name, attribute) {
+    json_object_foreach(attributes, name, attribute) names[n++] = name;
+    qsort(names, n, sizeof *names, compare_names);
+    fputs("{\n", out);
+    for (size_t i = 0; i < n; i++) {
+      attribute = json_object_get(attributes, names[i]);
       fprintf(out, "%*s", (int)(indent + 2), "");
-      print_name(out, name);
+      print_name(out, names[i]);
       fputs(json_is_true(json_object_get(attribute, "required")) ? ": " : "?: ", out);
       print_type(out, attribute, indent + 2);
       fputs(",\n", out);
     }
+    free(names);
     fprintf(out, "%*s}", (int)indent, "");
   }
 }

@@ -36,9 +36,9 @@
 #define CEDAR_TOOL_INPUT_MAX_SCHEMA_BYTES (1u << 20) /* serialized inputSchema accepted */
 
 /* Derive the Cedar type of the input of tool `tool` from `input_schema` (borrowed). Returns the record
- * type (new reference; an empty record when the schema has no representable property), or NULL when
- * input_schema is not an object schema (a warning says why) or on ENOMEM. Each part left out appends
- * {"tool": tool, "path": "/properties/x/...", "message": "..."} to `warnings` (an array; may be NULL). */
+ * type (new reference; the empty record when the schema has no representable property, is free-form, is
+ * not an object schema or is NULL), or NULL on ENOMEM. Each part left out appends {"tool": tool,
+ * "path": "/properties/x/...", "message": "..."} to `warnings` (an array; may be NULL). */
 json_t *cedar_tool_input_type(const json_t *input_schema, const char *tool, json_t *warnings);
 
 /* A copy of `type` without the private "x-dome" members: a type of the Cedar JSON schema format.

@@ -163,16 +163,18 @@ json_t *cedar_tool_input_type(const json_t *input_schema, const char *tool, json
   char path[1024] = "";
   const char *reason = NULL;
   const char *type = json_is_object(input_schema) ? single_type(input_schema, &reason) : NULL;
+  json_t *record = NULL;
   if (type == NULL || strcmp(type, "object") != 0) {
     warn(warnings, tool, path,
          type     ? "the inputSchema is not an object schema"
          : reason ? reason
                   : "no inputSchema");
-    return NULL;
+  } else {
+    record = derive_object(input_schema, tool, path, 0, 0, warnings);
   }
-  json_t *record = derive_object(input_schema, tool, path, 0, 0, warnings);
-  if (record != NULL && strcmp(json_string_value(json_object_get(record, "type")), "Record") != 0) {
-    /* a map at the top: arguments are a record, so only its (untyped) keys were typed */
+  if (record == NULL || strcmp(json_string_value(json_object_get(record, "type")), "Record") != 0) {
+    /* arguments are always an object: without typed properties (a free-form object, a map), the
+     * tool's input is the empty record */
     json_decref(record);
     record = json_pack("{s:s,s:{}}", "type", "Record", "attributes");
   }

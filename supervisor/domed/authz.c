@@ -237,7 +237,7 @@ void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
     json_t *type = cedar_tool_input_type(input_schema, input_name, NULL);
     json_t *view = NULL;
     if (type == NULL) {
-      snprintf(typed_message, sizeof typed_message, "typed input of `%s`: no object inputSchema", input_name);
+      snprintf(typed_message, sizeof typed_message, "typed input of `%s`: out of memory", input_name);
       typed_failed = true;
     } else if (typed_input(input_name, type, arguments, &typed_schema, &view, typed_message,
                            sizeof typed_message) < 0) {

@@ -62,9 +62,14 @@ static json_t *request_of(json_t *entry) {
     json_array_append_new(entities, json_pack("{s:O,s:{},s:[]}", "uid", resource, "attrs", "parents"));
   }
   json_t *context = json_object_get(entry, "context");
+  context = context ? json_deep_copy(context) : json_object();
+  /* a gateway request's context always has the typed arguments (domed: context.input, {} here) */
+  const char *action = json_string_value(json_object_get(entry, "action"));
+  if (action && strncmp(action, "mcp:", 4) == 0 && json_object_get(context, "input") == NULL)
+    json_object_set_new(context, "input", json_object());
   return json_pack("{s:{s:s,s:s},s:{s:s,s:O},s:O,s:o,s:o}", "principal", "type", "Dome::Agent", "id", agent,
                    "action", "type", "Dome::Action", "id", json_object_get(entry, "action"), "resource",
-                   resource, "context", context ? json_incref(context) : json_object(), "entities", entities);
+                   resource, "context", context, "entities", entities);
 }
 
 /* Authorize `request` under `set` as domed does; fills decision/determining/errors of event. */
