@@ -68,19 +68,22 @@ static long long simulate_first(const char *text, size_t length, const char *fil
 
 static int apply_main(int argc, char **argv) {
   const char *socket = NULL, *name = NULL, *file = NULL, *journal_flag = NULL;
-  bool simulate = false;
+  bool simulate = false, shadow = false;
   long long accepted = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0) {
       printf(
           "usage: dome rules apply FILE --name NAME [--simulate-first [--accept-diffs N] [--journal DIR]]\n"
-          "                        [--control-socket PATH]\n"
+          "                        [--shadow] [--control-socket PATH]\n"
           "Validates FILE against the Dome schema, stores it as a new version and activates it atomically:\n"
           "running executions keep their version, new calls get the new one.\n"
           "--simulate-first: first re-evaluate the decisions recorded in domed's journal (or DIR) under "
           "FILE\n"
           "and print what changes; refuse (exit 125, nothing applied) unless the number of changed\n"
-          "decisions is exactly N (default 0).\n");
+          "decisions is exactly N (default 0).\n"
+          "--shadow: store FILE and evaluate it beside the active version on every live request without\n"
+          "enforcing it; each request it decides otherwise is journalled (authz.shadow). See `dome rules\n"
+          "shadow` and `dome rules promote NAME`.\n");
       return 0;
     }
     if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
@@ -89,6 +92,8 @@ static int apply_main(int argc, char **argv) {
       name = argv[++i];
     else if (strcmp(argv[i], "--simulate-first") == 0)
       simulate = true;
+    else if (strcmp(argv[i], "--shadow") == 0)
+      shadow = true;
     else if (strcmp(argv[i], "--journal") == 0 && i + 1 < argc)
       journal_flag = argv[++i];
     else if (strcmp(argv[i], "--accept-diffs") == 0 && i + 1 < argc) {
@@ -145,7 +150,8 @@ static int apply_main(int argc, char **argv) {
       return DOME_EXIT_FAILURE;
     }
   }
-  json_t *args = json_pack("{s:s,s:s,s:s}", "name", name, "text", text, "file", file), *result = NULL;
+  json_t *args = json_pack("{s:s,s:s,s:s,s:b}", "name", name, "text", text, "file", file, "shadow", shadow),
+         *result = NULL;
   free(text);
   dome_error err = {0};
   int rc = control_call(control_socket_path(socket), "rules.apply", args, &result, &err);
@@ -154,8 +160,12 @@ static int apply_main(int argc, char **argv) {
     fprintf(stderr, "dome rules apply: %s\n", err.message);
     return DOME_EXIT_FAILURE;
   }
-  printf("Applied %s as version %lld (active)\n", name,
-         (long long)json_integer_value(json_object_get(result, "version")));
+  if (shadow)
+    printf("Applied %s as version %lld (shadow: evaluated beside the active version, not enforced)\n", name,
+           (long long)json_integer_value(json_object_get(result, "version")));
+  else
+    printf("Applied %s as version %lld (active)\n", name,
+           (long long)json_integer_value(json_object_get(result, "version")));
   json_decref(result);
   return 0;
 }
@@ -214,3 +224,125 @@ static int show_main(int argc, char **argv) {
   return 0;
 }
 DOME_COMMAND(rules_show, "rules show", "print a version of the rules (default: the active one)", show_main);
+
+static void print_table(const char *title, json_t *table) {
+  if (json_object_size(table) == 0) return;
+  printf("%-40s %13s %13s\n", title, "ALLOW->DENY", "DENY->ALLOW");
+  const char *key;
+  json_t *row;
+  json_object_foreach(table, key, row) printf(
+      "%-40s %13lld %13lld\n", key, (long long)json_integer_value(json_object_get(row, "allow_to_deny")),
+      (long long)json_integer_value(json_object_get(row, "deny_to_allow")));
+}
+
+static int shadow_main(int argc, char **argv) {
+  const char *socket = NULL;
+  bool json = false, stop = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf(
+          "usage: dome rules shadow [--json] [--stop] [--control-socket PATH]\n"
+          "Summarizes the shadow rules (dome rules apply FILE --name N --shadow) since they were applied:\n"
+          "the requests evaluated, those the shadow decides otherwise (allow->deny, deny->allow) by tool,\n"
+          "agent and policy, and the last flips in the DecisionDiff shape of `dome rules simulate`\n"
+          "(seq of their authz.shadow event, agent, action, resource, old = active, new = shadow).\n"
+          "--stop: end the shadow (journalled, with this summary). Exit 125 when there is none.\n");
+      return 0;
+    }
+    if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
+      socket = argv[++i];
+    else if (strcmp(argv[i], "--json") == 0)
+      json = true;
+    else if (strcmp(argv[i], "--stop") == 0)
+      stop = true;
+    else {
+      fprintf(stderr, "dome rules shadow: unexpected argument `%s`\n", argv[i]);
+      return DOME_EXIT_FAILURE;
+    }
+  }
+  json_t *args = json_pack("{s:b}", "stop", stop), *report = NULL;
+  dome_error err = {0};
+  int rc = control_call(control_socket_path(socket), "rules.shadow", args, &report, &err);
+  json_decref(args);
+  if (rc < 0) {
+    fprintf(stderr, "dome rules shadow: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  if (json) {
+    char *text = json_dumps(report, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (text) printf("%s\n", text);
+    free(text);
+    json_decref(report);
+    return 0;
+  }
+  json_t *shadow = json_object_get(report, "shadow"), *summary = json_object_get(report, "summary");
+  size_t i;
+  json_t *diff;
+  json_array_foreach(json_object_get(report, "diffs"), i, diff) {
+    json_t *old = json_object_get(diff, "old"), *new = json_object_get(diff, "new");
+    printf("#%lld agent=%s %s %s %s: %s -> %s (active ",
+           (long long)json_integer_value(json_object_get(diff, "seq")), text_of(diff, "agent"),
+           text_of(diff, "action"), text_of(diff, "resource"), text_of(diff, "mcp_tool"),
+           text_of(old, "decision"), text_of(new, "decision"));
+    print_ids(json_object_get(old, "determining"));
+    printf("; shadow ");
+    print_ids(json_object_get(new, "determining"));
+    printf(")\n");
+  }
+  print_table("TOOL", json_object_get(report, "by_tool"));
+  print_table("AGENT", json_object_get(report, "by_agent"));
+  print_table("POLICY", json_object_get(report, "by_policy"));
+  printf(
+      "Shadow %s (version %lld)%s: %lld requests evaluated: %lld unchanged, %lld allow->deny, %lld "
+      "deny->allow, %lld "
+      "errors\n",
+      text_of(shadow, "name"), (long long)json_integer_value(json_object_get(shadow, "version")),
+      stop ? " stopped" : "", (long long)json_integer_value(json_object_get(summary, "evaluated")),
+      (long long)json_integer_value(json_object_get(summary, "unchanged")),
+      (long long)json_integer_value(json_object_get(summary, "allow_to_deny")),
+      (long long)json_integer_value(json_object_get(summary, "deny_to_allow")),
+      (long long)json_integer_value(json_object_get(summary, "errors")));
+  json_decref(report);
+  return 0;
+}
+DOME_COMMAND(rules_shadow, "rules shadow", "summarize (or stop) the shadow rules evaluated on live traffic",
+             shadow_main);
+
+static int promote_main(int argc, char **argv) {
+  const char *socket = NULL, *name = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf(
+          "usage: dome rules promote NAME [--control-socket PATH]\n"
+          "Makes the shadow rules NAME the active version in one switch (journalled as rules.promoted with\n"
+          "the shadow's summary); the shadow ends.\n");
+      return 0;
+    }
+    if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc)
+      socket = argv[++i];
+    else if (argv[i][0] != '-' && name == NULL)
+      name = argv[i];
+    else {
+      fprintf(stderr, "dome rules promote: unexpected argument `%s`\n", argv[i]);
+      return DOME_EXIT_FAILURE;
+    }
+  }
+  if (name == NULL) {
+    fprintf(stderr, "dome rules promote: NAME is required (see --help)\n");
+    return DOME_EXIT_FAILURE;
+  }
+  json_t *args = json_pack("{s:s}", "name", name), *result = NULL;
+  dome_error err = {0};
+  int rc = control_call(control_socket_path(socket), "rules.promote", args, &result, &err);
+  json_decref(args);
+  if (rc < 0) {
+    fprintf(stderr, "dome rules promote: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  printf("Promoted %s: version %lld is active (was %lld)\n", name,
+         (long long)json_integer_value(json_object_get(result, "version")),
+         (long long)json_integer_value(json_object_get(result, "previous_version")));
+  json_decref(result);
+  return 0;
+}
+DOME_COMMAND(rules_promote, "rules promote", "make the shadow rules the active version", promote_main);

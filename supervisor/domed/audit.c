@@ -420,3 +420,7 @@ json_t *domed_audit_stream(struct domed *domed, const struct control_request *re
   journal_reader_close(reader);
   return result;
 }
+
+uint64_t domed_audit_ticket_seq(uint64_t ticket) {
+  return ticket & TICKET_SEQ_MASK;
+}

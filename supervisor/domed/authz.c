@@ -38,6 +38,7 @@ int domed_authz_init(struct domed *domed, dome_error *err) {
 }
 
 void domed_authz_cleanup(struct domed *domed) {
+  domed_shadow_cleanup(domed);
   cedar_schema_free(domed->engine);
   domed->engine = NULL;
 }
@@ -290,6 +291,22 @@ void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
       for (size_t i = 0; i < response.error_count; i++)
         add_error(decision, response.errors[i].policy_id, response.errors[i].message);
       cedar_response_release(&response);
+      /* the shadow version, if any, decides the same request; only a difference is recorded */
+      struct domed_rules *shadow = domed_shadow_acquire(domed);
+      cedar_response shadow_response;
+      memset(&shadow_response, 0, sizeof shadow_response);
+      if (shadow && shadow->policies &&
+          cedar_authorize(shadow->policies, cedar_entities, &request, &shadow_response) == 0) {
+        json_t *determining = json_array();
+        for (size_t i = 0; i < shadow_response.reason_count; i++)
+          json_array_append_new(determining, json_string(shadow_response.reason[i]));
+        domed_shadow_observe(domed, shadow, principal, action, resource, mcp_tool_name, decision,
+                             shadow_response.decision == CEDAR_ALLOW, determining,
+                             shadow_response.error_count > 0);
+        json_decref(determining);
+        cedar_response_release(&shadow_response);
+      }
+      domed_rules_release(shadow);
     }
   }
   cedar_context_free(cedar_context);

@@ -99,8 +99,26 @@ static json_t *rules_apply(struct domed *domed, const struct control_request *re
     domed_rules_release(rules);
     return json_pack("{s:b}", "valid", 1);
   }
+  bool shadow = json_is_true(json_object_get(request->args, "shadow"));
   pthread_mutex_lock(&rules_apply_lock);
   int version = control_rules_store(domed->store, name, text, err);
+  if (version >= 0 && shadow) { /* stored, evaluated beside the active version, not enforced */
+    rules->version = version;
+    snprintf(rules->name, sizeof rules->name, "%s", name);
+    int rc = domed_shadow_install(domed, rules, err);
+    pthread_mutex_unlock(&rules_apply_lock);
+    if (rc < 0) {
+      domed_rules_release(rules);
+      return NULL;
+    }
+    char version_text[32];
+    snprintf(version_text, sizeof version_text, "%d", version);
+    journal_admin(domed, request,
+                  json_pack("{s:s,s:s,s:s,s:i}", "type", "rules.shadow", "shadow_version", version_text,
+                            "name", name, "policy_version", control_rules_active(domed->store)));
+    domed_log("info", "rules", "shadow version=%d name=%s", version, name);
+    return json_pack("{s:i,s:s,s:b,s:b}", "version", version, "name", name, "active", 0, "shadow", 1);
+  }
   if (version < 0 || control_rules_activate(domed->store, version, err) < 0) {
     pthread_mutex_unlock(&rules_apply_lock);
     domed_rules_release(rules);
@@ -124,6 +142,66 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
   if (strcmp(verb, "apply") == 0) return rules_apply(domed, request, true, err);
   if (strcmp(verb, "validate") == 0) return rules_apply(domed, request, false, err);
   if (strcmp(verb, "list") == 0) return control_rules_list(domed->store);
+  if (strcmp(verb, "shadow") == 0) {
+    if (json_is_true(json_object_get(request->args, "stop"))) {
+      pthread_mutex_lock(&rules_apply_lock);
+      json_t *report = domed_shadow_report(domed);
+      struct domed_rules *stopped = domed_shadow_take(domed, NULL);
+      pthread_mutex_unlock(&rules_apply_lock);
+      if (stopped == NULL) {
+        json_decref(report);
+        dome_error_set(err, ENOENT, "no shadow rules to stop");
+        return NULL;
+      }
+      journal_admin(
+          domed, request,
+          json_pack("{s:s,s:s,s:i,s:O}", "type", "rules.shadow_stopped", "name", stopped->name,
+                    "shadow_version", stopped->version, "summary", json_object_get(report, "summary")));
+      domed_rules_release(stopped);
+      json_object_set_new(report, "stopped", json_true());
+      return report;
+    }
+    json_t *report = domed_shadow_report(domed);
+    if (report == NULL)
+      dome_error_set(err, ENOENT, "no shadow rules (dome rules apply FILE --name N --shadow)");
+    return report;
+  }
+  if (strcmp(verb, "promote") == 0) {
+    const char *name = arg_string(request, "name");
+    pthread_mutex_lock(&rules_apply_lock);
+    json_t *report = domed_shadow_report(domed);
+    const char *shadow_name = json_string_value(json_object_get(json_object_get(report, "shadow"), "name"));
+    if (report == NULL || name == NULL || strcmp(shadow_name, name) != 0) {
+      pthread_mutex_unlock(&rules_apply_lock);
+      dome_error_set(err, ENOENT, "`%s` is not the shadow rules%s%s", name ? name : "",
+                     shadow_name ? " (the shadow is " : "", shadow_name ? shadow_name : "");
+      if (shadow_name)
+        snprintf(err->message + strlen(err->message), sizeof err->message - strlen(err->message), ")");
+      json_decref(report);
+      return NULL;
+    }
+    int version = (int)json_integer_value(json_object_get(json_object_get(report, "shadow"), "version"));
+    int previous = control_rules_active(domed->store);
+    if (control_rules_activate(domed->store, version, err) < 0) {
+      pthread_mutex_unlock(&rules_apply_lock);
+      json_decref(report);
+      return NULL;
+    }
+    /* one switch: the shadow's compiled rules become the active ones, the shadow ends */
+    struct domed_rules *promoted = domed_shadow_take(domed, name);
+    domed_rules_install(domed, promoted);
+    pthread_mutex_unlock(&rules_apply_lock);
+    char version_text[32];
+    snprintf(version_text, sizeof version_text, "%d", version);
+    journal_admin(
+        domed, request,
+        json_pack("{s:s,s:s,s:s,s:i,s:O}", "type", "rules.promoted", "policy_version", version_text, "name",
+                  name, "previous_version", previous, "summary", json_object_get(report, "summary")));
+    domed_log("info", "rules", "promoted version=%d name=%s", version, name);
+    json_decref(report);
+    return json_pack("{s:i,s:s,s:b,s:i}", "version", version, "name", name, "active", 1, "previous_version",
+                     previous);
+  }
   if (strcmp(verb, "show") == 0) {
     int version = (int)json_integer_value(json_object_get(request->args, "version"));
     char *text = control_rules_text(domed->store, version, err);

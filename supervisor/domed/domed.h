@@ -141,6 +141,7 @@ struct domed_metrics {
   atomic_uint_fast64_t digest_only;     /* members recorded by digest whose bytes the blob store refused */
   atomic_uint_fast64_t refusals;        /* auth.failed and session.refused, journalled or summarized */
   atomic_uint_fast64_t calls_rejected;  /* call.rejected: unknown tool, invalid arguments */
+  atomic_uint_fast64_t shadow_flips[2]; /* authz.shadow: [0] allow->deny, [1] deny->allow */
   atomic_uint_fast64_t queue_cancelled; /* calls cancelled while waiting for a jail */
   atomic_uint_fast64_t active_jails;
   atomic_uint_fast64_t queued;
@@ -197,6 +198,7 @@ struct domed {
   void *gateways;              /* gateway_registry *: clients of external MCP backends (gateway.h) */
   pthread_mutex_t rules_lock;
   struct domed_rules *rules; /* the active version; swapped atomically under rules_lock */
+  struct domed_shadow *shadow; /* the shadow version beside it, or NULL (shadow.c; its own lock) */
   /* concurrency cap on jails */
   pthread_mutex_t slots_lock;
   pthread_cond_t slots_cond;
@@ -210,6 +212,31 @@ struct domed_rules *domed_rules_acquire(struct domed *domed);
 void domed_rules_release(struct domed_rules *rules);
 /* Replace the active rules (takes the reference). */
 void domed_rules_install(struct domed *domed, struct domed_rules *rules);
+
+/* ---- shadow.c: shadow rules beside the active ones ---- */
+struct domed_shadow;
+struct domed_principal;
+struct domed_decision;
+/* Make `rules` (takes the reference; version and name set) the shadow version, replacing any other (its
+ * counts start again). -ENOMEM. */
+int domed_shadow_install(struct domed *domed, struct domed_rules *rules, dome_error *err);
+/* A reference to the shadow version, or NULL when there is none (release with domed_rules_release). */
+struct domed_rules *domed_shadow_acquire(struct domed *domed);
+/* Record one request evaluated under both versions: a flip is journalled (authz.shadow) and counted.
+ * shadow_rules: what domed_shadow_acquire gave; counts are kept only while it is still the shadow. */
+void domed_shadow_observe(struct domed *domed, struct domed_rules *shadow_rules,
+                          const struct domed_principal *principal, const char *action, const char *resource,
+                          const char *mcp_tool_name, const struct domed_decision *active, bool shadow_allow,
+                          json_t *shadow_determining, bool shadow_errors);
+/* The summary since the shadow was applied ({shadow: {name, version, since}, summary: {evaluated,
+ * unchanged, allow_to_deny, deny_to_allow, errors}, by_tool, by_agent, by_policy, diffs: [the last 100
+ * flips, in the DecisionDiff shape], diffs_truncated}), or NULL when there is none. New reference. */
+json_t *domed_shadow_report(struct domed *domed);
+/* End the shadow and hand its rules over (a reference), when there is one and `name` (NULL: any) is its
+ * name; else NULL and nothing changes. */
+struct domed_rules *domed_shadow_take(struct domed *domed, const char *name);
+/* Drop any shadow (shutdown). */
+void domed_shadow_cleanup(struct domed *domed);
 
 /* ---- engine seams: authz.c / execute.c / audit.c (or pending.c while an engine is not built) ---- */
 
@@ -289,6 +316,8 @@ void domed_audit_close(struct domed *domed);
  * is logged and counted (dome_journal_refused_total). A failed journal is reopened (its durable events
  * recovered) at most once a second, so domed serves again once space returns. */
 int domed_audit_append(struct domed *domed, json_t *event, uint64_t *ticket, dome_error *err);
+/* The journal seq of the event a ticket names (its `seq` in the journal). */
+uint64_t domed_audit_ticket_seq(uint64_t ticket);
 /* Block until the event of `ticket` and every earlier one is durable. Returns 0, or -errno (the event is
  * not durable: the caller fails its call; counted like a refused append). */
 int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err);

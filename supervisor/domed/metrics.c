@@ -51,6 +51,13 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   fprintf(out, "dome_decisions_total{decision=\"deny\"} %llu\n",
           (unsigned long long)atomic_load(&m->decisions_deny));
   COUNTER("dome_denials_total", "Denied tool calls.", atomic_load(&m->decisions_deny));
+  fprintf(out,
+          "# HELP dome_authz_shadow_flips_total Requests the shadow rules decide otherwise than the active "
+          "ones (dome rules apply --shadow).\n# TYPE dome_authz_shadow_flips_total counter\n");
+  fprintf(out, "dome_authz_shadow_flips_total{direction=\"allow_to_deny\"} %llu\n",
+          (unsigned long long)atomic_load(&m->shadow_flips[0]));
+  fprintf(out, "dome_authz_shadow_flips_total{direction=\"deny_to_allow\"} %llu\n",
+          (unsigned long long)atomic_load(&m->shadow_flips[1]));
   COUNTER("dome_kernel_denials_total", "Kernel denial events of jails.", atomic_load(&m->denials_kernel));
   COUNTER("dome_redactions_total", "Redactions applied to results.", atomic_load(&m->redactions));
   COUNTER("dome_overloaded_total", "Calls refused because every jail slot and the queue were full.",
