@@ -172,6 +172,9 @@ static int add_main(int argc, char **argv) {
   }
   printf("Added tool %s (gateway %s%s)\n", name, gateway,
          json_is_true(json_object_get(result, "builtin")) ? ", built-in sandbox" : "");
+  if (strcmp(name, "code-sandbox") != 0)
+    printf("Its tools' definitions are pinned at the first discovery (dome tool approve %s to review)\n",
+           name);
   json_decref(result);
   return 0;
 }

@@ -215,6 +215,27 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
   return NULL;
 }
 
+/* tool.approved: the digests pinned, the changes approved and the findings accepted. */
+static void journal_pins(struct domed *domed, const struct control_request *request, json_t *pins) {
+  if (!json_is_true(json_object_get(pins, "approved"))) return;
+  json_t *changes = json_array();
+  size_t i;
+  json_t *change;
+  json_array_foreach(json_object_get(pins, "changes"), i, change) {
+    json_t *summary = json_pack("{s:O,s:O}", "mcp_tool", json_object_get(change, "mcp_tool"), "change",
+                                json_object_get(change, "change"));
+    const char *keys[] = {"old_digest", "new_digest", "fields"};
+    for (size_t k = 0; k < 3; k++)
+      if (json_object_get(change, keys[k]))
+        json_object_set(summary, keys[k], json_object_get(change, keys[k]));
+    json_array_append_new(changes, summary);
+  }
+  journal_admin(domed, request,
+                json_pack("{s:s,s:O,s:O,s:o,s:O}", "type", "tool.approved", "tool",
+                          json_object_get(pins, "tool"), "pinned", json_object_get(pins, "pinned"), "changes",
+                          changes, "findings_accepted", json_object_get(pins, "findings")));
+}
+
 static json_t *tools_command(struct domed *domed, const struct control_request *request, const char *verb,
                              dome_error *err) {
   if (strcmp(verb, "list") == 0) return control_tool_list(domed->store);
@@ -227,12 +248,14 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
   if (strcmp(verb, "remove") == 0) {
     if (control_tool_remove(domed->store, name, err) < 0) return NULL;
     if (domed->gateways) gateway_registry_forget(domed->gateways, name);
+    if (name) domed_pins_forget(domed, name);
     journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.removed", "tool", name));
     return json_pack("{s:s}", "removed", name);
   }
   if (strcmp(verb, "add") == 0) {
     json_t *tool = json_deep_copy(request->args);
     json_object_del(tool, "env_file");
+    json_object_del(tool, "accept_findings");
     /* the credential header is a secret: kept apart (0600), the entry only says it exists */
     const char *auth_header = arg_string(request, "auth_header");
     json_object_del(tool, "auth_header");
@@ -259,7 +282,25 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
     if (rc < 0) return NULL;
     if (domed->gateways && name) gateway_registry_forget(domed->gateways, name);
     journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.added", "tool", name));
-    return control_tool_get(domed->store, name);
+    json_t *added = control_tool_get(domed->store, name);
+    /* a new or replaced backend's tools are pinned at its first discovery (tool_pins.c); adding
+     * contacts no backend */
+    if (gateway_entry_is_external(added) && strcmp(name, DOMED_BUILTIN_TOOL) != 0)
+      domed_pins_forget(domed, name);
+    return added;
+  }
+  if (strcmp(verb, "approve") == 0) {
+    json_t *entry = control_tool_get(domed->store, name);
+    if (entry == NULL || !gateway_entry_is_external(entry) || domed->gateways == NULL) {
+      json_decref(entry);
+      dome_error_set(err, ENOENT, "`%s` is not a registered gateway backend", name ? name : "");
+      return NULL;
+    }
+    json_t *pins = domed_pins_approve(domed, entry,
+                                      json_is_true(json_object_get(request->args, "accept_findings")), err);
+    json_decref(entry);
+    if (pins && json_is_true(json_object_get(pins, "approved"))) journal_pins(domed, request, pins);
+    return pins;
   }
   dome_error_set(err, EINVAL, "unknown command `tools.%s`", verb);
   return NULL;

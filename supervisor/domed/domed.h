@@ -474,13 +474,31 @@ extern const struct mcp_handlers domed_mcp_handlers; /* context: struct domed * 
  * `quota`'s limits (mcp_output_limit: bytes shown per stream when the quota sets none). New reference. */
 json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_output_limit);
 /* ---- tool_types.c: the tool registry as Cedar sees it ---- */
-/* Every tool's MCP Tool object as agents see it (execute_code, then each gateway backend's `<backend>.<t>`
- * from its cached listing). A backend that cannot be listed is left out and {tool, error} appended to
- * `errors` (may be NULL). New reference. */
+/* Every tool's MCP Tool object as agents see it (execute_code, then each gateway backend's approved
+ * `<backend>.<t>` from its last discovery; no backend is contacted). A backend not discovered yet is left
+ * out and {tool, error} appended to `errors` (may be NULL). New reference. */
 json_t *domed_tool_definitions(struct domed *domed, json_t *errors);
 /* The Dome schema with context.input typed from those definitions (a cedar_schema *, released with
  * cedar_schema_free). Returns 0, or -errno with *err. */
 int domed_typed_schema(struct domed *domed, void **schema, dome_error *err);
+/* ---- tool_pins.c: pinned definitions of the gateway backends' tools ---- */
+/* The tools of `tools` (an exposed listing of backend `entry`) whose definition is the pinned one; the
+ * others are withheld and journalled (tool.changed, once per new definition). A backend never pinned is
+ * pinned now (tool.pinned), its tools with findings excepted. New reference. */
+json_t *domed_pins_filter(struct domed *domed, json_t *entry, json_t *tools);
+/* Pin the backend's current tools (a fresh listing): returns {tool, changes: [{mcp_tool, change:
+ * changed|added|removed, fields?, old_digest?, new_digest?, old?, new?}], findings: [{mcp_tool, field,
+ * kind, offset, detail}], pinned, approved}; with findings and !accept_findings nothing is pinned
+ * (approved false, tool.findings journalled). NULL with *err when the backend cannot be listed or the
+ * pins not saved. */
+json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findings, dome_error *err);
+/* May backend tool `tool` be called: 0 (its pinned inputSchema in *input_schema, a new reference, or
+ * NULL when the backend cannot be listed now), or -1 with the reason (withheld: changed, or not among
+ * the approved tools). */
+int domed_pins_check_call(struct domed *domed, json_t *entry, const char *tool, json_t **input_schema,
+                          char *reason, size_t size);
+/* Drop a backend's pins (dome tool remove). */
+void domed_pins_forget(struct domed *domed, const char *backend);
 /* The execute_code inputSchema (JSON Schema; new reference). */
 json_t *domed_execute_code_input_schema(void);
 /* Validate execute_code arguments; -EINVAL with a one-line message naming the argument. */

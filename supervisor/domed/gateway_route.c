@@ -114,6 +114,10 @@ int domed_gateway_list_tools(struct domed *domed, const mcp_identity *identity, 
       json_decref(event);
       continue;
     }
+    /* only the tools whose definition is the approved one (tool_pins.c) */
+    json_t *approved = domed_pins_filter(domed, entry, tools);
+    json_decref(tools);
+    tools = approved;
     size_t j;
     json_t *tool;
     json_array_foreach(tools, j, tool) {
@@ -133,36 +137,11 @@ static json_t *tool_error(const char *text) {
   return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
 }
 
-/* The inputSchema of backend tool `tool` from the backend's (cached) listing, new reference; NULL when
- * the listing has no such tool or cannot be had. */
-static json_t *backend_input_schema(struct domed *domed, json_t *entry, const char *tool) {
-  const char *backend = json_string_value(json_object_get(entry, "name"));
-  char *auth_header = control_tool_auth_header(domed->store, backend);
-  json_t *tools = NULL;
-  dome_error ignored = {0};
-  int listed = gateway_registry_list_tools(domed->gateways, entry, auth_header, &tools, &ignored);
-  if (auth_header) sodium_memzero(auth_header, strlen(auth_header));
-  free(auth_header);
-  if (listed < 0) return NULL;
-  json_t *schema = NULL;
-  size_t i;
-  json_t *definition;
-  json_array_foreach(tools, i, definition) {
-    const char *original = json_string_value(json_object_get(definition, "x-dome-tool"));
-    if (original && strcmp(original, tool) == 0) {
-      schema = json_incref(json_object_get(definition, "inputSchema"));
-      break;
-    }
-  }
-  json_decref(tools);
-  return schema;
-}
-
 /* A call whose arguments fail the tool's inputSchema: call.rejected (before any decision), durable. */
 static int journal_invalid(struct domed *domed, const mcp_identity *identity, mcp_call *call,
-                           const char *name, const char *detail, dome_error *err) {
+                           const char *name, const char *reason, const char *detail, dome_error *err) {
   json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "call.rejected", "agent", identity->agent, "gateway",
-                            identity->gateway, "reason", "invalid arguments");
+                            identity->gateway, "reason", reason);
   domed_audit_set_text(event, "mcp_tool", name, strlen(name));
   domed_audit_set_text(event, "detail", detail, strlen(detail));
   if (call) domed_audit_set_call(event, call);
@@ -272,12 +251,21 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
   char exec_id[24];
   sodium_bin2hex(exec_id, sizeof exec_id, random_bytes, sizeof random_bytes);
   /* arguments that fail the tool's inputSchema are a tool error before authorization */
-  json_t *input_schema = backend_input_schema(domed, entry, tool);
+  json_t *input_schema = NULL;
+  char withheld[600];
+  if (domed_pins_check_call(domed, entry, tool, &input_schema, withheld, sizeof withheld) < 0) {
+    if (journal_invalid(domed, identity, call, name, "tool changed", withheld, err) < 0)
+      *rpc_error = MCP_INTERNAL_ERROR;
+    else
+      *result = tool_error(withheld);
+    json_decref(candidates);
+    return 1;
+  }
   char invalid[600];
   if (input_schema && cedar_tool_input_check(input_schema, arguments, invalid, sizeof invalid) < 0) {
     char text[700];
     snprintf(text, sizeof text, "invalid arguments: %s", invalid);
-    if (journal_invalid(domed, identity, call, name, text, err) < 0)
+    if (journal_invalid(domed, identity, call, name, "invalid arguments", text, err) < 0)
       *rpc_error = MCP_INTERNAL_ERROR;
     else
       *result = tool_error(text);

@@ -131,9 +131,9 @@ void domed_shadow_observe(struct domed *domed, struct domed_rules *shadow_rules,
       if (json_array_size(policies) == 0) count(shadow->by_policy, "(no policy: default deny)", to_deny);
       json_array_foreach(policies, i, policy) count(shadow->by_policy, json_string_value(policy), to_deny);
       json_t *diff =
-          json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:o,s:o}", "seq", (json_int_t)domed_audit_ticket_seq(seq), "time",
-                    (json_int_t)time(NULL), "agent", principal->agent, "action", action, "resource", resource,
-                    "mcp_tool", mcp_tool_name ? mcp_tool_name : "", "old",
+          json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:o,s:o}", "seq", (json_int_t)domed_audit_ticket_seq(seq),
+                    "time", (json_int_t)time(NULL), "agent", principal->agent, "action", action, "resource",
+                    resource, "mcp_tool", mcp_tool_name ? mcp_tool_name : "", "old",
                     side(active->allow, active->determining), "new", side(shadow_allow, shadow_determining));
       if (principal->actas && principal->actas[0])
         json_object_set_new(diff, "actas", json_string(principal->actas));

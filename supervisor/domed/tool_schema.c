@@ -58,7 +58,8 @@ static char *tool_description(const struct control_quota *quota, uint64_t mcp_ou
 json_t *domed_execute_code_input_schema(void) {
   json_t *string = json_pack("{s:s}", "type", "string");
   json_t *input = json_pack(
-      "{s:s,s:{s:{s:s,s:[sss],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:O,s:s},s:{s:s,s:O,s:s},s:{s:s,s:i,s:i,s:s}},"
+      "{s:s,s:{s:{s:s,s:[sss],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:O,s:s},s:{s:s,s:O,s:s},s:{s:s,s:i,s:i,s:"
+      "s}},"
       "s:[ss],s:b}",
       "type", "object", "properties", "language", "type", "string", "enum", "python", "bash", "sh",
       "description", "interpreter: python (Debian's python3), bash or sh", "code", "type", "string",
@@ -181,8 +182,9 @@ int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
   }
   json_t *timeout = json_object_get(arguments, "timeout_s");
   /* whole seconds: the inputSchema's integer, which rules read as a Cedar Long (context.input) */
-  if (timeout && (!json_is_number(timeout) || json_number_value(timeout) != floor(json_number_value(timeout)) ||
-                  json_number_value(timeout) < 1 || json_number_value(timeout) > 86400))
+  if (timeout &&
+      (!json_is_number(timeout) || json_number_value(timeout) != floor(json_number_value(timeout)) ||
+       json_number_value(timeout) < 1 || json_number_value(timeout) > 86400))
     return dome_error_set(err, EINVAL, "invalid arguments: `timeout_s` must be an integer in [1, 86400]");
   return 0;
 }

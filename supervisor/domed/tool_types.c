@@ -1,8 +1,8 @@
 /* The tool registry as Cedar sees it: every tool's definition (the built-in execute_code and each
- * gateway backend's tools, as agents see them) and the Dome schema with context.input typed from their
- * inputSchemas (policy/tool_input), against which rules are validated when applied. */
+ * gateway backend's tools, as agents see them, from their last discovery) and the Dome schema with
+ * context.input typed from their inputSchemas (policy/tool_input), against which rules are validated when
+ * applied. */
 #include <errno.h>
-#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,21 +26,21 @@ json_t *domed_tool_definitions(struct domed *domed, json_t *errors) {
   json_array_foreach(entries, i, entry) {
     const char *backend = json_string_value(json_object_get(entry, "name"));
     if (!gateway_entry_is_external(entry) || strcmp(backend, DOMED_BUILTIN_TOOL) == 0) continue;
-    char *auth_header = control_tool_auth_header(domed->store, backend);
-    json_t *tools = NULL;
-    dome_error err = {0};
-    int listed = gateway_registry_list_tools(domed->gateways, entry, auth_header, &tools, &err);
-    if (auth_header) sodium_memzero(auth_header, strlen(auth_header));
-    free(auth_header);
-    if (listed < 0) {
+    /* the last discovery's definitions: applying rules contacts no backend */
+    json_t *tools = gateway_registry_cached_tools(domed->gateways, backend);
+    if (tools == NULL) {
       if (errors)
-        json_array_append_new(errors, json_pack("{s:s,s:s}", "tool", backend, "error", err.message));
+        json_array_append_new(errors,
+                              json_pack("{s:s,s:s}", "tool", backend, "error",
+                                        "not discovered yet (no tools/list reached it since domed started)"));
       continue;
     }
+    json_t *approved = domed_pins_filter(domed, entry, tools); /* the tools agents see */
+    json_decref(tools);
     size_t j;
     json_t *tool;
-    json_array_foreach(tools, j, tool) json_array_append_new(definitions, gateway_tool_public(tool));
-    json_decref(tools);
+    json_array_foreach(approved, j, tool) json_array_append_new(definitions, gateway_tool_public(tool));
+    json_decref(approved);
   }
   json_decref(entries);
   return definitions;

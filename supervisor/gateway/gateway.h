@@ -187,6 +187,10 @@ void gateway_registry_free(gateway_registry *registry);
 int gateway_registry_list_tools(gateway_registry *registry, json_t *entry, const char *auth_header,
                                 json_t **tools, dome_error *err);
 
+/* The backend's last listing as gateway_registry_list_tools gave it (however old), without contacting
+ * it; NULL when it was never listed (or was forgotten since). New reference. */
+json_t *gateway_registry_cached_tools(gateway_registry *registry, const char *name);
+
 /* A copy of an exposed Tool object without dome's private members. New reference. */
 json_t *gateway_tool_public(json_t *tool);
 
@@ -205,6 +209,25 @@ int gateway_registry_call(gateway_registry *registry, json_t *entry, const char 
 /* Forget a backend (after `dome tool remove` or a changed registry entry): its client is dropped and
  * its session closed once no running call uses it. Unknown names are ignored. */
 void gateway_registry_forget(gateway_registry *registry, const char *name);
+
+/* ------------------------------------------------------------------ pinned definitions (pins.c) */
+
+#define GATEWAY_DIGEST_HEX 64 /* SHA-256 in hex */
+
+/* The pinned part of an exposed Tool object: {name (the backend's own, from x-dome-tool), description,
+ * inputSchema, outputSchema, annotations}, absent members as null. New reference. */
+json_t *gateway_tool_definition(json_t *tool);
+/* SHA-256 (hex) of a definition's canonical JSON (keys sorted, no whitespace). Returns 0, -1 on ENOMEM. */
+int gateway_tool_digest(json_t *definition, char digest[GATEWAY_DIGEST_HEX + 1]);
+/* The pinned fields in which two definitions differ, in field order (array of names). New reference. */
+json_t *gateway_tool_diff(json_t *old, json_t *new);
+/* Hidden text and instructions addressed to the model in a definition's description, title and the
+ * descriptions of its inputSchema (nested properties and items, 16 levels): Unicode tag characters
+ * (U+E0000..U+E007F), bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069), runs of two
+ * or more zero-width characters (U+200B..U+200D, U+2060, U+FEFF), HTML comments, and a fixed list of
+ * phrases ("ignore previous instructions", "do not tell the user", ...). Array of {field, kind,
+ * offset (bytes), detail}; empty when clean. New reference. */
+json_t *gateway_tool_findings(json_t *definition);
 
 /* ------------------------------------------------------------------ grants, delegation, Cedar (entities.c)
  */

@@ -322,6 +322,15 @@ int gateway_registry_list_tools(gateway_registry *registry, json_t *entry, const
   return rc;
 }
 
+json_t *gateway_registry_cached_tools(gateway_registry *registry, const char *name) {
+  struct slot *slot = slot_find(registry, name, false);
+  if (slot == NULL) return NULL;
+  pthread_mutex_lock(&slot->lock);
+  json_t *tools = slot->tools ? json_deep_copy(slot->tools) : NULL;
+  pthread_mutex_unlock(&slot->lock);
+  return tools;
+}
+
 int gateway_registry_call(gateway_registry *registry, json_t *entry, const char *auth_header,
                           const char *tool, json_t *arguments, const struct gateway_call_options *options,
                           json_t **result, int *rpc_error, dome_error *err) {
