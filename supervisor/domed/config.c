@@ -41,6 +41,7 @@ void domed_config_defaults(struct domed_config *config) {
   config->journal_commit_window_ms = 2;
   snprintf(config->net_mode, sizeof config->net_mode, "auto");
   config->gateway_timeout_ms = 30000;
+  config->gateway_refresh_s = 30;
   config->blob_quota_bytes = 1ull << 30;
   config->mcp_output_limit_bytes = 64u << 10;
   config->output_event_bytes = 64u << 10;
@@ -187,6 +188,8 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     return set_unsigned(&c->journal_retention_age_s, key, value, 0, 86400u * 3650, err);
   if (strcmp(key, "gateway_timeout_ms") == 0)
     return set_unsigned(&c->gateway_timeout_ms, key, value, 100, 3600000, err);
+  if (strcmp(key, "gateway_refresh_s") == 0)
+    return set_unsigned(&c->gateway_refresh_s, key, value, 1, 3600, err);
   if (strcmp(key, "mcp_output_limit") == 0 || strcmp(key, "output_event_bytes") == 0) {
     bool result = strcmp(key, "mcp_output_limit") == 0;
     uint64_t bytes;

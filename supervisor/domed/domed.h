@@ -67,6 +67,7 @@ struct domed_config {
   bool net_tcp_relay;          /* net_tcp_relay = false: user mode carries TCP through the splice relay */
   uint64_t egress_quota_bytes; /* egress_quota = 0: bytes a jail may send and receive (0: no quota) */
   unsigned gateway_timeout_ms; /* gateway_timeout_ms = 30000: a gateway backend's answer to one request */
+  unsigned gateway_refresh_s;  /* gateway_refresh_s = 30: a backend's tools/list is reused this long */
   uint64_t blob_quota_bytes;   /* blob_quota = 1G: bytes of all blobs beside the journal (0: no quota) */
   /* journal_retention = 0 (bytes, 0: none) and journal_retention_age_s = 0 (0: none): sealed segments
    * are removed oldest first beyond either, and the blobs only they could name with them */

@@ -217,7 +217,8 @@ int main(int argc, char **argv) {
   domed_kernel_init(domed);
   domed_egress_init(domed);
   gateway_registry *gateways = NULL;
-  struct gateway_registry_options gateway_options = {.timeout_ms = domed->config.gateway_timeout_ms};
+  struct gateway_registry_options gateway_options = {.timeout_ms = domed->config.gateway_timeout_ms,
+                                                     .tools_ttl_ms = domed->config.gateway_refresh_s * 1000u};
   if ((rc = gateway_registry_create(&gateway_options, &gateways, &err)) < 0) {
     fprintf(stderr, "domed: gateway: %s\n", err.message);
     return 125;
