@@ -137,9 +137,18 @@ static json_t *tool_error(const char *text) {
   return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
 }
 
-/* A call whose arguments fail the tool's inputSchema: call.rejected (before any decision), durable. */
+/* A call refused before authorization (its arguments fail the tool's inputSchema, the tool is withheld):
+ * a deny without evaluation naming `reason`, and call.rejected with the detail; durable. */
 static int journal_invalid(struct domed *domed, const mcp_identity *identity, mcp_call *call,
-                           const char *name, const char *reason, const char *detail, dome_error *err) {
+                           const char *backend, const char *tool, const char *name, const char *reason,
+                           const char *detail, dome_error *err) {
+  struct domed_decision decision = {.allow = false};
+  atomic_fetch_add(&domed->metrics.decisions_deny, 1);
+  json_t *refusal = domed_decision_event(NULL, identity, "mcp:call", backend, tool, &decision, reason);
+  if (call) domed_audit_set_call(refusal, call);
+  int refused = domed_audit_append(domed, refusal, NULL, err);
+  json_decref(refusal);
+  if (refused < 0) return refused;
   json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "call.rejected", "agent", identity->agent, "gateway",
                             identity->gateway, "reason", reason);
   domed_audit_set_text(event, "mcp_tool", name, strlen(name));
@@ -254,7 +263,7 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
   json_t *input_schema = NULL;
   char withheld[600];
   if (domed_pins_check_call(domed, entry, tool, &input_schema, withheld, sizeof withheld) < 0) {
-    if (journal_invalid(domed, identity, call, name, "tool changed", withheld, err) < 0)
+    if (journal_invalid(domed, identity, call, backend, tool, name, "tool changed", withheld, err) < 0)
       *rpc_error = MCP_INTERNAL_ERROR;
     else
       *result = tool_error(withheld);
@@ -265,7 +274,7 @@ int domed_gateway_call_tool(struct domed *domed, const mcp_identity *identity, c
   if (input_schema && cedar_tool_input_check(input_schema, arguments, invalid, sizeof invalid) < 0) {
     char text[700];
     snprintf(text, sizeof text, "invalid arguments: %s", invalid);
-    if (journal_invalid(domed, identity, call, name, "invalid arguments", text, err) < 0)
+    if (journal_invalid(domed, identity, call, backend, tool, name, "invalid arguments", text, err) < 0)
       *rpc_error = MCP_INTERNAL_ERROR;
     else
       *result = tool_error(text);

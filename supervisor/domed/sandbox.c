@@ -330,10 +330,13 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   mcp_call_set_exec_id(call, exec_id);
 
   /* arguments that fail the inputSchema are a tool error before any authorization: Cedar sees only
-   * arguments of the tool's type (context.input) */
+   * arguments of the tool's type (context.input). Journalled as a deny without evaluation (reason
+   * "invalid arguments"), like every refusal before authorization, and as call.rejected with the detail. */
   dome_error check = {0};
   if (domed_execute_arguments_check(arguments, &check) < 0) {
-    if (journal_rejected(domed, identity, call, exec_id, name, "invalid arguments", check.message, err) < 0) {
+    atomic_fetch_add(&domed->metrics.decisions_deny, 1);
+    if (journal_refusal(domed, identity, name, call, "invalid arguments", err) < 0 ||
+        journal_rejected(domed, identity, call, exec_id, name, "invalid arguments", check.message, err) < 0) {
       *rpc_error = MCP_INTERNAL_ERROR;
       return NULL;
     }

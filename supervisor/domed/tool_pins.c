@@ -24,6 +24,7 @@
 
 /* The pins files and the tool.changed events already journalled ("backend\ntool\ndigest"). */
 static pthread_mutex_t pins_lock = PTHREAD_MUTEX_INITIALIZER;
+#define PINS_REPORTED_MAX 4096
 static json_t *reported;
 
 static void pins_path(struct domed *domed, const char *backend, char *path, size_t size) {
@@ -71,6 +72,9 @@ static void report_change(struct domed *domed, const char *backend, const char *
   snprintf(key, sizeof key, "%s\n%s\n%s", backend, tool, digest ? digest : "removed");
   pthread_mutex_lock(&pins_lock);
   if (reported == NULL) reported = json_object();
+  /* bounded: a backend that changes its definitions without end is reported again after a clear,
+   * never held in memory without limit */
+  if (json_object_size(reported) >= PINS_REPORTED_MAX) json_object_clear(reported);
   bool seen = json_object_get(reported, key) != NULL;
   if (!seen) json_object_set_new(reported, key, json_true());
   pthread_mutex_unlock(&pins_lock);
