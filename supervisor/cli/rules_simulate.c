@@ -10,6 +10,7 @@
 #include "supervisor/audit/journal.h"
 #include "supervisor/cli/command.h"
 #include "supervisor/cli/journal_location.h"
+#include "supervisor/cli/rules_tools.h"
 #include "supervisor/common/cleanup.h"
 #include "supervisor/replay/replay.h"
 
@@ -84,10 +85,11 @@ static int simulate_main(int argc, char **argv) {
                                           {"json", no_argument, NULL, 'J'},
                                           {"no-validate", no_argument, NULL, 'N'},
                                           {"control-socket", required_argument, NULL, 'S'},
+                                          {"tools", required_argument, NULL, 'T'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   simulate_options sim = {.journal_dir = NULL};
-  const char *socket = NULL;
+  const char *socket = NULL, *tools_file = NULL;
   _cleanup_free_ char *domed_journal = NULL;
   struct output out = {0};
   bool validate = true;
@@ -101,6 +103,9 @@ static int simulate_main(int argc, char **argv) {
         break;
       case 'S':
         socket = optarg;
+        break;
+      case 'T':
+        tools_file = optarg;
         break;
       case 's':
       case 'u':
@@ -122,14 +127,16 @@ static int simulate_main(int argc, char **argv) {
         printf(
             "usage: dome rules simulate FILE [--journal DIR] [--control-socket PATH] [--since T] [--until "
             "T]\n"
-            "                           [--agent A] [--json] [--no-validate]\n"
+            "                           [--agent A] [--json] [--no-validate] [--tools FILE]\n"
             "Re-evaluates every authorization request recorded in the journal (--journal; else the running\n"
             "domed's; else $DOME_JOURNAL_DIR; else %s) against the\n"
             "Cedar rules in FILE and lists each request whose decision would change (DecisionDiff: seq, "
             "time,\n"
             "agent, action, resource, old and new decision with their determining policies, new errors),\n"
             "then a summary. Changes nothing. T: RFC 3339 time or date. --json: one document\n"
-            "{\"diffs\": [...], \"summary\": {...}}. --no-validate: skip the Dome schema check of FILE.\n"
+            "{\"diffs\": [...], \"summary\": {...}}. --no-validate: skip the Dome schema check of FILE, "
+            "whose\n"
+            "context.input is typed by the running domed's tool registry or the saved copy --tools FILE.\n"
             "Exit 0 with or without diffs; 125 on failure.\n",
             JOURNAL_DEFAULT_DIRECTORY);
         return 0;
@@ -147,7 +154,15 @@ static int simulate_main(int argc, char **argv) {
   sim.journal_dir = cli_journal_location(socket, sim.journal_dir, &domed_journal);
   if (sim.journal_dir == NULL) sim.journal_dir = JOURNAL_DEFAULT_DIRECTORY;
   simulate_policy *policy = NULL;
-  if (replay_simulate_policy_load(file, validate, &policy, &err) < 0) {
+  /* candidates are validated with context.input typed by --tools FILE or domed's registry */
+  bool schema_failed = false;
+  char *schema_text =
+      validate ? cli_rules_typed_schema_text("rules simulate", tools_file, socket, false, &schema_failed)
+               : NULL;
+  if (schema_failed) return DOME_EXIT_FAILURE;
+  int loaded = replay_simulate_policy_load_typed(file, validate, schema_text, &policy, &err);
+  free(schema_text);
+  if (loaded < 0) {
     fprintf(stderr, "dome rules simulate: %s\n", err.message);
     return DOME_EXIT_FAILURE;
   }

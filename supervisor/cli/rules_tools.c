@@ -69,3 +69,32 @@ void cli_rules_tools_print_warnings(const char *command, json_t *warnings) {
               json_string_value(json_object_get(warning, "path")),
               json_string_value(json_object_get(warning, "message")));
 }
+
+char *cli_rules_typed_schema_text(const char *command, const char *tools_file, const char *socket, bool note,
+                                  bool *failed) {
+  *failed = false;
+  char source[512], error[700];
+  json_t *tools = cli_rules_tools_load(tools_file, socket, source, sizeof source, error, sizeof error);
+  if (tools == NULL) {
+    if (tools_file) {
+      fprintf(stderr, "dome %s: %s\n", command, error);
+      *failed = true;
+    } else if (note) {
+      fprintf(stderr,
+              "dome %s: note: no tool registry (%s): context.input declares no tool; pass --tools FILE\n",
+              command, error);
+    }
+    return NULL;
+  }
+  json_t *warnings = json_array();
+  json_t *types = cli_rules_tool_types(tools, warnings);
+  json_decref(warnings); /* `dome rules schema` lists them */
+  json_decref(tools);
+  char *text = cedar_tool_input_dome_schema_text(types);
+  json_decref(types);
+  if (text == NULL) {
+    fprintf(stderr, "dome %s: typed schema: out of memory\n", command);
+    *failed = true;
+  }
+  return text;
+}

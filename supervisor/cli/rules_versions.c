@@ -11,6 +11,7 @@
 #include "supervisor/cli/command.h"
 #include "supervisor/cli/control_list.h"
 #include "supervisor/cli/journal_location.h"
+#include "supervisor/cli/rules_tools.h"
 #include "supervisor/control/control.h"
 #include "supervisor/replay/replay.h"
 
@@ -30,10 +31,17 @@ static const char *text_of(json_t *object, const char *key) {
 
 /* Simulate `text` against the journal; print the first diffs and the summary. Returns the number of
  * changed decisions (>= 0), or -1 with the error printed (bad rules: file:line:col; damaged journal). */
-static long long simulate_first(const char *text, size_t length, const char *file, const char *journal_dir) {
+static long long simulate_first(const char *text, size_t length, const char *file, const char *journal_dir,
+                                const char *socket) {
   json_t *report = NULL;
   dome_error err = {0};
-  if (replay_simulate_rules_text(text, length, file, journal_dir, SIMULATE_DIFFS_SHOWN, &report, &err) < 0) {
+  /* validated as domed will validate it: context.input typed by domed's registry */
+  bool failed = false;
+  char *schema_text = cli_rules_typed_schema_text("rules apply", NULL, socket, false, &failed);
+  int rc = replay_simulate_rules_text_typed(text, length, file, journal_dir, schema_text,
+                                            SIMULATE_DIFFS_SHOWN, &report, &err);
+  free(schema_text);
+  if (rc < 0) {
     fprintf(stderr, "dome rules apply: --simulate-first: %s\n", err.message);
     return -1;
   }
@@ -140,7 +148,7 @@ static int apply_main(int argc, char **argv) {
   if (simulate) {
     char *owned = NULL;
     const char *journal_dir = cli_journal_location(socket, journal_flag, &owned);
-    long long diffs = simulate_first(text, total, file, journal_dir);
+    long long diffs = simulate_first(text, total, file, journal_dir, socket);
     free(owned);
     if (diffs < 0 || diffs != accepted) {
       if (diffs >= 0)

@@ -34,8 +34,16 @@ typedef struct simulate_policy simulate_policy;
  * -E2BIG (over the Cedar engine's limits), -ENOMEM. */
 int replay_simulate_policy_parse(const char *text, size_t length, const char *file, bool validate,
                                  simulate_policy **out, dome_error *err);
-/* Read `path` and parse it as replay_simulate_policy_parse. Adds -ENOENT/-EACCES/... of open/read. */
+/* The same, validated against `schema_text` (the Dome schema with context.input typed from the tool
+ * registry: policy/tool_input cedar_tool_input_dome_schema_text) instead of the shipped one when not
+ * NULL; a schema that does not parse is -EINVAL ("Dome schema: ..."). */
+int replay_simulate_policy_parse_typed(const char *text, size_t length, const char *file, bool validate,
+                                       const char *schema_text, simulate_policy **out, dome_error *err);
+/* Read `path` and parse it as replay_simulate_policy_parse(_typed). Adds -ENOENT/-EACCES/... of
+ * open/read. */
 int replay_simulate_policy_load(const char *path, bool validate, simulate_policy **out, dome_error *err);
+int replay_simulate_policy_load_typed(const char *path, bool validate, const char *schema_text,
+                                      simulate_policy **out, dome_error *err);
 void replay_simulate_policy_free(simulate_policy *policy);
 
 /* Counts of one simulation. evaluated = unchanged + allow_to_deny + deny_to_allow. errors counts the
@@ -101,6 +109,10 @@ json_t *replay_simulate_summary_json(const simulate_summary *summary);
  * replay_simulate_policy_parse (validate = true) and replay_simulate_journal. */
 int replay_simulate_rules_text(const char *text, size_t length, const char *file, const char *journal_dir,
                                size_t max_diffs, json_t **report, dome_error *err);
+/* The same, validating against `schema_text` as replay_simulate_policy_parse_typed. */
+int replay_simulate_rules_text_typed(const char *text, size_t length, const char *file,
+                                     const char *journal_dir, const char *schema_text, size_t max_diffs,
+                                     json_t **report, dome_error *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Replay: an execution's timeline

@@ -12,6 +12,11 @@
 
 int replay_simulate_policy_parse(const char *text, size_t length, const char *file, bool validate,
                                  simulate_policy **out, dome_error *err) {
+  return replay_simulate_policy_parse_typed(text, length, file, validate, NULL, out, err);
+}
+
+int replay_simulate_policy_parse_typed(const char *text, size_t length, const char *file, bool validate,
+                                       const char *schema_text, simulate_policy **out, dome_error *err) {
   if (file == NULL) file = "rules";
   struct simulate_policy *policy = calloc(1, sizeof *policy);
   if (policy == NULL) return dome_error_set(err, ENOMEM, "%s: out of memory", file);
@@ -26,7 +31,9 @@ int replay_simulate_policy_parse(const char *text, size_t length, const char *fi
   policy->length = length;
   cedar_schema_error schema_error;
   memset(&schema_error, 0, sizeof schema_error);
-  int rc = cedar_schema_load_dome(&policy->schema, &schema_error);
+  int rc = schema_text ? cedar_schema_parse(schema_text, strlen(schema_text), CEDAR_SCHEMA_DOME_PATH,
+                                            &policy->schema, &schema_error)
+                       : cedar_schema_load_dome(&policy->schema, &schema_error);
   if (rc < 0) {
     char message[900];
     replay_simulate_policy_free(policy);
@@ -75,6 +82,11 @@ int replay_simulate_policy_parse(const char *text, size_t length, const char *fi
 }
 
 int replay_simulate_policy_load(const char *path, bool validate, simulate_policy **out, dome_error *err) {
+  return replay_simulate_policy_load_typed(path, validate, NULL, out, err);
+}
+
+int replay_simulate_policy_load_typed(const char *path, bool validate, const char *schema_text,
+                                      simulate_policy **out, dome_error *err) {
   _cleanup_fclose_ FILE *in = fopen(path, "re");
   if (in == NULL) return dome_error_set_errno(err, errno, "open `%s`", path);
   _cleanup_free_ char *text = NULL;
@@ -93,7 +105,7 @@ int replay_simulate_policy_load(const char *path, bool validate, simulate_policy
   int read_error = ferror(in);
   fclose(buffer);
   if (read_error) return dome_error_set_errno(err, EIO, "read `%s`", path);
-  return replay_simulate_policy_parse(text ? text : "", size, path, validate, out, err);
+  return replay_simulate_policy_parse_typed(text ? text : "", size, path, validate, schema_text, out, err);
 }
 
 void replay_simulate_policy_free(simulate_policy *policy) {
@@ -414,8 +426,14 @@ static int collect_diff(void *context, json_t *diff, dome_error *err) {
 
 int replay_simulate_rules_text(const char *text, size_t length, const char *file, const char *journal_dir,
                                size_t max_diffs, json_t **report, dome_error *err) {
+  return replay_simulate_rules_text_typed(text, length, file, journal_dir, NULL, max_diffs, report, err);
+}
+
+int replay_simulate_rules_text_typed(const char *text, size_t length, const char *file,
+                                     const char *journal_dir, const char *schema_text, size_t max_diffs,
+                                     json_t **report, dome_error *err) {
   simulate_policy *policy = NULL;
-  int rc = replay_simulate_policy_parse(text, length, file, true, &policy, err);
+  int rc = replay_simulate_policy_parse_typed(text, length, file, true, schema_text, &policy, err);
   if (rc < 0) return rc;
   struct collect collect = {.diffs = json_array(), .max = max_diffs};
   simulate_options options = {.journal_dir = journal_dir, .on_diff = collect_diff, .context = &collect};
