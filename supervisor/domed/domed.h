@@ -198,7 +198,7 @@ struct domed {
   void *kernel;                /* struct domed_kernel *: BPF enforcement, NULL when unavailable */
   void *gateways;              /* gateway_registry *: clients of external MCP backends (gateway.h) */
   pthread_mutex_t rules_lock;
-  struct domed_rules *rules; /* the active version; swapped atomically under rules_lock */
+  struct domed_rules *rules;   /* the active version; swapped atomically under rules_lock */
   struct domed_shadow *shadow; /* the shadow version beside it, or NULL (shadow.c; its own lock) */
   /* concurrency cap on jails */
   pthread_mutex_t slots_lock;
