@@ -37,8 +37,11 @@ int domed_authz_init(struct domed *domed, dome_error *err) {
   return 0;
 }
 
+static void typed_schemas_cleanup(void);
+
 void domed_authz_cleanup(struct domed *domed) {
   domed_shadow_cleanup(domed);
+  typed_schemas_cleanup();
   cedar_schema_free(domed->engine);
   domed->engine = NULL;
 }
@@ -169,8 +172,99 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
 
 /* The schema typing a call of `input_name` (its ToolInput attribute typed by `type`) into *schema, and
  * the view of `arguments` into *view. Returns 0, or -1 with the reason in message. */
-static int typed_input(const char *input_name, const json_t *type, json_t *arguments, cedar_schema **schema,
-                       json_t **view, char *message, size_t size) {
+/* The typed schemas of recent calls, by their text (a tool's schema changes only with its inputSchema):
+ * parsing one costs ~0.1 ms, a lookup a string compare. An entry in use is never freed; when every
+ * entry is in use a schema is parsed for the one call (uncached). */
+#define TYPED_SCHEMAS_KEPT 32
+struct typed_schema {
+  char *text;
+  cedar_schema *schema;
+  unsigned refs;
+  bool cached;
+  uint64_t used;
+};
+static pthread_mutex_t typed_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct typed_schema *typed_schemas[TYPED_SCHEMAS_KEPT];
+static uint64_t typed_clock;
+
+static void typed_schema_free(struct typed_schema *entry) {
+  cedar_schema_free(entry->schema);
+  free(entry->text);
+  free(entry);
+}
+
+static void typed_schema_release(struct typed_schema *entry) {
+  if (entry == NULL) return;
+  pthread_mutex_lock(&typed_lock);
+  bool last = --entry->refs == 0 && !entry->cached;
+  pthread_mutex_unlock(&typed_lock);
+  if (last) typed_schema_free(entry);
+}
+
+/* The parsed schema of `text` (takes it), a reference; NULL with *rc (and schema_error) on failure. */
+static struct typed_schema *typed_schema_acquire(char *text, int *rc, cedar_schema_error *schema_error) {
+  pthread_mutex_lock(&typed_lock);
+  for (size_t i = 0; i < TYPED_SCHEMAS_KEPT; i++) {
+    struct typed_schema *entry = typed_schemas[i];
+    if (entry && strcmp(entry->text, text) == 0) {
+      entry->refs++;
+      entry->used = ++typed_clock;
+      pthread_mutex_unlock(&typed_lock);
+      free(text);
+      return entry;
+    }
+  }
+  pthread_mutex_unlock(&typed_lock);
+  struct typed_schema *entry = calloc(1, sizeof *entry);
+  if (entry == NULL) {
+    free(text);
+    *rc = -ENOMEM;
+    return NULL;
+  }
+  entry->text = text;
+  entry->refs = 1;
+  *rc = cedar_schema_parse(text, strlen(text), "dome.cedarschema+input", &entry->schema, schema_error);
+  if (*rc < 0) {
+    typed_schema_free(entry);
+    return NULL;
+  }
+  pthread_mutex_lock(&typed_lock);
+  size_t slot = TYPED_SCHEMAS_KEPT;
+  for (size_t i = 0; i < TYPED_SCHEMAS_KEPT && slot == TYPED_SCHEMAS_KEPT; i++)
+    if (typed_schemas[i] == NULL) slot = i;
+  if (slot == TYPED_SCHEMAS_KEPT) /* the least recently used entry not in use */
+    for (size_t i = 0; i < TYPED_SCHEMAS_KEPT; i++)
+      if (typed_schemas[i]->refs == 0 &&
+          (slot == TYPED_SCHEMAS_KEPT || typed_schemas[i]->used < typed_schemas[slot]->used))
+        slot = i;
+  struct typed_schema *evicted = NULL;
+  if (slot < TYPED_SCHEMAS_KEPT) {
+    evicted = typed_schemas[slot];
+    typed_schemas[slot] = entry;
+    entry->cached = true;
+    entry->used = ++typed_clock;
+  }
+  pthread_mutex_unlock(&typed_lock);
+  if (evicted) typed_schema_free(evicted);
+  return entry;
+}
+
+static void typed_schemas_cleanup(void) {
+  pthread_mutex_lock(&typed_lock);
+  for (size_t i = 0; i < TYPED_SCHEMAS_KEPT; i++) {
+    struct typed_schema *entry = typed_schemas[i];
+    typed_schemas[i] = NULL;
+    if (entry == NULL) continue;
+    if (entry->refs == 0)
+      typed_schema_free(entry);
+    else
+      entry->cached = false; /* freed by its last release */
+  }
+  pthread_mutex_unlock(&typed_lock);
+}
+
+static int typed_input(const char *input_name, const json_t *type, json_t *arguments,
+                       struct typed_schema **schema, json_t **view, char *message, size_t size) {
   *view = cedar_tool_input_view(type, arguments, message, size);
   if (*view == NULL) return -1;
   json_t *tools = json_pack("{s:O}", input_name, type);
@@ -178,10 +272,9 @@ static int typed_input(const char *input_name, const json_t *type, json_t *argum
   json_decref(tools);
   cedar_schema_error schema_error;
   memset(&schema_error, 0, sizeof schema_error);
-  int rc = text ? cedar_schema_parse(text, strlen(text), "dome.cedarschema+input", schema, &schema_error)
-                : -ENOMEM;
-  free(text);
-  if (rc < 0) {
+  int rc = -ENOMEM;
+  *schema = text ? typed_schema_acquire(text, &rc, &schema_error) : NULL;
+  if (*schema == NULL) {
     char formatted[600];
     snprintf(message, size, "typed input of `%s`: %s", input_name,
              rc == -ENOMEM ? "out of memory"
@@ -230,7 +323,7 @@ void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
   }
   if (principal->actas && principal->actas[0])
     json_object_set_new(context, "actas", json_string(principal->actas));
-  cedar_schema *typed_schema = NULL;
+  struct typed_schema *typed_schema = NULL;
   bool typed_failed = false;
   char typed_message[700] = "";
   json_t *input = json_object();
@@ -270,7 +363,7 @@ void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
                                        &cedar_entities, &diag) < 0) {
     add_error(decision, NULL, cedar_diagnostic_format(&diag, message, sizeof message));
   } else if (cedar_context_parse_json(context_text, strlen(context_text), "context",
-                                      typed_schema ? typed_schema : domed->engine, &action_uid,
+                                      typed_schema ? typed_schema->schema : domed->engine, &action_uid,
                                       &cedar_context, &diag) < 0) {
     add_error(decision, NULL, cedar_diagnostic_format(&diag, message, sizeof message));
   } else {
@@ -311,7 +404,7 @@ void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
   }
   cedar_context_free(cedar_context);
   cedar_entities_free(cedar_entities);
-  cedar_schema_free(typed_schema);
+  typed_schema_release(typed_schema); /* after the context, which refers to its names */
   free(entities_text);
   free(context_text);
 }
