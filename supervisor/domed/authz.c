@@ -4,7 +4,8 @@
  *   principal Dome::Agent::"<agent>" {capabilities} in Dome::Gateway::"<gateway>"
  *   action    Dome::Action::"mcp:call" | "mcp:discover"
  *   resource  Dome::MCPTool::"<tool>" {protocol, capability?} in Dome::Gateway::"<tool gateway>"
- *   context   {tool: <MCP tool name>, arguments?: <canonical JSON text>, actas?: <X-Dome-Act-As>}
+ *   context   {tool: <MCP tool name>, arguments?: <canonical JSON text>, actas?: <X-Dome-Act-As>,
+ *              session_id?: <the sandbox session the call runs in>}
  * Any failure to build the request is a deny (fail closed) recorded in the decision's errors. */
 #include <errno.h>
 #include <stdlib.h>
@@ -168,6 +169,9 @@ void domed_authorize_resource(struct domed *domed, struct domed_rules *rules,
   }
   if (principal->actas && principal->actas[0])
     json_object_set_new(context, "actas", json_string(principal->actas));
+  /* a call inside a sandbox session names it (docs/sessions.md) */
+  json_t *session_id = json_object_get(arguments, "session_id");
+  if (json_is_string(session_id)) json_object_set(context, "session_id", session_id);
   char *entities_text = json_dumps(entities, JSON_COMPACT);
   char *context_text = json_dumps(context, JSON_COMPACT);
   decision->request =
