@@ -1,14 +1,18 @@
 /* Files of a session's /workspace for the file tools (see session.h). Every path is walked one
  * component at a time with O_NOFOLLOW from the workspace's fd, so no symlink is ever followed (a link
  * the agent's code made cannot lead out), and each directory must be on the workspace's own file system
- * (no mount crossed). domed runs as root: what it creates is handed to the jail's root (the owner of the
- * workspace), never left owned by the host's root. */
+ * (no mount crossed). domed runs as root; every operation runs with the file-system identity of the
+ * workspace's owner (the jail's root, setfsuid/setfsgid of the calling thread only): the jail's tmpfs
+ * belongs to its user namespace, where the host's root is not mapped (the kernel refuses to create files
+ * for it, EOVERFLOW), and that identity has none of root's file capabilities, so an operation can do
+ * exactly what the jail's own root could in /workspace and no more. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +21,32 @@
 #include "supervisor/session/session.h"
 
 #define PATH_MAX_BYTES 4096u
+
+/* The calling thread's file-system identity while an operation runs. */
+struct fs_identity {
+  int previous_uid, previous_gid;
+  bool set;
+};
+
+static int become_owner(int workspace_fd, struct fs_identity *identity, dome_error *err) {
+  struct stat top;
+  *identity = (struct fs_identity){0};
+  if (fstat(workspace_fd, &top) < 0) return dome_error_set_errno(err, errno, "workspace");
+  identity->previous_gid = setfsgid(top.st_gid);
+  identity->previous_uid = setfsuid(top.st_uid);
+  identity->set = true;
+  /* setfsuid answers the previous value even when it fails: a second call tells */
+  if ((uid_t)setfsuid(top.st_uid) != top.st_uid || (gid_t)setfsgid(top.st_gid) != top.st_gid)
+    return dome_error_set(err, EPERM, "workspace: cannot take the identity of its owner");
+  return 0;
+}
+
+static void restore_identity(struct fs_identity *identity) {
+  if (!identity->set) return;
+  setfsuid((uid_t)identity->previous_uid);
+  setfsgid((gid_t)identity->previous_gid);
+}
+#define _as_owner_ __attribute__((cleanup(restore_identity))) struct fs_identity
 #define PATH_MAX_COMPONENTS 32u
 
 int session_path_check(const char *path, dome_error *err) {
@@ -80,9 +110,6 @@ static int open_parent(int workspace_fd, const char *parent, const char *path, b
         close(fd);
         return dome_error_set_errno(err, e, "path `%s`: create directory `%s`", path, name);
       }
-      if (fchownat(fd, name, top.st_uid, top.st_gid, AT_SYMLINK_NOFOLLOW) < 0) {
-      } /* the directory stays the host root's only if the jail's owner cannot be set; it is then read-only
-           to the jail, never writable by anyone else */
       next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     int e = errno;
@@ -106,6 +133,8 @@ static int open_parent(int workspace_fd, const char *parent, const char *path, b
 int session_file_write(int workspace_fd, const char *path, const void *data, size_t length, dome_error *err) {
   int rc = session_path_check(path, err);
   if (rc < 0) return rc;
+  _as_owner_ identity;
+  if ((rc = become_owner(workspace_fd, &identity, err)) < 0) return rc;
   if (length > SESSION_FILE_MAX)
     return dome_error_set(err, EFBIG, "path `%s`: %zu bytes (at most %u)", path, length, SESSION_FILE_MAX);
   if (path[strlen(path) - 1] == '/') return dome_error_set(err, EINVAL, "path `%s`: names a directory", path);
@@ -152,6 +181,8 @@ int session_file_read(int workspace_fd, const char *path, size_t max, char **dat
   *length = 0;
   int rc = session_path_check(path, err);
   if (rc < 0) return rc;
+  _as_owner_ identity;
+  if ((rc = become_owner(workspace_fd, &identity, err)) < 0) return rc;
   _cleanup_free_ char *copy = strdup(path);
   if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
   char *leaf = split_leaf(copy);
@@ -251,6 +282,8 @@ static int list_directory(int fd, const char *prefix, unsigned depth, json_t *li
 
 json_t *session_file_list(int workspace_fd, const char *path, bool *truncated, dome_error *err) {
   *truncated = false;
+  _as_owner_ identity;
+  if (become_owner(workspace_fd, &identity, err) < 0) return NULL;
   struct stat top;
   if (fstat(workspace_fd, &top) < 0) {
     dome_error_set_errno(err, errno, "workspace");
@@ -288,6 +321,8 @@ json_t *session_file_list(int workspace_fd, const char *path, bool *truncated, d
 int session_file_delete(int workspace_fd, const char *path, dome_error *err) {
   int rc = session_path_check(path, err);
   if (rc < 0) return rc;
+  _as_owner_ identity;
+  if ((rc = become_owner(workspace_fd, &identity, err)) < 0) return rc;
   _cleanup_free_ char *copy = strdup(path);
   if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
   char *leaf = split_leaf(copy);

@@ -85,7 +85,9 @@ const char session_launcher_source[] =
     "    threading.Thread(target=serve, args=(c,), daemon=True).start()\n";
 
 json_t *session_launcher_env(void) {
-  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "IPYTHONDIR", "/tmp/.ipython", "MPLCONFIGDIR",
+  /* Debian's matplotlib looks for its matplotlibrc in /etc, which the host-ro image does not lay out */
+  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "MATPLOTLIBRC", "/usr/share/matplotlib/mpl-data/matplotlibrc",
+                   "IPYTHONDIR", "/tmp/.ipython", "MPLCONFIGDIR",
                    "/tmp/.matplotlib", "JUPYTER_RUNTIME_DIR", "/tmp/.jupyter/runtime", "JUPYTER_DATA_DIR",
                    "/tmp/.jupyter/data", "JUPYTER_CONFIG_DIR", "/tmp/.jupyter/config",
                    "PYTHONDONTWRITEBYTECODE", "1");
