@@ -236,7 +236,7 @@ static json_t *list_tools(void *context, const mcp_identity *identity) {
     const char *capability = json_string_value(json_object_get(d.tool, "capability"));
     control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &quota);
     json_array_append_new(tools, domed_execute_code_tool(&quota, domed->config.mcp_output_limit_bytes));
-    domed_session_tools(tools, &quota);
+    if (quota.sessions > 0) domed_session_tools(tools, &quota); /* the operator enabled sessions */
   }
   builtin_release(&d);
   /* the listing is answered only once every discovery decision it reflects is durable */

@@ -92,7 +92,9 @@ json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_
       "network", network, "pids_limited", "type", "boolean", "limits", "type", "object", "required", "stdout",
       "stderr", "exit_code", "signal", "timed_out", "oom_killed", "duration_ms", "output_paths", "env_vars",
       "truncated", "redactions");
-  json_object_set_new(json_object_get(input, "properties"), "session_id",
+  /* sessions enabled for the capability (dome quotas set --sessions N): execute_code may name one */
+  if (quota->sessions > 0)
+    json_object_set_new(json_object_get(input, "properties"), "session_id",
                       json_pack("{s:s,s:s}", "type", "string", "description",
                                 "run in this session (create_session): python in its live interpreter, "
                                 "bash/sh as a new process of its sandbox; files and variables persist"));
