@@ -113,11 +113,12 @@ static int open_parent(int workspace_fd, const char *parent, const char *path, b
       next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     int e = errno;
+    struct stat link;
+    bool symlink = next < 0 && fstatat(fd, name, &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode);
     close(fd);
     if (next < 0) {
-      if (e == ELOOP || e == ENOTDIR)
-        return dome_error_set(err, e == ELOOP ? ELOOP : ENOTDIR,
-                              "path `%s`: `%s` is a symlink or not a directory (refused)", path, name);
+      if (symlink) return dome_error_set(err, ELOOP, "path `%s`: `%s` is a symlink (refused)", path, name);
+      if (e == ENOTDIR) return dome_error_set(err, ENOTDIR, "path `%s`: `%s` is not a directory", path, name);
       return dome_error_set_errno(err, e, "path `%s`", path);
     }
     struct stat st;
@@ -145,6 +146,13 @@ int session_file_write(int workspace_fd, const char *path, const void *data, siz
   if (parent < 0) return parent;
   struct stat top;
   if (fstat(workspace_fd, &top) < 0) return dome_error_set_errno(err, errno, "workspace");
+  /* what is there already must be a regular file (a FIFO is never opened: it could block or be read) */
+  struct stat there;
+  if (fstatat(parent, leaf, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(there.st_mode)) {
+    if (S_ISLNK(there.st_mode)) return dome_error_set(err, ELOOP, "path `%s`: a symlink (refused)", path);
+    if (S_ISDIR(there.st_mode)) return dome_error_set(err, EISDIR, "path `%s`: a directory", path);
+    return dome_error_set(err, EEXIST, "path `%s`: a special file is there (refused)", path);
+  }
   _cleanup_close_ int fd =
       openat(parent, leaf, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -188,6 +196,12 @@ int session_file_read(int workspace_fd, const char *path, size_t max, char **dat
   char *leaf = split_leaf(copy);
   _cleanup_close_ int parent = open_parent(workspace_fd, copy, path, false, err);
   if (parent < 0) return parent;
+  struct stat there;
+  if (fstatat(parent, leaf, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(there.st_mode) &&
+      !S_ISDIR(there.st_mode)) {
+    if (S_ISLNK(there.st_mode)) return dome_error_set(err, ELOOP, "path `%s`: a symlink (refused)", path);
+    return dome_error_set(err, EPERM, "path `%s`: a special file (refused)", path);
+  }
   _cleanup_close_ int fd = openat(parent, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ELOOP) return dome_error_set(err, ELOOP, "path `%s`: a symlink (refused)", path);

@@ -86,10 +86,10 @@ const char session_launcher_source[] =
 
 json_t *session_launcher_env(void) {
   /* Debian's matplotlib looks for its matplotlibrc in /etc, which the host-ro image does not lay out */
-  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "MATPLOTLIBRC", "/usr/share/matplotlib/mpl-data/matplotlibrc",
-                   "IPYTHONDIR", "/tmp/.ipython", "MPLCONFIGDIR",
-                   "/tmp/.matplotlib", "JUPYTER_RUNTIME_DIR", "/tmp/.jupyter/runtime", "JUPYTER_DATA_DIR",
-                   "/tmp/.jupyter/data", "JUPYTER_CONFIG_DIR", "/tmp/.jupyter/config",
+  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "MATPLOTLIBRC",
+                   "/usr/share/matplotlib/mpl-data/matplotlibrc", "IPYTHONDIR", "/tmp/.ipython",
+                   "MPLCONFIGDIR", "/tmp/.matplotlib", "JUPYTER_RUNTIME_DIR", "/tmp/.jupyter/runtime",
+                   "JUPYTER_DATA_DIR", "/tmp/.jupyter/data", "JUPYTER_CONFIG_DIR", "/tmp/.jupyter/config",
                    "PYTHONDONTWRITEBYTECODE", "1");
 }
 
