@@ -274,6 +274,26 @@ static void *reaper_main(void *unused) {
     while ((entry = session_table_take_expired(&sessions.table, session_monotonic_ms(), &reason)))
       session_end(entry->owner, strcmp(reason, "lost") == 0 ? "session.closed" : "session.expired",
                   strcmp(reason, "lost") == 0 ? "jail ended" : reason);
+    /* a session cannot outlive its agent's suspension or revocation */
+    json_t *live = session_table_list(&sessions.table, NULL, session_monotonic_ms());
+    size_t i;
+    json_t *item;
+    json_array_foreach(live, i, item) {
+      json_t *agent =
+          control_agent_get(sessions.domed->store, json_string_value(json_object_get(item, "agent")));
+      const char *status = json_string_value(json_object_get(agent, "status"));
+      const char *why = agent == NULL                                ? "agent removed"
+                        : status && strcmp(status, "suspended") == 0 ? "agent suspended"
+                        : status && strcmp(status, "revoked") == 0   ? "agent revoked"
+                                                                     : NULL;
+      json_decref(agent);
+      struct session_entry *gone =
+          why ? session_table_take(&sessions.table, json_string_value(json_object_get(item, "session_id")),
+                                   NULL)
+              : NULL;
+      if (gone) session_end(gone->owner, "session.closed", why);
+    }
+    json_decref(live);
     pthread_mutex_lock(&sessions.lock);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
