@@ -374,9 +374,13 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
   }
   dome_error check = {0};
   if (in_session && strcmp(name, DOMED_EXECUTE_TOOL) != 0) { /* a session tool: checks its own arguments */
-    struct domed_execution execution = {
-        .identity = identity, .tool = d.tool, .arguments = arguments, .rules = d.rules,
-        .exec_id = exec_id, .call = call, .decision_ticket = seq};
+    struct domed_execution execution = {.identity = identity,
+                                        .tool = d.tool,
+                                        .arguments = arguments,
+                                        .rules = d.rules,
+                                        .exec_id = exec_id,
+                                        .call = call,
+                                        .decision_ticket = seq};
     control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &execution.quota);
     result = domed_session_call(domed, name, &execution, rpc_error, err);
     goto out;

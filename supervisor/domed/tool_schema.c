@@ -95,9 +95,9 @@ json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_
   /* sessions enabled for the capability (dome quotas set --sessions N): execute_code may name one */
   if (quota->sessions > 0)
     json_object_set_new(json_object_get(input, "properties"), "session_id",
-                      json_pack("{s:s,s:s}", "type", "string", "description",
-                                "run in this session (create_session): python in its live interpreter, "
-                                "bash/sh as a new process of its sandbox; files and variables persist"));
+                        json_pack("{s:s,s:s}", "type", "string", "description",
+                                  "run in this session (create_session): python in its live interpreter, "
+                                  "bash/sh as a new process of its sandbox; files and variables persist"));
   json_decref(string);
   json_decref(string_map);
   char *description = tool_description(quota, mcp_output_limit);
@@ -181,7 +181,8 @@ int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
   }
   json_t *session_id = json_object_get(arguments, "session_id");
   if (session_id && (!json_is_string(session_id) || json_string_length(session_id) != SESSION_ID_LENGTH))
-    return dome_error_set(err, EINVAL, "invalid arguments: `session_id` must be a session id from create_session");
+    return dome_error_set(err, EINVAL,
+                          "invalid arguments: `session_id` must be a session id from create_session");
   json_t *timeout = json_object_get(arguments, "timeout_s");
   if (timeout &&
       (!json_is_number(timeout) || json_number_value(timeout) <= 0 || json_number_value(timeout) > 86400))
