@@ -121,4 +121,28 @@ void domed_session_tools(json_t *tools, const struct control_quota *quota) {
                                           "type", "string", "deleted", "type", "boolean"),
                                 json_pack("[sss]", "session_id", "path", "deleted")),
                   false, true));
+  json_array_append_new(
+      tools,
+      tool("snapshot_session", "Snapshot a session's files",
+           "Keep the session's /workspace (regular files and directories; not the interpreter's variables) "
+           "as a snapshot that fork_session can start a new session from. Bounded by the workspace size.",
+           object_schema(json_pack("{s:o,s:o}", "session_id", session_id_property(), "name",
+                                   string_property("a label for the snapshot")),
+                         json_pack("[s]", "session_id")),
+           output_schema(
+               json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:s}}", "snapshot_id", "type", "string", "session_id",
+                         "type", "string", "files", "type", "integer", "bytes", "type", "integer"),
+               json_pack("[ss]", "snapshot_id", "session_id")),
+           false, false));
+  json_array_append_new(
+      tools, tool("fork_session", "Start a session from a snapshot",
+                  "Create a new session whose /workspace holds the snapshot's files (a fresh interpreter).",
+                  object_schema(
+                      json_pack("{s:o}", "snapshot_id", string_property("as snapshot_session returned it")),
+                      json_pack("[s]", "snapshot_id")),
+                  output_schema(json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:s}}", "session_id", "type", "string",
+                                          "snapshot_id", "type", "string", "image", "type", "string",
+                                          "expires_at", "type", "string"),
+                                json_pack("[ss]", "session_id", "snapshot_id")),
+                  false, false));
 }

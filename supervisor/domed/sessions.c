@@ -7,6 +7,7 @@
  * call_tool (mcp:call with context.session_id) before it gets here; each is journalled with the session
  * id (session.created, session.exec, session.file, session.closed, session.expired) and answered only
  * once its event is durable. What goes back passes the tool's guard like stdout. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -64,9 +65,9 @@ static struct {
   bool stopping;
 } sessions = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
-static const char *const session_tool_names[] = {"create_session", "close_session", "list_sessions",
-                                                 "write_file",     "read_file",     "list_files",
-                                                 "delete_file"};
+static const char *const session_tool_names[] = {"create_session", "close_session",    "list_sessions",
+                                                 "write_file",     "read_file",        "list_files",
+                                                 "delete_file",    "snapshot_session", "fork_session"};
 
 bool domed_session_handles(const char *name, json_t *arguments) {
   if (strcmp(name, DOMED_EXECUTE_TOOL) == 0) return json_object_get(arguments, "session_id") != NULL;
@@ -913,6 +914,11 @@ static json_t *file_tool(struct domed *domed, const char *name, const struct dom
   return tool_result(structured);
 }
 
+static json_t *snapshot_session(struct domed *domed, const struct domed_execution *execution,
+                                struct domed_session *s, dome_error *err);
+static json_t *fork_session(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
+                            dome_error *err);
+
 json_t *domed_session_call(struct domed *domed, const char *name, const struct domed_execution *execution,
                            int *rpc_error, dome_error *err) {
   *rpc_error = MCP_INTERNAL_ERROR;
@@ -923,6 +929,8 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
     result = close_session(domed, execution, err);
   } else if (strcmp(name, "list_sessions") == 0) {
     result = list_sessions(domed, execution, err);
+  } else if (strcmp(name, "fork_session") == 0) {
+    result = fork_session(domed, execution, rpc_error, err);
   } else {
     const char *id = session_id_of(execution->arguments);
     if (id == NULL) return tool_error("invalid arguments: `session_id` (a string) is required");
@@ -940,12 +948,158 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
     struct domed_session *s = entry->owner;
     if (strcmp(name, DOMED_EXECUTE_TOOL) == 0)
       result = execute_in_session(domed, execution, s, rpc_error, err);
+    else if (strcmp(name, "snapshot_session") == 0)
+      result = snapshot_session(domed, execution, s, err);
     else
       result = file_tool(domed, name, execution, s, err);
     session_table_put(&sessions.table, entry);
   }
   if (result) *rpc_error = 0;
   return result;
+}
+
+/* ---- snapshots (file-only) ------------------------------------------------------------------------ */
+
+#define SNAPSHOTS_PER_AGENT 16
+
+/* The file of a snapshot: <state_dir>/snapshots/<16 hex digits of the agent's SHA-256>-<id>.zst, so that
+ * an agent's snapshots are counted and found by name, and an id names one agent's snapshot only. */
+static int snapshot_path(struct domed *domed, const char *agent, const char *id, char *path, size_t size,
+                         dome_error *err) {
+  char dir[1100], hex[65];
+  snprintf(dir, sizeof dir, "%s/snapshots", domed->config.state_dir);
+  if (mkdir(dir, 0700) < 0 && errno != EEXIST) return dome_error_set_errno(err, errno, "snapshots `%s`", dir);
+  sha256_hex(agent, strlen(agent), hex);
+  hex[16] = '\0';
+  if (id)
+    snprintf(path, size, "%s/%s-%s.zst", dir, hex, id);
+  else
+    snprintf(path, size, "%s/%s-", dir, hex); /* the prefix */
+  return 0;
+}
+
+static unsigned snapshot_count(const char *prefix) {
+  char dir[1300];
+  snprintf(dir, sizeof dir, "%s", prefix);
+  char *slash = strrchr(dir, '/');
+  if (slash == NULL) return 0;
+  *slash = '\0';
+  const char *name_prefix = slash + 1;
+  unsigned count = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strncmp(e->d_name, name_prefix, strlen(name_prefix)) == 0 && strstr(e->d_name, ".zst") &&
+        !strstr(e->d_name, ".tmp"))
+      count++;
+  if (d) closedir(d);
+  return count;
+}
+
+static json_t *snapshot_session(struct domed *domed, const struct domed_execution *execution,
+                                struct domed_session *s, dome_error *err) {
+  json_t *name = json_object_get(execution->arguments, "name");
+  const char *key;
+  json_t *value;
+  json_object_foreach(execution->arguments, key,
+                      value) if (strcmp(key, "session_id") != 0 &&
+                                 strcmp(key, "name") !=
+                                     0) return tool_error("invalid arguments: unknown argument `%.64s`", key);
+  if (name && (!json_is_string(name) || json_string_length(name) > 128))
+    return tool_error("invalid arguments: `name` must be a string of at most 128 bytes");
+  char prefix[1200], path[1200], id[SESSION_ID_SIZE + 1];
+  if (snapshot_path(domed, s->entry.agent, NULL, prefix, sizeof prefix, err) < 0) return NULL;
+  if (snapshot_count(prefix) >= SNAPSHOTS_PER_AGENT)
+    return tool_error("snapshot quota reached: at most %d snapshots per agent", SNAPSHOTS_PER_AGENT);
+  unsigned char bytes[16];
+  randombytes_buf(bytes, sizeof bytes);
+  memcpy(id, "snap_", 5);
+  sodium_bin2hex(id + 5, sizeof id - 5, bytes, sizeof bytes);
+  if (snapshot_path(domed, s->entry.agent, id, path, sizeof path, err) < 0) return NULL;
+  char created[32];
+  iso_time(session_realtime_ms(), created);
+  json_t *header =
+      json_pack("{s:s,s:s,s:s,s:s,s:s?}", "snapshot_id", id, "agent", s->entry.agent, "session_id",
+                s->entry.id, "created_at", created, "name", json_string_value(name));
+  json_t *summary = NULL;
+  dome_error tool_err = {0};
+  pthread_mutex_lock(&s->cell_lock); /* no cell writes while the files are read */
+  int rc =
+      session_snapshot_write(s->workspace_fd, path, s->quota.workspace_bytes, header, &summary, &tool_err);
+  pthread_mutex_unlock(&s->cell_lock);
+  json_decref(header);
+  json_t *event = session_event("session.snapshot", s, execution->identity);
+  json_object_set_new(event, "snapshot_id", json_string(id));
+  if (rc < 0) {
+    domed_audit_set_text(event, "error", tool_err.message, strlen(tool_err.message));
+    if (journal_call_event(domed, execution, event, err) < 0) return NULL;
+    return tool_error("snapshot_session: %s", tool_err.message);
+  }
+  json_object_update(event, summary);
+  if (journal_call_event(domed, execution, event, err) < 0) {
+    unlink(path);
+    json_decref(summary);
+    return NULL;
+  }
+  json_t *structured = json_pack("{s:s,s:s}", "snapshot_id", id, "session_id", s->entry.id);
+  json_object_update(structured, summary);
+  json_decref(summary);
+  return tool_result(structured);
+}
+
+static json_t *fork_session(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
+                            dome_error *err) {
+  const char *id = json_string_value(json_object_get(execution->arguments, "snapshot_id"));
+  if (id == NULL || strncmp(id, "snap_", 5) != 0 || strlen(id) != SESSION_ID_SIZE || strchr(id, '/'))
+    return tool_error("invalid arguments: `snapshot_id` must be a snapshot id from snapshot_session");
+  const char *key;
+  json_t *value;
+  json_object_foreach(execution->arguments, key,
+                      value) if (strcmp(key, "snapshot_id") !=
+                                 0) return tool_error("invalid arguments: unknown argument `%.64s`", key);
+  char path[1200];
+  if (snapshot_path(domed, execution->identity->agent, id, path, sizeof path, err) < 0) return NULL;
+  dome_error tool_err = {0};
+  json_t *archive = session_snapshot_read(path, execution->quota.workspace_bytes, &tool_err);
+  if (archive == NULL) /* another agent's snapshot is as unknown as one never made */
+    return tool_error("no snapshot `%.64s` of this agent", id);
+  struct domed_execution create = *execution;
+  json_t *no_arguments = json_object();
+  create.arguments = no_arguments;
+  json_t *created = create_session(domed, &create, rpc_error, err);
+  json_decref(no_arguments);
+  const char *sid =
+      json_string_value(json_object_get(json_object_get(created, "structuredContent"), "session_id"));
+  if (created == NULL || sid == NULL) {
+    json_decref(archive);
+    return created;
+  }
+  struct session_entry *entry = session_table_get(&sessions.table, sid, execution->identity->agent);
+  int rc = entry ? session_snapshot_restore(archive, ((struct domed_session *)entry->owner)->workspace_fd,
+                                            &tool_err)
+                 : dome_error_set(&tool_err, ENOENT, "the new session ended");
+  if (entry) session_table_put(&sessions.table, entry);
+  json_t *header = json_object_get(archive, "header");
+  json_t *event = json_pack("{s:s,s:s,s:s,s:s,s:O?,s:I}", "type", "session.forked", "session_id", sid,
+                            "agent", execution->identity->agent, "snapshot_id", id, "from_session",
+                            json_object_get(header, "session_id"), "files",
+                            (json_int_t)json_array_size(json_object_get(archive, "files")));
+  json_decref(archive);
+  if (rc < 0) domed_audit_set_text(event, "error", tool_err.message, strlen(tool_err.message));
+  if (journal_call_event(domed, execution, event, err) < 0) {
+    json_decref(created);
+    return NULL;
+  }
+  if (rc < 0) {
+    json_decref(created);
+    return tool_error("fork_session: session %s made, but its files: %s", sid, tool_err.message);
+  }
+  json_object_set_new(json_object_get(created, "structuredContent"), "snapshot_id", json_string(id));
+  /* the text block repeats structuredContent */
+  char *text = json_dumps(json_object_get(created, "structuredContent"), JSON_COMPACT);
+  json_object_set_new(created, "content",
+                      json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "{}"));
+  free(text);
+  return created;
 }
 
 /* ---- control commands ---------------------------------------------------------------------------- */

@@ -130,6 +130,23 @@ json_t *session_file_list(int workspace_fd, const char *path, bool *truncated, d
 /* Remove the file, symlink or empty directory `path` (a symlink itself, never its target). */
 int session_file_delete(int workspace_fd, const char *path, dome_error *err);
 
+/* ---- file-only snapshots ------------------------------------------------------------------------- */
+
+/* Write the regular files and directories of /workspace (beneath workspace_fd; symlinks and special
+ * files are left out, nothing is followed) with `header` (borrowed: who made it) to `file_path` as one
+ * zstd frame of JSON, written to a temporary file, fsynced and renamed into place (mode 0600). At most
+ * max_bytes of file content (else -EFBIG, nothing written). *summary (new reference): {files,
+ * directories, bytes, stored_bytes}. */
+int session_snapshot_write(int workspace_fd, const char *file_path, uint64_t max_bytes, json_t *header,
+                           json_t **summary, dome_error *err);
+
+/* The archive of `file_path` (new reference: {header, directories, files}), bounded by max_bytes of file
+ * content; NULL with *err (-ENOENT, -EFBIG, -EPROTO: not a snapshot). */
+json_t *session_snapshot_read(const char *file_path, uint64_t max_bytes, dome_error *err);
+
+/* Write the archive's directories and files into workspace_fd with session_file_write's rules. */
+int session_snapshot_restore(json_t *archive, int workspace_fd, dome_error *err);
+
 /* ---- the table of live sessions ------------------------------------------------------------------ */
 
 struct session_entry {

@@ -1,7 +1,7 @@
 /* Unit tests of supervisor/session/session.h: the paths of the file tools (refusals name the path), files
  * written, read, listed and deleted beneath a workspace fd without following a symlink or opening a
- * special file, the session table's quota per agent, ownership, expiry and lost sessions, and the
- * connection file of a session's kernel. */
+ * special file, file-only snapshots written and restored, the session table's quota per agent, ownership,
+ * expiry and lost sessions, and the connection file of a session's kernel. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -142,6 +142,57 @@ static void test_links_and_special_files(void **state) {
   assert_int_equal(rmdir(outside), 0);
 }
 
+/* a snapshot keeps files and directories, leaves symlinks out, restores into another workspace, and
+ * refuses a workspace over its bound (writing nothing) */
+static void test_snapshot(void **state) {
+  (void)state;
+  dome_error err = {0};
+  assert_int_equal(session_file_write(workspace, "data/values.csv", "a,b\n1,2\n", 8, &err), 0);
+  assert_int_equal(session_file_write(workspace, "empty/.keep", "", 0, &err), 0);
+  assert_int_equal(session_file_delete(workspace, "empty/.keep", &err), 0);
+  char path[192];
+  snprintf(path, sizeof path, "%s/link", directory);
+  assert_int_equal(symlink("/etc/passwd", path), 0);
+  char archive_path[160];
+  snprintf(archive_path, sizeof archive_path, "%s-snapshot.zst", directory);
+  json_t *header = json_pack("{s:s}", "agent", "alice"), *summary = NULL;
+  assert_int_equal(session_snapshot_write(workspace, archive_path, 4, header, &summary, &err), -EFBIG);
+  assert_int_equal(access(archive_path, F_OK), -1);
+  assert_int_equal(session_snapshot_write(workspace, archive_path, 1 << 20, header, &summary, &err), 0);
+  assert_int_equal(json_integer_value(json_object_get(summary, "files")), 1);
+  assert_int_equal(json_integer_value(json_object_get(summary, "directories")), 2);
+  assert_int_equal(json_integer_value(json_object_get(summary, "bytes")), 8);
+  json_decref(summary);
+  json_decref(header);
+  json_t *archive = session_snapshot_read(archive_path, 1 << 20, &err);
+  assert_non_null(archive);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(archive, "header"), "agent")),
+                      "alice");
+  char other[64];
+  snprintf(other, sizeof other, "/tmp/dome-session-fork-XXXXXX");
+  assert_non_null(mkdtemp(other));
+  int fork_fd = open(other, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_int_equal(session_snapshot_restore(archive, fork_fd, &err), 0);
+  json_decref(archive);
+  char *data = NULL;
+  size_t length = 0;
+  assert_int_equal(session_file_read(fork_fd, "data/values.csv", 1024, &data, &length, &err), 0);
+  assert_string_equal(data, "a,b\n1,2\n");
+  free(data);
+  struct stat st;
+  assert_int_equal(fstatat(fork_fd, "empty", &st, 0), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  assert_int_equal(fstatat(fork_fd, "link", &st, AT_SYMLINK_NOFOLLOW), -1); /* not carried */
+  close(fork_fd);
+  /* not a snapshot */
+  assert_int_equal(session_file_write(workspace, "junk", "junk", 4, &err), 0);
+  snprintf(path, sizeof path, "%s/junk", directory);
+  assert_null(session_snapshot_read(path, 1 << 20, &err));
+  char command[256];
+  snprintf(command, sizeof command, "rm -rf '%s' '%s'", other, archive_path);
+  assert_int_equal(system(command), 0);
+}
+
 static struct session_entry *entry_of(const char *agent) {
   struct session_entry *e = calloc(1, sizeof *e);
   session_new_id(e->id);
@@ -227,6 +278,7 @@ int main(void) {
       cmocka_unit_test(test_paths),
       cmocka_unit_test_setup_teardown(test_write_read_list_delete, setup, teardown),
       cmocka_unit_test_setup_teardown(test_links_and_special_files, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_snapshot, setup, teardown),
       cmocka_unit_test(test_table),
       cmocka_unit_test(test_connection_file),
   };
