@@ -108,7 +108,8 @@ static int before_jail(void *context, struct jail_config *config, dome_error *er
   config->path_rules = domed_path_rules_list(a->path_rules, &config->path_rule_count);
   /* a session's jail: the hook that names its init runs whether or not there is an egress path */
   a->egress_provider->wanted = a->egress.wanted || a->execution->on_jail_started != NULL;
-  if (a->egress.needs_egress && a->execution->call) { /* what the agent should know of its network (counts, not destinations) */
+  if (a->egress.needs_egress &&
+      a->execution->call) { /* what the agent should know of its network (counts, not destinations) */
     char text[200];
     if (a->egress.wanted)
       snprintf(text, sizeof text, "egress: %zu permitted network entries, path through %s", a->egress.count,
