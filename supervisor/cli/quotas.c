@@ -24,6 +24,9 @@ static int set_main(int argc, char **argv) {
       {"concurrency", required_argument, NULL, 'N'},
       {"task-ttl", required_argument, NULL, 'T'},
       {"tasks", required_argument, NULL, 'K'},
+      {"sessions", required_argument, NULL, 'S'},
+      {"session-idle", required_argument, NULL, 'I'},
+      {"session-lifetime", required_argument, NULL, 'L'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -81,12 +84,22 @@ static int set_main(int argc, char **argv) {
       case 'K':
         key = "tasks";
         break;
+      case 'S':
+        key = "sessions";
+        break;
+      case 'I':
+        key = "session_idle";
+        break;
+      case 'L':
+        key = "session_lifetime";
+        break;
       case 'h':
         printf(
             "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
             "                      [--workspace-size SIZE] [--output-limit SIZE] [--egress allow|deny]\n"
             "                      [--egress-bytes SIZE] [--blob-bytes SIZE] [--mcp-output-limit SIZE]\n"
             "                      [--concurrency N] [--task-ttl DURATION] [--tasks N]\n"
+            "                      [--sessions N] [--session-idle SEC] [--session-lifetime SEC]\n"
             "  --egress-bytes: byte quota of each jail's egress path (both directions) for this capability;\n"
             "                  0 (list: config): domed's egress_quota applies\n"
             "  --blob-bytes:   bytes this capability's large inputs may take in the journal's blob store\n"
@@ -100,7 +113,10 @@ static int set_main(int argc, char **argv) {
             "  --task-ttl:     longest TTL of an MCP task (its result is kept that long; 0: domed's "
             "task_ttl_max_s)\n"
             "  --tasks:        MCP tasks one agent holds until their TTL passes (0: domed's "
-            "max_tasks_per_agent)\n");
+            "max_tasks_per_agent)\n"
+            "  --sessions:     sandbox sessions (create_session) one agent holds at once (default 0: off)\n"
+            "  --session-idle, --session-lifetime: a session unused this long, or this long after its\n"
+            "                  creation, is closed (defaults 10m and 1h; docs/sessions.md)\n");
         json_decref(fields);
         return 0;
       default:

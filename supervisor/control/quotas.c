@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,9 @@ void control_quota_defaults(struct control_quota *quota) {
       .egress_bytes = 0,
       .blob_bytes = 256u << 20,
       .concurrency = 0,
+      .sessions = 0,
+      .session_idle_ms = 600000,
+      .session_lifetime_ms = 3600000,
   };
 }
 
@@ -34,6 +38,9 @@ static json_t *quota_json(const struct control_quota *quota) {
   json_object_set_new(object, "concurrency", json_integer((json_int_t)quota->concurrency));
   json_object_set_new(object, "task_ttl_ms", json_integer((json_int_t)quota->task_ttl_ms));
   json_object_set_new(object, "tasks", json_integer((json_int_t)quota->tasks));
+  json_object_set_new(object, "sessions", json_integer((json_int_t)quota->sessions));
+  json_object_set_new(object, "session_idle_ms", json_integer((json_int_t)quota->session_idle_ms));
+  json_object_set_new(object, "session_lifetime_ms", json_integer((json_int_t)quota->session_lifetime_ms));
   return object;
 }
 
@@ -60,6 +67,32 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
     quota->task_ttl_ms = (uint64_t)json_integer_value(v);
   if ((v = json_object_get(object, "tasks")) && json_integer_value(v) > 0)
     quota->tasks = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "sessions")) && json_integer_value(v) >= 0)
+    quota->sessions = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "session_idle_ms")) && json_integer_value(v) > 0)
+    quota->session_idle_ms = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "session_lifetime_ms")) && json_integer_value(v) > 0)
+    quota->session_lifetime_ms = (uint64_t)json_integer_value(v);
+}
+
+/* A duration field: seconds as a number, or a duration text ("90", "10m"); (0, 86400] s. */
+static int duration_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
+  json_t *v = json_object_get(fields, key);
+  if (v == NULL) return 0;
+  uint64_t ms = 0;
+  if (json_is_number(v) && json_number_value(v) > 0)
+    ms = (uint64_t)llround(json_number_value(v) * 1000);
+  else if (json_is_string(v) && dome_parse_duration_ms(json_string_value(v), &ms, err) < 0)
+    return dome_error_wrap(err, "--%s", key);
+  if (ms == 0 || ms > 24ull * 3600 * 1000) {
+    char flag[64];
+    snprintf(flag, sizeof flag, "%s", key);
+    for (char *c = flag; *c; c++)
+      if (*c == '_') *c = '-';
+    return dome_error_set(err, EINVAL, "--%s: expected (0, 86400] seconds", flag);
+  }
+  *out = ms;
+  return 0;
 }
 
 static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
@@ -86,11 +119,14 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
       "memory",       "cpus",     "pids",         "timeout",    "workspace_size",
       "output_limit", "egress",   "egress_bytes", "blob_bytes", "mcp_output_limit",
       "concurrency",  "task_ttl", "tasks"};
+  static const char *const session_known[] = {"sessions", "session_idle", "session_lifetime"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
     bool ok = false;
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) ok |= strcmp(key, known[i]) == 0;
+    for (size_t i = 0; i < sizeof session_known / sizeof session_known[0]; i++)
+      ok |= strcmp(key, session_known[i]) == 0;
     if (!ok) return dome_error_set(err, EINVAL, "unknown quota field `%s`", key);
   }
   pthread_mutex_lock(&store->lock);
@@ -198,6 +234,18 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
       return dome_error_set(err, EINVAL, "--tasks: expected an integer in [0, 100000]");
     quota.tasks = (uint64_t)count;
   }
+  if ((v = json_object_get(fields, "sessions"))) {
+    char *end = NULL;
+    long long count = json_is_integer(v)  ? json_integer_value(v)
+                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                          : -1;
+    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
+    if (count < 0 || count > 1024)
+      return dome_error_set(err, EINVAL, "--sessions: expected an integer in [0, 1024]");
+    quota.sessions = (uint64_t)count;
+  }
+  if ((rc = duration_field(fields, "session_idle", &quota.session_idle_ms, err)) < 0) return rc;
+  if ((rc = duration_field(fields, "session_lifetime", &quota.session_lifetime_ms, err)) < 0) return rc;
   pthread_mutex_lock(&store->lock);
   json_t *next = json_deep_copy(store->quotas);
   json_object_set_new(next, capability, quota_json(&quota));

@@ -372,9 +372,32 @@ struct domed_execution {
   const char *exec_id;
   mcp_call *call;
   uint64_t decision_ticket; /* of the call's authz.decision: every later sync of the call covers it */
+  /* A sandbox session's jail (domed/sessions.c) runs with call NULL: cancel_fd ends it, nothing is
+   * streamed, and on_jail_started gets the host pid of the jail's init once its namespaces exist. */
+  int cancel_fd;
+  void (*on_jail_started)(void *context, pid_t init_pid);
+  void *jail_context;
 };
 json_t *domed_execute(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
                       dome_error *err);
+
+/* ---- sessions.c: sandbox sessions (supervisor/session, docs/sessions.md) ---- */
+/* Whether `name` is a session tool (create_session, close_session, list_sessions, write_file, read_file,
+ * list_files, delete_file) or an execute_code call that names a session_id. */
+bool domed_session_handles(const char *name, json_t *arguments);
+/* Run an authorized call of a session tool (or execute_code in a session). The result or NULL with
+ * *rpc_error and *err (fail closed: a journal failure). */
+json_t *domed_session_call(struct domed *domed, const char *name, const struct domed_execution *execution,
+                           int *rpc_error, dome_error *err);
+/* The session tools' definitions appended to `tools` (inputSchema, outputSchema). */
+void domed_session_tools(json_t *tools, const struct control_quota *quota);
+/* Start the reaper (idle, lifetime, lost sessions); end every session (`session.closed`
+ * reason=shutdown) at shutdown. The number of live sessions for /metrics. */
+int domed_sessions_start(struct domed *domed, dome_error *err);
+void domed_sessions_stop(struct domed *domed);
+size_t domed_sessions_live(void);
+/* Control commands sessions.list / sessions.show / sessions.kill: the result or NULL with *err. */
+json_t *domed_sessions_command(struct domed *domed, const char *command, json_t *args, dome_error *err);
 
 /* ---- output_limit.c: what an agent reads of an execution's output ---- */
 /* Keep at most `limit` bytes of result[field] (a redacted output stream, valid UTF-8), cut before a

@@ -53,7 +53,7 @@ static int sink_put_blob(void *context, const char *data, size_t length, const c
 /* A recorded chunk as progress, when the client asked for it. */
 static void sink_output(void *context, int stream, const char *text, size_t length) {
   struct adapter *a = context;
-  if (!mcp_call_wants_progress(a->execution->call)) return;
+  if (a->execution->call == NULL || !mcp_call_wants_progress(a->execution->call)) return;
   char *message = NULL;
   if (asprintf(&message, "[%s] %.*s", stream == 1 ? "stdout" : "stderr", (int)length, text) < 0) return;
   a->streamed += length;
@@ -84,7 +84,10 @@ static void kernel_report(void *context, bool finish, struct exec_kernel_report 
 }
 
 static int egress_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
-  return domed_egress_namespaces_ready(&((struct adapter *)context)->egress, child_pid, err);
+  struct adapter *a = context;
+  if (a->execution->on_jail_started) a->execution->on_jail_started(a->execution->jail_context, child_pid);
+  if (!a->egress.wanted) return 0;
+  return domed_egress_namespaces_ready(&a->egress, child_pid, err);
 }
 static void egress_finish(void *context) {
   domed_egress_finish(&((struct adapter *)context)->egress);
@@ -103,8 +106,10 @@ static int before_jail(void *context, struct jail_config *config, dome_error *er
                               &a->egress, err);
   if (rc < 0) return rc;
   config->path_rules = domed_path_rules_list(a->path_rules, &config->path_rule_count);
-  a->egress_provider->wanted = a->egress.wanted;
-  if (a->egress.needs_egress) { /* what the agent should know of its network (counts, not destinations) */
+  /* a session's jail: the hook that names its init runs whether or not there is an egress path */
+  a->egress_provider->wanted = a->egress.wanted || a->execution->on_jail_started != NULL;
+  if (a->egress.needs_egress &&
+      a->execution->call) { /* what the agent should know of its network (counts, not destinations) */
     char text[200];
     if (a->egress.wanted)
       snprintf(text, sizeof text, "egress: %zu permitted network entries, path through %s", a->egress.count,
@@ -233,7 +238,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
       .before_jail = before_jail,
       .before_jail_context = &a,
       .gateway = execution->identity->gateway,
-      .cancel_fd = mcp_call_cancel_fd(execution->call),
+      .cancel_fd = execution->call ? mcp_call_cancel_fd(execution->call) : execution->cancel_fd,
       .event_bytes = domed->config.output_event_bytes,
       .event_ms = domed->config.output_event_ms,
       .quiet_ms = domed->config.progress_quiet_ms,

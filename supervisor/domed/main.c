@@ -224,6 +224,10 @@ int main(int argc, char **argv) {
     return 125;
   }
   domed->gateways = gateways;
+  if ((rc = domed_sessions_start(domed, &err)) < 0) {
+    fprintf(stderr, "domed: %s\n", err.message);
+    return 125;
+  }
 
   _cleanup_free_ char *cert = NULL;
   _cleanup_free_ char *key = NULL;
@@ -329,6 +333,9 @@ int main(int argc, char **argv) {
     mcp_server_cancel_all(domed->mcp);
   }
   mcp_server_stop(domed->mcp);
+  /* every session's jail ends (session.closed reason=shutdown) while the kernel layer and the journal
+   * are still there */
+  domed_sessions_stop(domed);
   gateway_registry_free(domed->gateways);
   domed->gateways = NULL;
   domed_egress_cleanup(domed);

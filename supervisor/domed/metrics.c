@@ -103,6 +103,8 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));
   GAUGE("dome_queued_calls", "Calls waiting for a jail slot.", atomic_load(&m->queued));
   GAUGE("dome_sessions_active", "Live MCP sessions.", stats.sessions_active);
+  GAUGE("dome_sandbox_sessions_active", "Live sandbox sessions (create_session), one jail and kernel each.",
+        domed_sessions_live());
   COUNTER("dome_http_requests_total", "HTTP requests answered.", stats.http_requests);
   COUNTER("dome_http_errors_total", "HTTP requests answered with 4xx/5xx.", stats.http_errors);
   COUNTER("dome_http_unauthorized_total", "HTTP requests answered 401.", stats.unauthorized);

@@ -236,6 +236,7 @@ static json_t *list_tools(void *context, const mcp_identity *identity) {
     const char *capability = json_string_value(json_object_get(d.tool, "capability"));
     control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &quota);
     json_array_append_new(tools, domed_execute_code_tool(&quota, domed->config.mcp_output_limit_bytes));
+    if (quota.sessions > 0) domed_session_tools(tools, &quota); /* the operator enabled sessions */
   }
   builtin_release(&d);
   /* the listing is answered only once every discovery decision it reflects is durable */
@@ -307,7 +308,8 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     dome_error_set(err, E2BIG, "tools/call refused: %s", reason);
     return NULL;
   }
-  if (strcmp(name, DOMED_EXECUTE_TOOL) != 0) {
+  bool in_session = domed_session_handles(name, arguments);
+  if (strcmp(name, DOMED_EXECUTE_TOOL) != 0 && !in_session) {
     json_t *routed = NULL;
     if (domed_gateway_call_tool(domed, identity, name, arguments, call, &routed, rpc_error, err) > 0)
       return routed;
@@ -333,7 +335,7 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
    * arguments of the tool's type (context.input). Journalled as a deny without evaluation (reason
    * "invalid arguments"), like every refusal before authorization, and as call.rejected with the detail. */
   dome_error check = {0};
-  if (domed_execute_arguments_check(arguments, &check) < 0) {
+  if (strcmp(name, DOMED_EXECUTE_TOOL) == 0 && domed_execute_arguments_check(arguments, &check) < 0) {
     atomic_fetch_add(&domed->metrics.decisions_deny, 1);
     if (journal_refusal(domed, identity, name, call, "invalid arguments", err) < 0 ||
         journal_rejected(domed, identity, call, exec_id, name, "invalid arguments", check.message, err) < 0) {
@@ -383,6 +385,18 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     }
     goto out;
   }
+  if (in_session && strcmp(name, DOMED_EXECUTE_TOOL) != 0) { /* a session tool: checks its own arguments */
+    struct domed_execution execution = {.identity = identity,
+                                        .tool = d.tool,
+                                        .arguments = arguments,
+                                        .rules = d.rules,
+                                        .exec_id = exec_id,
+                                        .call = call,
+                                        .decision_ticket = seq};
+    control_quota_get(domed->store, capability ? capability : DOMED_BUILTIN_CAPABILITY, &execution.quota);
+    result = domed_session_call(domed, name, &execution, rpc_error, err);
+    goto out;
+  }
   struct domed_execution execution = {
       .identity = identity,
       .tool = d.tool,
@@ -418,6 +432,10 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
     }
   }
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_AUTHORIZE], now_us() - start);
+  if (in_session) { /* the session's jail runs already: no slot to wait for */
+    result = domed_session_call(domed, name, &execution, rpc_error, err);
+    goto out;
+  }
   uint64_t queued = now_us();
   int rc = domed_slot_acquire(domed, identity->agent, (unsigned)execution.quota.concurrency, call, err);
   uint64_t queued_us = now_us() - queued;

@@ -13,6 +13,8 @@
 #define MAX_FILES 256
 #define MAX_ENV 256
 #define MAX_ENV_VALUE_BYTES 4096u
+/* "ses_" and 32 hex digits (supervisor/session/session.h SESSION_ID_SIZE without the NUL) */
+#define SESSION_ID_LENGTH 36u
 
 /* Bytes as the largest IEC unit dividing them ("256 MiB"), else KiB with one decimal. */
 static void format_bytes(uint64_t bytes, char *buffer, size_t size) {
@@ -99,6 +101,12 @@ json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_
       "network", network, "pids_limited", "type", "boolean", "limits", "type", "object", "required", "stdout",
       "stderr", "exit_code", "signal", "timed_out", "oom_killed", "duration_ms", "output_paths", "env_vars",
       "truncated", "redactions");
+  /* sessions enabled for the capability (dome quotas set --sessions N): execute_code may name one */
+  if (quota->sessions > 0)
+    json_object_set_new(json_object_get(input, "properties"), "session_id",
+                        json_pack("{s:s,s:s}", "type", "string", "description",
+                                  "run in this session (create_session): python in its live interpreter, "
+                                  "bash/sh as a new process of its sandbox; files and variables persist"));
   json_decref(string);
   json_decref(string_map);
   char *description = tool_description(quota, mcp_output_limit);
@@ -128,7 +136,7 @@ static bool relative_path_ok(const char *path) {
 }
 
 int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
-  static const char *const known[] = {"language", "code", "stdin", "files", "env", "timeout_s"};
+  static const char *const known[] = {"language", "code", "stdin", "files", "env", "timeout_s", "session_id"};
   const char *key;
   json_t *value;
   json_object_foreach(arguments, key, value) {
@@ -180,6 +188,10 @@ int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
                               MAX_ENV_VALUE_BYTES);
     }
   }
+  json_t *session_id = json_object_get(arguments, "session_id");
+  if (session_id && (!json_is_string(session_id) || json_string_length(session_id) != SESSION_ID_LENGTH))
+    return dome_error_set(err, EINVAL,
+                          "invalid arguments: `session_id` must be a session id from create_session");
   json_t *timeout = json_object_get(arguments, "timeout_s");
   /* whole seconds: the inputSchema's integer, which rules read as a Cedar Long (context.input) */
   if (timeout &&
