@@ -117,6 +117,13 @@ const json_t *anomaly_lookup(const json_t *event, const char *field, size_t leng
     if (json_is_object(child)) {
       const json_t *found = anomaly_lookup(child, field + i + 1, length - i - 1);
       if (found) return found;
+    } else if (json_is_array(child)) { /* a list of objects: the first element holding the rest */
+      size_t k;
+      const json_t *element;
+      json_array_foreach(child, k, element) {
+        const json_t *found = anomaly_lookup(element, field + i + 1, length - i - 1);
+        if (found) return found;
+      }
     }
   }
   return NULL;
