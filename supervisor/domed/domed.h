@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "supervisor/common/error.h"
@@ -21,26 +22,28 @@
 /* ---- configuration (config.c) ---- */
 
 struct domed_config {
-  char listen[256];           /* listen = 127.0.0.1:8443 */
-  char path[128];             /* path = /mcp */
-  char state_dir[1024];       /* state_dir = /var/lib/dome */
-  char journal_dir[1024];     /* journal_dir = /var/lib/dome/journal */
-  char control_socket[108];   /* control_socket = /run/dome/control.sock */
-  char control_group[64];     /* control_group = (none) */
-  char tls_cert[1024];        /* tls_cert = (none): PEM file */
-  char tls_key[1024];         /* tls_key = (none): PEM file */
-  char allowed_origins[1024]; /* allowed_origins = (loopback): comma-separated exact origins */
-  char image[64];             /* image = host-ro */
-  unsigned max_jails;         /* max_jails = number of CPUs: concurrent executions */
-  unsigned max_queue;         /* max_queue = 64: calls waiting for a jail before "overloaded" */
-  unsigned queue_timeout_s;   /* queue_timeout_s = 30 */
-  size_t max_body_bytes;      /* max_body = 4M */
-  unsigned max_batch;         /* max_batch = 32: messages of one JSON-RPC batch (MCP 2025-03-26 sessions) */
-  size_t max_batch_bytes;     /* max_batch_bytes = 1M: body bytes of one batch (at most max_body) */
-  unsigned http_timeout_s;    /* http_timeout_s = 30: idle connection timeout */
-  unsigned max_connections;   /* max_connections = 1024 */
-  unsigned max_sessions;      /* max_sessions = 4096 */
-  unsigned session_idle_s;    /* session_idle_s = 3600 */
+  char listen[256];               /* listen = 127.0.0.1:8443 */
+  char path[128];                 /* path = /mcp */
+  char state_dir[1024];           /* state_dir = /var/lib/dome */
+  char journal_dir[1024];         /* journal_dir = /var/lib/dome/journal */
+  char control_socket[108];       /* control_socket = /run/dome/control.sock */
+  char control_group[64];         /* control_group = (none) */
+  char tls_cert[1024];            /* tls_cert = (none): PEM file */
+  char tls_key[1024];             /* tls_key = (none): PEM file */
+  char allowed_origins[1024];     /* allowed_origins = (loopback): comma-separated exact origins */
+  char image[64];                 /* image = host-ro */
+  char anomaly_rules[1024];       /* anomaly_rules = (none): directory of Sigma rules evaluated live */
+  char anomaly_suspend_level[16]; /* anomaly_suspend_level = critical (none: never suspend) */
+  unsigned max_jails;             /* max_jails = number of CPUs: concurrent executions */
+  unsigned max_queue;             /* max_queue = 64: calls waiting for a jail before "overloaded" */
+  unsigned queue_timeout_s;       /* queue_timeout_s = 30 */
+  size_t max_body_bytes;          /* max_body = 4M */
+  unsigned max_batch;       /* max_batch = 32: messages of one JSON-RPC batch (MCP 2025-03-26 sessions) */
+  size_t max_batch_bytes;   /* max_batch_bytes = 1M: body bytes of one batch (at most max_body) */
+  unsigned http_timeout_s;  /* http_timeout_s = 30: idle connection timeout */
+  unsigned max_connections; /* max_connections = 1024 */
+  unsigned max_sessions;    /* max_sessions = 4096 */
+  unsigned session_idle_s;  /* session_idle_s = 3600 */
   unsigned max_sessions_per_agent; /* max_sessions_per_agent = 16: an agent's live sessions; its oldest idle
                                     * one is evicted for a new one (journalled session.closed) */
   unsigned max_queue_per_agent;    /* max_queue_per_agent = 16: calls of one agent waiting for a jail */
@@ -203,7 +206,26 @@ struct domed {
   unsigned jails_running, jails_waiting;
   atomic_bool stopping;
   struct domed_metrics metrics;
+  struct domed_anomaly *anomaly; /* live anomaly detection (anomaly.c), NULL before start */
 };
+
+/* ---- anomaly.c: Sigma rules over every journalled event (docs/anomaly-detection.md) ---- */
+
+/* Start the detection thread and apply config.anomaly_rules (a set with a problem is logged and not
+ * applied). Returns 0, or -EINVAL (anomaly_suspend_level) / -ENOMEM / -EAGAIN. */
+int domed_anomaly_start(struct domed *domed, dome_error *err);
+/* Stop the thread (the queued events are evaluated first) and free. */
+void domed_anomaly_stop(struct domed *domed);
+/* Queue a copy of an event the journal accepted as `seq`; never blocks on detection (a full queue drops
+ * it, counted and journalled as anomaly.behind). Events of type anomaly.* are not offered. */
+void domed_anomaly_offer(struct domed *domed, const json_t *event, uint64_t seq);
+/* SIGHUP: re-read `directory` (the previous set stays when it has a problem). */
+void domed_anomaly_reload(struct domed *domed, const char *directory);
+/* anomalies.apply {directory} / anomalies.list. */
+json_t *domed_anomaly_command(struct domed *domed, const struct control_request *request, const char *verb,
+                              dome_error *err);
+/* The /metrics lines of detection (evaluated, dropped, suspensions, alerts by rule and level). */
+void domed_anomaly_metrics(struct domed *domed, FILE *out);
 
 /* Acquire/release the active rules (a reference; running executions keep their version). */
 struct domed_rules *domed_rules_acquire(struct domed *domed);
