@@ -156,6 +156,10 @@ bool anomaly_value_match(const struct value *value, const json_t *member, const 
                          pcre2_match_data *match_data);
 void anomaly_value_clear(struct value *value);
 const json_t *anomaly_lookup(const json_t *event, const char *field, size_t length);
+/* Call `each` on every member `field` names (through lists of objects: one a list element); true as
+ * soon as one call returns true. */
+bool anomaly_lookup_each(const json_t *event, const char *field, size_t length,
+                         bool (*each)(const json_t *member, void *context), void *context);
 int anomaly_base64_encode(const unsigned char *data, size_t length, char **out, size_t *out_length);
 
 /* condition.c: parse `text` against the rule's searches. On error returns -EINVAL with *offset the

@@ -220,8 +220,12 @@ int anomaly_condition_parse(const char *text, const struct search *searches, siz
     struct token t = peek(&p);
     if (!t.end) {
       anomaly_condition_free(c);
-      c = fail(&p, t.start, "unexpected `%.*s` after a complete condition", text + t.start,
-               t.length ? t.length : 1);
+      c = text[t.start] == '|'
+              ? fail(&p, t.start,
+                     "`%.*s`: aggregation expressions are not part of Sigma 2 (use a correlation rule)",
+                     text + t.start, t.length)
+              : fail(&p, t.start, "unexpected `%.*s` after a complete condition", text + t.start,
+                     t.length ? t.length : 1);
     }
   }
   if (c == NULL) {
@@ -289,6 +293,20 @@ static bool any_string_matches(const json_t *json, const struct value *value, pc
   return false;
 }
 
+static bool values_match(const struct field_test *test, const json_t *member, const json_t *event,
+                         pcre2_match_data *match_data);
+
+struct each_context {
+  const struct field_test *test;
+  const json_t *event;
+  pcre2_match_data *match_data;
+};
+
+static bool each_member(const json_t *member, void *context) {
+  struct each_context *c = context;
+  return values_match(c->test, member, c->event, c->match_data);
+}
+
 static bool test_match(const struct field_test *test, const json_t *event, pcre2_match_data *match_data) {
   if (test->field == NULL) {
     bool any = false;
@@ -302,6 +320,13 @@ static bool test_match(const struct field_test *test, const json_t *event, pcre2
   }
   const json_t *member = anomaly_lookup(event, test->field, test->field_length);
   if (test->exists_test) return (member != NULL) == test->exists;
+  if (member == NULL || test->negate) return values_match(test, member, event, match_data);
+  struct each_context context = {test, event, match_data};
+  return anomaly_lookup_each(event, test->field, test->field_length, each_member, &context);
+}
+
+static bool values_match(const struct field_test *test, const json_t *member, const json_t *event,
+                         pcre2_match_data *match_data) {
   json_t *derived = NULL;
   if (test->time_part != TIME_NONE) {
     double number;

@@ -129,6 +129,26 @@ const json_t *anomaly_lookup(const json_t *event, const char *field, size_t leng
   return NULL;
 }
 
+bool anomaly_lookup_each(const json_t *event, const char *field, size_t length,
+                         bool (*each)(const json_t *member, void *context), void *context) {
+  if (!json_is_object(event)) return false;
+  const json_t *whole = json_object_getn(event, field, length);
+  if (whole && each(whole, context)) return true;
+  for (size_t i = 0; i < length; i++) {
+    if (field[i] != '.') continue;
+    const json_t *child = json_object_getn(event, field, i);
+    if (json_is_object(child) && anomaly_lookup_each(child, field + i + 1, length - i - 1, each, context))
+      return true;
+    if (json_is_array(child)) {
+      size_t k;
+      const json_t *element;
+      json_array_foreach(child, k, element) if (anomaly_lookup_each(element, field + i + 1, length - i - 1,
+                                                                    each, context)) return true;
+    }
+  }
+  return false;
+}
+
 int anomaly_base64_encode(const unsigned char *data, size_t length, char **out, size_t *out_length) {
   static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   size_t size = (length + 2) / 3 * 4;
