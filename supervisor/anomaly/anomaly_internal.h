@@ -32,6 +32,12 @@ struct value {
   bool cased;
   uint16_t *tokens; /* VALUE_PATTERN, VALUE_NUMBER (its text) */
   size_t token_count;
+  /* VALUE_PATTERN without wildcards but a leading/trailing star: matched by a literal comparison of
+   * `literal` (lowered unless cased), SHAPE_GENERAL otherwise. */
+  enum { SHAPE_GENERAL, SHAPE_EXACT, SHAPE_PREFIX, SHAPE_SUFFIX, SHAPE_CONTAINS } shape;
+  unsigned char *literal;
+  size_t literal_length;
+  bool literal_has_nul;
   uint16_t *variant_tokens[2]; /* base64offset: the two other alignments (one of the three matches) */
   size_t variant_counts[2];
   double number; /* VALUE_NUMBER, VALUE_COMPARE */
@@ -155,6 +161,8 @@ bool anomaly_pattern_match(const uint16_t *tokens, size_t count, const char *sub
 bool anomaly_value_match(const struct value *value, const json_t *member, const json_t *event,
                          pcre2_match_data *match_data);
 void anomaly_value_clear(struct value *value);
+/* Classify a compiled VALUE_PATTERN for the literal fast paths (value->shape). */
+void anomaly_value_shape(struct value *value);
 const json_t *anomaly_lookup(const json_t *event, const char *field, size_t length);
 /* Call `each` on every member `field` names (through lists of objects: one a list element); true as
  * soon as one call returns true. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "supervisor/anomaly/anomaly_internal.h"
 
@@ -43,8 +44,17 @@ struct correlation_state {
   size_t hit_capacity;
 };
 
+/* The `type` values one of which an event must have for a detection rule to match it (derived from
+ * the condition: a plain `type` test every alternative of a required search holds), or none known. */
+struct required_types {
+  bool known;
+  size_t count;
+  char **types;
+};
+
 struct anomaly_engine {
   anomaly_rule_set *set;
+  struct required_types *required;
   struct correlation_state *states;
   signed char *results;
   pcre2_match_data *match_data;
@@ -57,7 +67,9 @@ struct anomaly_engine {
 
 static size_t hit_capacity_of(const struct rule *r) {
   if (r->kind == RULE_TEMPORAL) return r->reference_count;
-  if (r->kind == RULE_TEMPORAL_ORDERED || r->kind == RULE_VALUE_SUM || r->kind == RULE_VALUE_AVG) return 1024;
+  if (r->kind == RULE_TEMPORAL_ORDERED)
+    return r->reference_count * 16 > 1024 ? 1024 : r->reference_count * 16;
+  if (r->kind == RULE_VALUE_SUM || r->kind == RULE_VALUE_AVG) return 1024;
   const struct count_condition *c = &r->condition;
   int64_t most = 1;
   if (c->has_gt && c->gt + 1 > most) most = c->gt + 1;
@@ -69,6 +81,101 @@ static size_t hit_capacity_of(const struct rule *r) {
   return most + 1 > 1024 ? 1024 : (size_t)most + 1;
 }
 
+static void types_clear(struct required_types *t) {
+  for (size_t i = 0; i < t->count; i++) free(t->types[i]);
+  free(t->types);
+  memset(t, 0, sizeof *t);
+}
+
+static void types_add(struct required_types *t, const uint16_t *tokens, size_t count) {
+  char **grown = realloc(t->types, (t->count + 1) * sizeof *grown);
+  char *text = malloc(count + 1);
+  if (grown == NULL || text == NULL) {
+    free(text);
+    if (grown) t->types = grown;
+    t->known = false;
+    return;
+  }
+  for (size_t i = 0; i < count; i++) text[i] = (char)tokens[i];
+  text[count] = '\0';
+  t->types = grown;
+  t->types[t->count++] = text;
+}
+
+static bool search_types(const struct search *s, struct required_types *t) {
+  for (size_t a = 0; a < s->alternative_count; a++) {
+    const struct conjunction *c = &s->alternatives[a];
+    bool found = false;
+    for (size_t k = 0; k < c->test_count && !found; k++) {
+      const struct field_test *test = &c->tests[k];
+      if (test->field == NULL || strcmp(test->field, "type") != 0 || test->negate || test->exists_test ||
+          test->all || test->time_part != TIME_NONE)
+        continue;
+      bool plain = true;
+      for (size_t v = 0; v < test->value_count && plain; v++) {
+        const struct value *value = &test->values[v];
+        plain = value->kind == VALUE_PATTERN && !value->cased && value->variant_tokens[0] == NULL;
+        for (size_t i = 0; plain && i < value->token_count; i++) plain = value->tokens[i] < 256;
+      }
+      if (!plain) continue;
+      for (size_t v = 0; v < test->value_count; v++)
+        types_add(t, test->values[v].tokens, test->values[v].token_count);
+      found = true;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+/* Fill *t with the types one of which `c` requires; false when the condition requires none. */
+static bool condition_types(const struct condition *c, const struct rule *r, struct required_types *t) {
+  struct required_types left = {.known = true}, right = {.known = true};
+  bool ok = false;
+  switch (c->kind) {
+    case NODE_SEARCH:
+      ok = search_types(&r->searches[c->searches[0]], t);
+      break;
+    case NODE_AND:
+      if (condition_types(c->left, r, &left)) {
+        *t = left;
+        return t->known;
+      }
+      types_clear(&left);
+      return condition_types(c->right, r, t);
+    case NODE_OR:
+      ok = condition_types(c->left, r, t) && condition_types(c->right, r, t);
+      break;
+    case NODE_ONE_OF:
+      ok = true;
+      for (size_t i = 0; i < c->search_count && ok; i++) ok = search_types(&r->searches[c->searches[i]], t);
+      break;
+    case NODE_ALL_OF:
+      for (size_t i = 0; i < c->search_count && !ok; i++) {
+        ok = search_types(&r->searches[c->searches[i]], &right);
+        if (ok) {
+          *t = right;
+          return t->known;
+        }
+        types_clear(&right);
+        right.known = true;
+      }
+      break;
+    case NODE_NOT:
+      break;
+  }
+  return ok && t->known;
+}
+
+static void required_types_of(const struct rule *r, struct required_types *t) {
+  t->known = true;
+  for (size_t c = 0; c < r->condition_count; c++)
+    if (!condition_types(r->conditions[c], r, t)) {
+      types_clear(t);
+      return;
+    }
+  t->known = r->condition_count > 0;
+}
+
 int anomaly_engine_create(anomaly_rule_set *set, const anomaly_engine_options *options, anomaly_engine **out,
                           dome_error *err) {
   anomaly_engine *e = calloc(1, sizeof *e);
@@ -77,6 +184,9 @@ int anomaly_engine_create(anomaly_rule_set *set, const anomaly_engine_options *o
   e->options.max_groups_per_rule =
       options && options->max_groups_per_rule ? options->max_groups_per_rule : 100000;
   e->states = calloc(set->rule_count + 1, sizeof *e->states);
+  e->required = calloc(set->rule_count + 1, sizeof *e->required);
+  for (size_t i = 0; e->required && i < set->rule_count; i++)
+    if (set->rules[i].kind == RULE_DETECTION) required_types_of(&set->rules[i], &e->required[i]);
   size_t most_searches = 1;
   for (size_t i = 0; i < set->rule_count; i++) {
     if (set->rules[i].search_count > most_searches) most_searches = set->rules[i].search_count;
@@ -84,7 +194,7 @@ int anomaly_engine_create(anomaly_rule_set *set, const anomaly_engine_options *o
   }
   e->results = malloc(most_searches);
   e->match_data = pcre2_match_data_create(1, NULL);
-  if (e->states == NULL || e->results == NULL || e->match_data == NULL) {
+  if (e->states == NULL || e->required == NULL || e->results == NULL || e->match_data == NULL) {
     anomaly_engine_free(e);
     return dome_error_set(err, ENOMEM, "anomaly engine");
   }
@@ -116,6 +226,8 @@ void anomaly_engine_free(anomaly_engine *e) {
     free(s->buckets);
   }
   free(e->states);
+  for (size_t i = 0; e->required && i < e->set->rule_count; i++) types_clear(&e->required[i]);
+  free(e->required);
   free(e->results);
   if (e->match_data) pcre2_match_data_free(e->match_data);
   anomaly_rule_set_release(e->set);
@@ -178,23 +290,33 @@ static struct group *group_of(anomaly_engine *e, size_t rule_index, const struct
   struct correlation_state *s = &e->states[rule_index];
   char key[2048];
   size_t length = 0;
-  json_t *values = json_object();
   for (size_t i = 0; i < r->group_by_count; i++) {
     const char *field = group_field(r, referenced, r->group_by[i]);
-    char *text = member_string(anomaly_lookup(event, field, strlen(field)));
+    const json_t *member = anomaly_lookup(event, field, strlen(field));
+    if (json_is_string(member) && json_string_length(member) < MAX_VALUE_BYTES &&
+        length + json_string_length(member) + 2 < sizeof key) {
+      memcpy(key + length, json_string_value(member), json_string_length(member));
+      length += json_string_length(member);
+      key[length++] = '\x1f';
+      continue;
+    }
+    char *text = member_string(member);
     int n = snprintf(key + length, sizeof key - length, "%s\x1f", text ? text : "");
     if (n > 0) length += (size_t)n < sizeof key - length ? (size_t)n : sizeof key - length - 1;
-    json_object_set_new(values, r->group_by[i], text ? json_string(text) : json_null());
     free(text);
   }
   key[length] = '\0';
   uint64_t hash = hash_of(key, length);
   if (s->bucket_count) {
     for (struct group *g = s->buckets[hash & (s->bucket_count - 1)]; g; g = g->next)
-      if (g->hash == hash && strcmp(g->key, key) == 0) {
-        json_decref(values);
-        return g;
-      }
+      if (g->hash == hash && strcmp(g->key, key) == 0) return g;
+  }
+  json_t *values = json_object();
+  for (size_t i = 0; i < r->group_by_count; i++) {
+    const char *field = group_field(r, referenced, r->group_by[i]);
+    char *text = member_string(anomaly_lookup(event, field, strlen(field)));
+    json_object_set_new(values, r->group_by[i], text ? json_string(text) : json_null());
+    free(text);
   }
   if (++s->feeds % SWEEP_EVERY == 0 || s->group_count >= e->options.max_groups_per_rule) sweep(e, s, r, now);
   if (s->group_count >= e->options.max_groups_per_rule) {
@@ -410,6 +532,13 @@ int anomaly_engine_process(anomaly_engine *e, const json_t *event, uint64_t seq,
   for (size_t d = 0; d < set->detection_count; d++) {
     size_t index = set->detections[d];
     const struct rule *r = &set->rules[index];
+    const struct required_types *required = &e->required[index];
+    if (required->known) {
+      bool wanted = false;
+      for (size_t t = 0; type && t < required->count && !wanted; t++)
+        wanted = strcasecmp(type, required->types[t]) == 0;
+      if (!wanted) continue;
+    }
     memset(e->results, -1, r->search_count);
     bool match = false;
     for (size_t c = 0; c < r->condition_count && !match; c++)

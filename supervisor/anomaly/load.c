@@ -478,7 +478,9 @@ static bool parse_item(struct document *d, const yaml_node_t *key_node, const ch
   t->values = calloc(count, sizeof *t->values);
   for (size_t i = 0; i < count; i++) {
     yaml_node_t *item = items ? node_at(d, items[i]) : value;
-    if (!compile_value(d, item, &m, &t->values[i])) {
+    bool compiled = compile_value(d, item, &m, &t->values[i]);
+    if (compiled) anomaly_value_shape(&t->values[i]);
+    if (!compiled) {
       t->value_count = i + 1;
       field_test_clear(t);
       return false;
@@ -489,8 +491,12 @@ static bool parse_item(struct document *d, const yaml_node_t *key_node, const ch
     for (size_t i = 0; i < count; i++) { /* keywords match anywhere in a string member */
       struct value *v = &t->values[i];
       if (v->kind == VALUE_NUMBER || v->kind == VALUE_BOOLEAN) v->kind = VALUE_PATTERN;
-      if (v->kind == VALUE_PATTERN && !(m.contains || m.startswith || m.endswith))
+      if (v->kind == VALUE_PATTERN && !(m.contains || m.startswith || m.endswith)) {
         wrap_tokens(&v->tokens, &v->token_count, true, true);
+        free(v->literal);
+        v->literal = NULL;
+        anomaly_value_shape(v);
+      }
     }
   }
   return true;

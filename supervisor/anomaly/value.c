@@ -223,6 +223,64 @@ static bool cidr_match(const struct value *value, const char *text, size_t lengt
   return (bytes[whole] & mask) == (value->network[whole] & mask);
 }
 
+void anomaly_value_shape(struct value *v) {
+  v->shape = SHAPE_GENERAL;
+  if (v->kind != VALUE_PATTERN || v->variant_tokens[0]) return;
+  size_t start = 0, end = v->token_count;
+  bool leading = end > 0 && v->tokens[0] == TOKEN_STAR;
+  if (leading) start++;
+  bool trailing = end > start && v->tokens[end - 1] == TOKEN_STAR;
+  if (trailing) end--;
+  for (size_t i = start; i < end; i++)
+    if (v->tokens[i] >= 256) return;
+  unsigned char *literal = malloc(end - start + 1);
+  if (literal == NULL) return;
+  for (size_t i = start; i < end; i++) literal[i - start] = (unsigned char)v->tokens[i];
+  literal[end - start] = '\0';
+  v->literal = literal;
+  v->literal_has_nul = memchr(literal, '\0', end - start) != NULL;
+  v->literal_length = end - start;
+  v->shape = leading && trailing ? SHAPE_CONTAINS
+             : leading           ? SHAPE_SUFFIX
+             : trailing          ? SHAPE_PREFIX
+                                 : SHAPE_EXACT;
+}
+
+static bool same_bytes(const unsigned char *literal, const char *text, size_t length, bool cased) {
+  for (size_t i = 0; i < length; i++) {
+    unsigned char c = (unsigned char)text[i];
+    if ((cased ? c : fold(c)) != literal[i]) return false;
+  }
+  return true;
+}
+
+static bool literal_match(const struct value *v, const char *text, size_t length) {
+  size_t n = v->literal_length;
+  if (n > length) return false;
+  switch (v->shape) {
+    case SHAPE_EXACT:
+      return n == length && same_bytes(v->literal, text, n, v->cased);
+    case SHAPE_PREFIX:
+      return same_bytes(v->literal, text, n, v->cased);
+    case SHAPE_SUFFIX:
+      return same_bytes(v->literal, text + length - n, n, v->cased);
+    default: {
+      if (n == 0) return true;
+      /* the C library's searches (vectorized) when neither side holds a NUL byte */
+      if (v->cased && n > 0) return memmem(text, length, v->literal, n) != NULL;
+      if (!v->literal_has_nul && text[length] == '\0' && strlen(text) == length)
+        return strcasestr(text, (const char *)v->literal) != NULL;
+      unsigned char first = v->literal[0];
+      for (size_t i = 0; i + n <= length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if ((v->cased ? c : fold(c)) == first && same_bytes(v->literal + 1, text + i + 1, n - 1, v->cased))
+          return true;
+      }
+      return false;
+    }
+  }
+}
+
 static bool scalar_match(const struct value *value, const json_t *member, const json_t *event,
                          pcre2_match_data *match_data) {
   char buffer[64];
@@ -234,6 +292,7 @@ static bool scalar_match(const struct value *value, const json_t *member, const 
       return json_is_null(member);
     case VALUE_PATTERN:
       if (!member_text(member, buffer, sizeof buffer, &text, &length)) return false;
+      if (value->shape != SHAPE_GENERAL) return literal_match(value, text, length);
       if (anomaly_pattern_match(value->tokens, value->token_count, text, length, value->cased)) return true;
       for (size_t i = 0; i < 2; i++)
         if (value->variant_tokens[i] &&
@@ -304,6 +363,7 @@ void anomaly_value_clear(struct value *value) {
   free(value->tokens);
   free(value->variant_tokens[0]);
   free(value->variant_tokens[1]);
+  free(value->literal);
   if (value->regex) pcre2_code_free(value->regex);
   free(value->field);
   memset(value, 0, sizeof *value);
