@@ -426,6 +426,7 @@ static void field_test_clear(struct field_test *t) {
   for (size_t i = 0; i < t->value_count; i++) anomaly_value_clear(&t->values[i]);
   free(t->values);
   free(t->field);
+  memset(t, 0, sizeof *t);
 }
 
 /* One `field|modifiers: value(s)` item (key_node NULL: a keyword list). */
@@ -513,7 +514,10 @@ static bool parse_conjunction(struct document *d, yaml_node_t *map, struct conju
       problem(d, key, 0, "a field name must be a string");
       return false;
     }
-    if (!parse_item(d, key, scalar(key), node_at(d, pair->value), &c->tests[c->test_count])) return false;
+    if (!parse_item(d, key, scalar(key), node_at(d, pair->value), &c->tests[c->test_count])) {
+      field_test_clear(&c->tests[c->test_count]); /* what the failed item holds so far */
+      return false;
+    }
     c->test_count++;
   }
   return true;
@@ -566,7 +570,10 @@ static bool parse_search(struct document *d, const char *name, yaml_node_t *node
     s->alternatives = calloc(1, sizeof *s->alternatives);
     s->alternative_count = 1;
     s->alternatives[0].tests = calloc(1, sizeof(struct field_test));
-    if (!parse_item(d, NULL, NULL, node, &s->alternatives[0].tests[0])) return false;
+    if (!parse_item(d, NULL, NULL, node, &s->alternatives[0].tests[0])) {
+      field_test_clear(&s->alternatives[0].tests[0]);
+      return false;
+    }
     s->alternatives[0].test_count = 1;
     return true;
   }
