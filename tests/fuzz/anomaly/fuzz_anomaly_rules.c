@@ -7,11 +7,14 @@
 #include "supervisor/anomaly/anomaly.h"
 
 static const char *const events[] = {
-    "{\"type\":\"authz.decision\",\"agent\":\"a\",\"action\":\"mcp:call\",\"decision\":\"deny\",\"tool\":\"x\"}",
+    "{\"type\":\"authz.decision\",\"agent\":\"a\",\"action\":\"mcp:call\",\"decision\":\"deny\",\"tool\":"
+    "\"x\"}",
     "{\"type\":\"exec.denial\",\"agent\":\"a\",\"object\":\"169.254.169.254:80\",\"request\":{\"context\":"
     "{\"dst_ip\":\"169.254.169.254\",\"dst_port\":80}}}",
-    "{\"type\":\"exec.start\",\"agent\":\"b\",\"code\":\"import ctypes\\nlibc.unshare(0)\",\"files\":[{\"path\":\"a\"}]}",
-    "{\"type\":\"exec.end\",\"agent\":\"b\",\"oom_killed\":true,\"exit_code\":137,\"time\":\"2026-12-01T23:00:00Z\"}",
+    "{\"type\":\"exec.start\",\"agent\":\"b\",\"code\":\"import "
+    "ctypes\\nlibc.unshare(0)\",\"files\":[{\"path\":\"a\"}]}",
+    "{\"type\":\"exec.end\",\"agent\":\"b\",\"oom_killed\":true,\"exit_code\":137,\"time\":\"2026-12-01T23:"
+    "00:00Z\"}",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
