@@ -23,7 +23,12 @@ struct queued {
   json_t *event;
   uint64_t seq;
   int64_t time_ns;
+  uint64_t queued_ns; /* CLOCK_MONOTONIC */
 };
+
+/* Durations in power-of-two buckets of ns (bucket b: < 2^(b+1) ns): the offer's cost on the call path
+ * and the delay from an event's append to its alert being journalled. */
+#define DURATION_BUCKETS 40
 
 struct rule_counter {
   char rule_id[64];
@@ -45,10 +50,35 @@ struct domed_anomaly {
   char directory[1024];
   anomaly_level suspend_level;
   atomic_uint_fast64_t evaluated, dropped, alerts, suspensions;
+  atomic_uint_fast64_t offer_ns[DURATION_BUCKETS], alert_delay_ns[DURATION_BUCKETS];
   uint64_t dropped_reported;
   struct rule_counter counters[RULE_COUNTERS];
   size_t counter_count;
 };
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void observe(atomic_uint_fast64_t *buckets, uint64_t ns) {
+  unsigned bucket = 0;
+  while (bucket + 1 < DURATION_BUCKETS && ns >> (bucket + 1)) bucket++;
+  atomic_fetch_add(&buckets[bucket], 1);
+}
+
+/* The upper bound (ns) of the bucket holding the 99th percentile, 0 with no observation. */
+static uint64_t p99_ns(atomic_uint_fast64_t *buckets) {
+  uint64_t total = 0, seen = 0;
+  for (unsigned b = 0; b < DURATION_BUCKETS; b++) total += atomic_load(&buckets[b]);
+  if (total == 0) return 0;
+  for (unsigned b = 0; b < DURATION_BUCKETS; b++) {
+    seen += atomic_load(&buckets[b]);
+    if (seen * 100 >= total * 99) return UINT64_C(2) << b;
+  }
+  return UINT64_C(2) << (DURATION_BUCKETS - 1);
+}
 
 static int64_t realtime_ns(void) {
   struct timespec ts;
@@ -76,6 +106,7 @@ static void count_alert(struct domed_anomaly *a, const char *rule_id, const char
 
 struct alert_context {
   struct domed *domed;
+  uint64_t queued_ns; /* of the event being evaluated */
 };
 
 static void suspend_agent(struct domed *domed, const char *agent, uint64_t alert_seq, const char *rule_id) {
@@ -112,6 +143,7 @@ static void on_alert(const json_t *alert, void *context) {
     return;
   }
   json_decref(event);
+  observe(a->alert_delay_ns, monotonic_ns() - c->queued_ns);
   atomic_fetch_add(&a->alerts, 1);
   const char *rule_id = json_string_value(json_object_get(alert, "rule_id"));
   const char *level_name = json_string_value(json_object_get(alert, "level"));
@@ -161,6 +193,7 @@ static void *detection_thread(void *argument) {
     a->head = (a->head + 1) % QUEUE_CAPACITY;
     a->count--;
     pthread_mutex_unlock(&a->lock);
+    context.queued_ns = item.queued_ns;
     if (engine) anomaly_engine_process(engine, item.event, item.seq, item.time_ns, on_alert, &context);
     atomic_fetch_add(&a->evaluated, 1);
     json_decref(item.event);
@@ -268,6 +301,7 @@ void domed_anomaly_offer(struct domed *domed, const json_t *event, uint64_t seq)
   if (a == NULL) return;
   const char *type = json_string_value(json_object_get(event, "type"));
   if (type == NULL || strncmp(type, "anomaly.", 8) == 0 || strcmp(type, "journal.checkpoint") == 0) return;
+  uint64_t start = monotonic_ns();
   pthread_mutex_lock(&a->lock);
   if (a->set == NULL || anomaly_rule_set_active_count(a->set) == 0) {
     pthread_mutex_unlock(&a->lock);
@@ -287,11 +321,12 @@ void domed_anomaly_offer(struct domed *domed, const json_t *event, uint64_t seq)
     atomic_fetch_add(&a->dropped, 1);
     json_decref(copy);
   } else {
-    a->queue[(a->head + a->count) % QUEUE_CAPACITY] = (struct queued){copy, seq, realtime_ns()};
+    a->queue[(a->head + a->count) % QUEUE_CAPACITY] = (struct queued){copy, seq, realtime_ns(), start};
     a->count++;
   }
   pthread_cond_signal(&a->ready);
   pthread_mutex_unlock(&a->lock);
+  observe(a->offer_ns, monotonic_ns() - start);
 }
 
 void domed_anomaly_reload(struct domed *domed, const char *directory) {
@@ -326,6 +361,8 @@ json_t *domed_anomaly_command(struct domed *domed, const struct control_request 
         "dropped", (json_int_t)atomic_load(&a->dropped), "alerts", (json_int_t)atomic_load(&a->alerts),
         "queued", (json_int_t)a->count, "suspend_level", anomaly_level_name(a->suspend_level));
     pthread_mutex_unlock(&a->lock);
+    json_object_set_new(result, "offer_p99_ns", json_integer((json_int_t)p99_ns(a->offer_ns)));
+    json_object_set_new(result, "alert_delay_p99_ns", json_integer((json_int_t)p99_ns(a->alert_delay_ns)));
     json_object_set_new(result, "rules", set ? anomaly_rule_set_describe(set) : json_array());
     anomaly_rule_set_release(set);
     return result;
