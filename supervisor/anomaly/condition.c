@@ -300,10 +300,12 @@ struct each_context {
   const struct field_test *test;
   const json_t *event;
   pcre2_match_data *match_data;
+  bool found;
 };
 
 static bool each_member(const json_t *member, void *context) {
   struct each_context *c = context;
+  c->found = true;
   return values_match(c->test, member, c->event, c->match_data);
 }
 
@@ -318,11 +320,14 @@ static bool test_match(const struct field_test *test, const json_t *event, pcre2
     }
     return test->negate ? !any : any;
   }
-  const json_t *member = anomaly_lookup(event, test->field, test->field_length);
-  if (test->exists_test) return (member != NULL) == test->exists;
-  if (member == NULL || test->negate) return values_match(test, member, event, match_data);
-  struct each_context context = {test, event, match_data};
-  return anomaly_lookup_each(event, test->field, test->field_length, each_member, &context);
+  if (test->exists_test || test->negate) {
+    const json_t *member = anomaly_lookup(event, test->field, test->field_length);
+    if (test->exists_test) return (member != NULL) == test->exists;
+    return values_match(test, member, event, match_data);
+  }
+  struct each_context context = {test, event, match_data, false};
+  if (anomaly_lookup_each(event, test->field, test->field_length, each_member, &context)) return true;
+  return !context.found && values_match(test, NULL, event, match_data); /* a missing member: `null` */
 }
 
 static bool values_match(const struct field_test *test, const json_t *member, const json_t *event,

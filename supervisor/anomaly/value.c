@@ -323,7 +323,8 @@ static bool scalar_match(const struct value *value, const json_t *member, const 
       }
     case VALUE_REGEX:
       return member_text(member, buffer, sizeof buffer, &text, &length) &&
-             pcre2_match(value->regex, (PCRE2_SPTR)text, length, 0, 0, match_data, NULL) >= 0;
+             pcre2_match(value->regex, (PCRE2_SPTR)text, length, 0, PCRE2_NO_UTF_CHECK, match_data, NULL) >=
+                 0;
     case VALUE_CIDR:
       return json_is_string(member) &&
              cidr_match(value, json_string_value(member), json_string_length(member));
