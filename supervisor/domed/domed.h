@@ -22,28 +22,26 @@
 /* ---- configuration (config.c) ---- */
 
 struct domed_config {
-  char listen[256];               /* listen = 127.0.0.1:8443 */
-  char path[128];                 /* path = /mcp */
-  char state_dir[1024];           /* state_dir = /var/lib/dome */
-  char journal_dir[1024];         /* journal_dir = /var/lib/dome/journal */
-  char control_socket[108];       /* control_socket = /run/dome/control.sock */
-  char control_group[64];         /* control_group = (none) */
-  char tls_cert[1024];            /* tls_cert = (none): PEM file */
-  char tls_key[1024];             /* tls_key = (none): PEM file */
-  char allowed_origins[1024];     /* allowed_origins = (loopback): comma-separated exact origins */
-  char image[64];                 /* image = host-ro */
-  char anomaly_rules[1024];       /* anomaly_rules = (none): directory of Sigma rules evaluated live */
-  char anomaly_suspend_level[16]; /* anomaly_suspend_level = critical (none: never suspend) */
-  unsigned max_jails;             /* max_jails = number of CPUs: concurrent executions */
-  unsigned max_queue;             /* max_queue = 64: calls waiting for a jail before "overloaded" */
-  unsigned queue_timeout_s;       /* queue_timeout_s = 30 */
-  size_t max_body_bytes;          /* max_body = 4M */
-  unsigned max_batch;       /* max_batch = 32: messages of one JSON-RPC batch (MCP 2025-03-26 sessions) */
-  size_t max_batch_bytes;   /* max_batch_bytes = 1M: body bytes of one batch (at most max_body) */
-  unsigned http_timeout_s;  /* http_timeout_s = 30: idle connection timeout */
-  unsigned max_connections; /* max_connections = 1024 */
-  unsigned max_sessions;    /* max_sessions = 4096 */
-  unsigned session_idle_s;  /* session_idle_s = 3600 */
+  char listen[256];           /* listen = 127.0.0.1:8443 */
+  char path[128];             /* path = /mcp */
+  char state_dir[1024];       /* state_dir = /var/lib/dome */
+  char journal_dir[1024];     /* journal_dir = /var/lib/dome/journal */
+  char control_socket[108];   /* control_socket = /run/dome/control.sock */
+  char control_group[64];     /* control_group = (none) */
+  char tls_cert[1024];        /* tls_cert = (none): PEM file */
+  char tls_key[1024];         /* tls_key = (none): PEM file */
+  char allowed_origins[1024]; /* allowed_origins = (loopback): comma-separated exact origins */
+  char image[64];             /* image = host-ro */
+  unsigned max_jails;         /* max_jails = number of CPUs: concurrent executions */
+  unsigned max_queue;         /* max_queue = 64: calls waiting for a jail before "overloaded" */
+  unsigned queue_timeout_s;   /* queue_timeout_s = 30 */
+  size_t max_body_bytes;      /* max_body = 4M */
+  unsigned max_batch;         /* max_batch = 32: messages of one JSON-RPC batch (MCP 2025-03-26 sessions) */
+  size_t max_batch_bytes;     /* max_batch_bytes = 1M: body bytes of one batch (at most max_body) */
+  unsigned http_timeout_s;    /* http_timeout_s = 30: idle connection timeout */
+  unsigned max_connections;   /* max_connections = 1024 */
+  unsigned max_sessions;      /* max_sessions = 4096 */
+  unsigned session_idle_s;    /* session_idle_s = 3600 */
   unsigned max_sessions_per_agent; /* max_sessions_per_agent = 16: an agent's live sessions; its oldest idle
                                     * one is evicted for a new one (journalled session.closed) */
   unsigned max_queue_per_agent;    /* max_queue_per_agent = 16: calls of one agent waiting for a jail */
@@ -97,6 +95,11 @@ struct domed_config {
   unsigned task_ttl_max_s;
   unsigned max_tasks_per_agent;
   char config_file[1024]; /* the file read, "" for embedded defaults */
+
+  /* anomaly_rules = (none): directory of Sigma rules evaluated live (docs/anomaly-detection.md);
+   * anomaly_suspend_level = critical: alerts at or above it suspend their agent (none: never). */
+  char anomaly_rules[1024];
+  char anomaly_suspend_level[16];
 };
 
 void domed_config_defaults(struct domed_config *config);
