@@ -20,7 +20,7 @@ endif
 # process, and resolving eleven shared libraries cost it about 0.6 ms of loader work plus a larger address
 # space for the jail's clone to copy (docs/architecture.md, "Start-up cost"). A security update of one of
 # them therefore needs a rebuild of dome, as for any statically linked program.
-STATIC_PACKAGES := jansson libzstd libsodium libseccomp libcap libpcre2-8 libnl-3.0 libnl-route-3.0 libbpf
+STATIC_PACKAGES := jansson libzstd libsodium libseccomp libcap libpcre2-8 libnl-3.0 libnl-route-3.0 libbpf yaml-0.1
 # Linked as shared libraries: only domed, the gateway client and the session client use them.
 SHARED_PACKAGES := libmicrohttpd libcurl libzmq
 PACKAGES := $(STATIC_PACKAGES) $(SHARED_PACKAGES)

@@ -200,6 +200,7 @@ int domed_audit_append(struct domed *domed, json_t *event, uint64_t *ticket, dom
     pthread_rwlock_unlock(&domed->journal_lock);
     if (rc == 0) {
       if (ticket) *ticket = generation << TICKET_SEQ_BITS | (seq & TICKET_SEQ_MASK);
+      domed_anomaly_offer(domed, event, seq);
       return 0;
     }
     if (!failed || attempt == 1) return refuse(domed, event, rc, err);

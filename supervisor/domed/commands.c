@@ -425,6 +425,7 @@ json_t *domed_control_handle(void *context, const struct control_request *reques
   if (strcmp(group, "quotas") == 0) return quotas_command(domed, request, verb, err);
   if (strcmp(group, "gateways") == 0) return gateways_command(domed, request, verb, err);
   if (strcmp(group, "sessions") == 0) return domed_sessions_command(domed, command, request->args, err);
+  if (strcmp(group, "anomalies") == 0) return domed_anomaly_command(domed, request, verb, err);
   if (strcmp(command, "audit.stream") == 0) return domed_audit_stream(domed, request, err);
   if (strcmp(command, "audit.record") == 0) return audit_record(domed, request, err);
   dome_error_set(err, EINVAL, "unknown command `%s`", command);

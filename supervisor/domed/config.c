@@ -23,6 +23,7 @@ void domed_config_defaults(struct domed_config *config) {
   snprintf(config->journal_dir, sizeof config->journal_dir, "/var/lib/dome/journal");
   snprintf(config->control_socket, sizeof config->control_socket, "%s", CONTROL_DEFAULT_SOCKET);
   snprintf(config->image, sizeof config->image, "host-ro");
+  snprintf(config->anomaly_suspend_level, sizeof config->anomaly_suspend_level, "critical");
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   config->max_jails = cpus > 0 ? (unsigned)cpus : 1;
   config->max_queue = 64;
@@ -85,7 +86,18 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
   STRING(allowed_origins);
   STRING(image);
   STRING(allowed_hosts);
+  STRING(anomaly_rules);
 #undef STRING
+  if (strcmp(key, "anomaly_suspend_level") == 0) {
+    static const char *const levels[] = {"none", "informational", "low", "medium", "high", "critical"};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)
+      if (strcmp(value, levels[i]) == 0)
+        return set_string(c->anomaly_suspend_level, sizeof c->anomaly_suspend_level, key, value, err);
+    return dome_error_set(
+        err, EINVAL,
+        "anomaly_suspend_level: expected none, informational, low, medium, high or critical, got `%s`",
+        value);
+  }
   if (strcmp(key, "metrics_token") == 0) {
     if (strlen(value) < 16 || strpbrk(value, " \t\"\\"))
       return dome_error_set(err, EINVAL,

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "supervisor/common/error.h"
@@ -95,6 +96,11 @@ struct domed_config {
   unsigned task_ttl_max_s;
   unsigned max_tasks_per_agent;
   char config_file[1024]; /* the file read, "" for embedded defaults */
+
+  /* anomaly_rules = (none): directory of Sigma rules evaluated live (docs/anomaly-detection.md);
+   * anomaly_suspend_level = critical: alerts at or above it suspend their agent (none: never). */
+  char anomaly_rules[1024];
+  char anomaly_suspend_level[16];
 };
 
 void domed_config_defaults(struct domed_config *config);
@@ -206,7 +212,26 @@ struct domed {
   unsigned jails_running, jails_waiting;
   atomic_bool stopping;
   struct domed_metrics metrics;
+  struct domed_anomaly *anomaly; /* live anomaly detection (anomaly.c), NULL before start */
 };
+
+/* ---- anomaly.c: Sigma rules over every journalled event (docs/anomaly-detection.md) ---- */
+
+/* Start the detection thread and apply config.anomaly_rules (a set with a problem is logged and not
+ * applied). Returns 0, or -EINVAL (anomaly_suspend_level) / -ENOMEM / -EAGAIN. */
+int domed_anomaly_start(struct domed *domed, dome_error *err);
+/* Stop the thread (the queued events are evaluated first) and free. */
+void domed_anomaly_stop(struct domed *domed);
+/* Queue a copy of an event the journal accepted as `seq`; never blocks on detection (a full queue drops
+ * it, counted and journalled as anomaly.behind). Events of type anomaly.* are not offered. */
+void domed_anomaly_offer(struct domed *domed, const json_t *event, uint64_t seq);
+/* SIGHUP: re-read `directory` (the previous set stays when it has a problem). */
+void domed_anomaly_reload(struct domed *domed, const char *directory);
+/* anomalies.apply {directory} / anomalies.list. */
+json_t *domed_anomaly_command(struct domed *domed, const struct control_request *request, const char *verb,
+                              dome_error *err);
+/* The /metrics lines of detection (evaluated, dropped, suspensions, alerts by rule and level). */
+void domed_anomaly_metrics(struct domed *domed, FILE *out);
 
 /* Acquire/release the active rules (a reference; running executions keep their version). */
 struct domed_rules *domed_rules_acquire(struct domed *domed);

@@ -159,6 +159,8 @@ static void reload(struct domed *domed) {
     domed_log("error", "domed", "msg=\"SIGHUP: config not reloaded: %s\"", err.message);
     return;
   }
+  snprintf(domed->config.anomaly_rules, sizeof domed->config.anomaly_rules, "%s", next.anomaly_rules);
+  domed_anomaly_reload(domed, domed->config.anomaly_rules);
   pthread_mutex_lock(&domed->slots_lock);
   domed->config.max_jails = next.max_jails;
   domed->config.max_queue = next.max_queue;
@@ -209,7 +211,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
   }
-  if ((rc = domed_refusals_start(domed, &err)) < 0) {
+  if ((rc = domed_refusals_start(domed, &err)) < 0 || (rc = domed_anomaly_start(domed, &err)) < 0) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
   }
@@ -342,6 +344,7 @@ int main(int argc, char **argv) {
   domed_kernel_cleanup(domed);
   domed_guard_cache_clear();
   domed_refusals_stop(domed);
+  domed_anomaly_stop(domed);
   domed_audit_close(domed);
   domed_authz_cleanup(domed);
   domed_rules_release(domed->rules);
