@@ -228,10 +228,8 @@ static void file_write_whole_or_nothing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(quotas_per_owner_and_in_total),
-      cmocka_unit_test(prune_by_mtime),
-      cmocka_unit_test(release_keeps_what_others_hold),
-      cmocka_unit_test(bad_owner_and_digest),
+      cmocka_unit_test(quotas_per_owner_and_in_total),  cmocka_unit_test(prune_by_mtime),
+      cmocka_unit_test(release_keeps_what_others_hold), cmocka_unit_test(bad_owner_and_digest),
       cmocka_unit_test(file_write_whole_or_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
