@@ -158,23 +158,21 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
    * name replaced one) and the agent's own variables (its input, documented as non-secret). */
   json_auto_t *secrets = control_tool_secret_env(domed->store, DOMED_BUILTIN_TOOL);
   json_t *agent_env = json_object_get(arguments, "env");
-  json_t *files = json_object_get(arguments, "files");
   _cleanup_free_ struct guard_secret *guard_secrets =
       calloc(json_object_size(secrets) + 1, sizeof *guard_secrets);
-  _cleanup_free_ struct jail_input_file *input_files =
-      calloc(json_object_size(files) + 1, sizeof *input_files);
   _cleanup_free_ char *classification = classification_text(execution->tool);
-  if (secrets == NULL || guard_secrets == NULL || input_files == NULL || classification == NULL) {
+  if (secrets == NULL || guard_secrets == NULL || classification == NULL) {
     dome_error_set(err, ENOMEM, "execute: out of memory");
     return NULL;
   }
-  size_t secret_count = 0, file_count = 0;
+  struct exec_program program = {.env = agent_env, .secrets = secrets};
+  _cleanup_free_ struct jail_input_file *input_files = NULL;
+  if (exec_program_from_arguments(arguments, &program, &input_files, err) < 0) return NULL;
+  size_t secret_count = 0;
   const char *key;
   json_t *value;
   json_object_foreach(secrets, key, value) guard_secrets[secret_count++] =
       (struct guard_secret){key, json_string_value(value), json_string_length(value)};
-  json_object_foreach(files, key, value) input_files[file_count++] = (struct jail_input_file){
-      .path = key, .data = json_string_value(value), .length = json_string_length(value)};
 
   struct guard_options guard_options = {
       .classification = classification, .secrets = guard_secrets, .secret_count = secret_count};
@@ -197,7 +195,6 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
 
   char version[32];
   snprintf(version, sizeof version, "%d", execution->rules ? execution->rules->version : 0);
-  json_t *code = json_object_get(arguments, "code"), *stdin_value = json_object_get(arguments, "stdin");
   json_auto_t *extra_limits =
       json_pack("{s:I}", "mcp_output_bytes",
                 (json_int_t)(execution->quota.mcp_output_bytes ? execution->quota.mcp_output_bytes
@@ -213,17 +210,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
                    .actas = execution->identity->actas,
                    .tool = DOMED_BUILTIN_TOOL,
                    .policy_version = version},
-      .program = {.language = json_string_value(json_object_get(arguments, "language")),
-                  .code = json_string_value(code),
-                  .code_length = json_string_length(code),
-                  .has_stdin = json_is_string(stdin_value),
-                  .stdin_data = json_string_value(stdin_value),
-                  .stdin_length = json_string_length(stdin_value),
-                  .stdin_fd = -1,
-                  .files = input_files,
-                  .file_count = file_count,
-                  .env = agent_env,
-                  .secrets = secrets},
+      .program = program,
       .limits = {.memory_bytes = execution->quota.memory_bytes,
                  .cpus = execution->quota.cpus,
                  .pids = (uint32_t)execution->quota.pids,

@@ -217,6 +217,15 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
 
 void exec_outcome_release(struct exec_outcome *outcome);
 
+/* The program of an execute_code arguments object, as domed receives it and exec.start records it
+ * (docs/journal-format.md): `language`, `code`, `stdin` (string, optional), `files` (object of path →
+ * UTF-8 content, optional). Sets program's language, code, stdin and files (program->files points into
+ * *files, an array the caller frees, and into `arguments`, which must outlive the program); env, secrets
+ * and the other members are left to the caller (stdin_fd is set to -1). Returns 0, -EINVAL (no
+ * `language` or `code` string; *err names the member) or -ENOMEM. */
+int exec_program_from_arguments(const json_t *arguments, struct exec_program *program,
+                                struct jail_input_file **files, dome_error *err);
+
 /* The exec.end of an execution that was allowed but never started (cancelled while it waited, queued_ms
  * milliseconds, for a jail): `started` false, `cancelled` true; no exec.start precedes it. New reference,
  * NULL when out of memory. */

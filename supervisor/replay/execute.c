@@ -62,16 +62,11 @@ int replay_execute(const json_t *inputs, const replay_execute_options *options, 
   json_auto_t *secrets = json_object(), *agent_env = json_object();
   if (secrets == NULL || agent_env == NULL) return dome_error_set(err, ENOMEM, "execute");
   split_environment(inputs, secrets, agent_env);
-  json_t *files = json_object_get(inputs, "files");
-  struct jail_input_file *input_files = calloc(json_object_size(files) + 1, sizeof *input_files);
-  if (input_files == NULL) return dome_error_set(err, ENOMEM, "execute");
-  size_t file_count = 0;
-  const char *path;
-  json_t *content;
-  json_object_foreach(files, path, content) input_files[file_count++] = (struct jail_input_file){
-      .path = path, .data = json_string_value(content), .length = json_string_length(content)};
+  struct exec_program program = {.env = agent_env, .secrets = secrets};
+  struct jail_input_file *input_files = NULL;
+  int built = exec_program_from_arguments(inputs, &program, &input_files, err);
+  if (built < 0) return built;
   const json_t *limits = json_object_get(inputs, "limits");
-  json_t *stdin_value = json_object_get(inputs, "stdin");
   json_t *cpus = json_object_get(limits, "cpus");
   struct exec_request request = {
       .identity = {.exec_id = json_string_value(json_object_get(inputs, "exec_id")),
@@ -80,17 +75,7 @@ int replay_execute(const json_t *inputs, const replay_execute_options *options, 
                    .tool = "code-sandbox",
                    .policy_version = json_string_value(json_object_get(inputs, "policy_version")),
                    .rerun_of = json_string_value(json_object_get(inputs, "rerun_of"))},
-      .program = {.language = language,
-                  .code = json_string_value(code),
-                  .code_length = json_string_length(code),
-                  .has_stdin = json_is_string(stdin_value),
-                  .stdin_data = json_string_value(stdin_value),
-                  .stdin_length = json_string_length(stdin_value),
-                  .stdin_fd = -1,
-                  .files = input_files,
-                  .file_count = file_count,
-                  .env = agent_env,
-                  .secrets = secrets},
+      .program = program,
       .limits = {.memory_bytes = limit(limits, "memory_bytes"),
                  .pids = (uint32_t)limit(limits, "pids"),
                  .cpus = json_is_number(cpus) ? json_number_value(cpus) : 0,

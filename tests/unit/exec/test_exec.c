@@ -202,6 +202,36 @@ static void out_of_memory_records_nothing(void **state) {
   json_decref(request.program.secrets);
 }
 
+/* The program of execute_code arguments: every member read, files in the object's order, stdin absent
+ * and empty told apart; a missing language or code refused naming the member, nothing allocated. */
+static void program_from_arguments(void **state) {
+  (void)state;
+  json_t *arguments = json_pack("{s:s,s:s,s:s,s:{s:s,s:s}}", "language", "python", "code", "print(1)",
+                                "stdin", "", "files", "a.txt", "alpha", "dir/b.csv", "x,y");
+  struct exec_program program = {.stdin_fd = 7};
+  struct jail_input_file *files = NULL;
+  dome_error err = {0};
+  assert_int_equal(exec_program_from_arguments(arguments, &program, &files, &err), 0);
+  assert_string_equal(program.language, "python");
+  assert_int_equal(program.code_length, 8);
+  assert_true(program.has_stdin);
+  assert_int_equal(program.stdin_length, 0);
+  assert_int_equal(program.stdin_fd, -1);
+  assert_int_equal(program.file_count, 2);
+  assert_string_equal(program.files[1].path, "dir/b.csv");
+  assert_int_equal(program.files[1].length, 3);
+  free(files);
+  json_object_del(arguments, "stdin");
+  assert_int_equal(exec_program_from_arguments(arguments, &program, &files, &err), 0);
+  assert_false(program.has_stdin);
+  free(files);
+  json_object_del(arguments, "code");
+  assert_int_equal(exec_program_from_arguments(arguments, &program, &files, &err), -EINVAL);
+  assert_null(files);
+  assert_non_null(strstr(err.message, "`code`"));
+  json_decref(arguments);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(records_in_order),
@@ -209,6 +239,7 @@ int main(void) {
       cmocka_unit_test(output_refused_cancels),
       cmocka_unit_test(kernel_provider_keeps_descriptors),
       cmocka_unit_test(out_of_memory_records_nothing),
+      cmocka_unit_test(program_from_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
