@@ -32,6 +32,14 @@
 
 typedef struct control_store control_store;
 
+/* A check every change of the store's JSON documents passes right before it is written (the store's
+ * lock held; must not call back into the store): 0 lets the change take effect, -errno with *err refuses
+ * it and the store stays unchanged (the caller gets that error). domed journals the administrative
+ * event of the change there, so that no change takes effect before its record is durable. */
+typedef int (*control_store_commit_hook)(void *context, dome_error *err);
+/* Install `hook` (NULL: none) called with `context`; set once, before the store is shared. */
+void control_store_set_commit_hook(control_store *store, control_store_commit_hook hook, void *context);
+
 /* Open (creating with mode 0700 when missing) the state directory and load its files.
  * Returns 0, or -errno with *err naming the file (and line:column for malformed JSON). */
 int control_store_open(const char *state_dir, control_store **store, dome_error *err);

@@ -81,8 +81,17 @@ int control_store_write_text(const control_store *store, const char *relative, c
   return 0;
 }
 
+void control_store_set_commit_hook(control_store *store, control_store_commit_hook hook, void *context) {
+  store->commit_hook = hook;
+  store->commit_context = context;
+}
+
 int control_store_write_json(const control_store *store, const char *relative, json_t *value,
                              dome_error *err) {
+  if (store->commit_hook) {
+    int rc = store->commit_hook(store->commit_context, err);
+    if (rc < 0) return rc;
+  }
   _cleanup_free_ char *text = json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS);
   if (text == NULL) return dome_error_set(err, ENOMEM, "encode `%s`", relative);
   size_t length = strlen(text);

@@ -14,9 +14,12 @@ struct control_store {
   json_t *tools;    /* name -> tool object */
   json_t *gateways; /* name -> {created}; "Default" is implicit */
   json_t *rules;    /* {"active": N, "versions": [ {version, name, sha256, created, bytes} ]} */
+  control_store_commit_hook commit_hook; /* passed by every control_store_write_json, or NULL */
+  void *commit_context;
 };
 
-/* Write `value` to dir/relative atomically (tmp + fsync + rename + fsync dir), mode 0600. */
+/* Write `value` to dir/relative atomically (tmp + fsync + rename + fsync dir), mode 0600, once the commit
+ * hook (if any) let it: its refusal is returned with nothing written. */
 int control_store_write_json(const control_store *store, const char *relative, json_t *value,
                              dome_error *err);
 /* Commit a new version of one of the store's documents (store->lock held): write `next` to dir/relative

@@ -343,6 +343,24 @@ json_t *domed_decision_event(const char *exec_id, const mcp_identity *identity, 
   return event;
 }
 
+int domed_request_refused(void *context, const mcp_identity *identity, const char *session_id,
+                          const char *method, const json_t *params, const char *request_id,
+                          const char *reason, dome_error *err) {
+  struct domed *domed = context;
+  bool call = strcmp(method, "tools/call") == 0;
+  const char *name = call ? json_string_value(json_object_get(params, "name")) : NULL;
+  struct domed_decision decision = {.allow = false};
+  json_t *event = domed_decision_event(NULL, identity, call ? "mcp:call" : "mcp:request", "",
+                                       name ? name : "", &decision, reason);
+  domed_audit_set_text(event, "method", method, strlen(method));
+  domed_audit_set_text(event, "session", session_id ? session_id : "", session_id ? strlen(session_id) : 0);
+  domed_audit_set_text(event, "request_id", request_id, strlen(request_id));
+  atomic_fetch_add(&domed->metrics.decisions_deny, 1);
+  int rc = domed_audit_append_sync(domed, event, err);
+  json_decref(event);
+  return rc;
+}
+
 static bool peer_gone(int fd) {
   struct pollfd pfd = {.fd = fd, .events = POLLIN | POLLRDHUP};
   if (poll(&pfd, 1, 0) <= 0) return false;

@@ -14,8 +14,28 @@ static const char *arg_string(const struct control_request *request, const char 
   return json_string_value(json_object_get(request->args, key));
 }
 
-/* An administrative change is journalled after the store took it; a refusal is logged and counted
- * (dome_journal_refused_total) but does not undo the change. */
+/* The administrative event of the command this thread serves, made durable by the store's commit hook
+ * right before the store writes the change (domed_admin_commit_hook): a change whose record the journal
+ * refuses never takes effect. A command that changes the store calls admin_begin with its event before
+ * the change and admin_end after it. */
+static _Thread_local struct {
+  json_t *event;  /* NULL outside an administrative command */
+  bool journaled; /* its record is durable: later writes of the same command go on */
+} admin_pending;
+
+int domed_admin_commit_hook(void *context, dome_error *err) {
+  struct domed *domed = context;
+  if (admin_pending.event == NULL || admin_pending.journaled) return 0;
+  if (domed_audit_append_sync(domed, admin_pending.event, err) < 0)
+    return dome_error_wrap(err, "%s refused, the store is unchanged: the journal cannot record it",
+                           json_string_value(json_object_get(admin_pending.event, "type")));
+  admin_pending.journaled = true;
+  return 0;
+}
+
+/* An administrative change held outside the store (shadow rules, tool pins: domed's memory) is
+ * journalled after it took effect; a refusal is logged and counted (dome_journal_refused_total) but does
+ * not undo the change. */
 static void journal_admin(struct domed *domed, const struct control_request *request, json_t *event) {
   json_object_set_new(event, "operator_uid", json_integer((json_int_t)request->uid));
   dome_error err = {0};
@@ -23,6 +43,24 @@ static void journal_admin(struct domed *domed, const struct control_request *req
     domed_log("error", "audit", "msg=\"administrative change not journalled: %s\" type=%s", err.message,
               json_string_value(json_object_get(event, "type")));
   json_decref(event);
+}
+
+/* Hold `event` (stolen) as the record of the change about to be made by this thread. */
+static void admin_begin(const struct control_request *request, json_t *event) {
+  json_object_set_new(event, "operator_uid", json_integer((json_int_t)request->uid));
+  json_decref(admin_pending.event);
+  admin_pending.event = event;
+  admin_pending.journaled = false;
+}
+
+/* End the change begun by admin_begin, whose store call returned `rc`. A change that wrote nothing
+ * (rc 0, the hook never called) is journalled now. Returns rc, or the journal's -errno (*err). */
+static int admin_end(struct domed *domed, int rc, dome_error *err) {
+  if (rc == 0 && !admin_pending.journaled) rc = domed_admin_commit_hook(domed, err);
+  json_decref(admin_pending.event);
+  admin_pending.event = NULL;
+  admin_pending.journaled = false;
+  return rc;
 }
 
 static json_t *agents_command(struct domed *domed, const struct control_request *request, const char *verb,
@@ -41,22 +79,25 @@ static json_t *agents_command(struct domed *domed, const struct control_request 
     int64_t expires = ttl > 0 ? (int64_t)time(NULL) + ttl : 0;
     /* Delegation (gateway, issue #9): register --delegates-to P, token --act-as P. */
     const char *delegates_to = arg_string(request, "delegates_to"), *act_as = arg_string(request, "act_as");
-    int rc = strcmp(verb, "register") == 0
-                 ? control_agent_register_delegate(domed->store, name, arg_string(request, "capabilities"),
-                                                   delegates_to, expires, token, err)
-             : act_as && act_as[0]
-                 ? control_agent_delegated_token(domed->store, name, act_as, expires, token, err)
-                 : control_agent_rotate_token(domed->store, name, expires, token, err);
-    if (rc < 0) return NULL;
     json_t *event = json_pack(
-        "{s:s,s:s,s:s}", "type", strcmp(verb, "register") == 0 ? "agent.registered" : "agent.token", "agent",
+        "{s:s,s:s?,s:s}", "type", strcmp(verb, "register") == 0 ? "agent.registered" : "agent.token", "agent",
         name, "capabilities", arg_string(request, "capabilities") ? arg_string(request, "capabilities") : "");
     if (strcmp(verb, "register") == 0 && delegates_to && delegates_to[0])
       json_object_set_new(event, "delegates_to", json_string(delegates_to));
     if (strcmp(verb, "token") == 0 && act_as && act_as[0])
       json_object_set_new(event, "actas", json_string(act_as));
     if (expires) json_object_set_new(event, "expires", json_integer((json_int_t)expires));
-    journal_admin(domed, request, event);
+    admin_begin(request, event);
+    int rc = strcmp(verb, "register") == 0
+                 ? control_agent_register_delegate(domed->store, name, arg_string(request, "capabilities"),
+                                                   delegates_to, expires, token, err)
+             : act_as && act_as[0]
+                 ? control_agent_delegated_token(domed->store, name, act_as, expires, token, err)
+                 : control_agent_rotate_token(domed->store, name, expires, token, err);
+    if (admin_end(domed, rc, err) < 0) {
+      sodium_memzero(token, sizeof token);
+      return NULL;
+    }
     json_t *result = json_pack("{s:s,s:s}", "name", name, "token", token);
     if (expires) json_object_set_new(result, "expires", json_integer((json_int_t)expires));
     if (strcmp(verb, "register") == 0 && delegates_to && delegates_to[0])
@@ -74,9 +115,8 @@ static json_t *agents_command(struct domed *domed, const struct control_request 
     dome_error_set(err, EINVAL, "unknown command `agents.%s`", verb);
     return NULL;
   }
-  if (control_agent_set_status(domed->store, name, status, err) < 0) return NULL;
-  journal_admin(domed, request,
-                json_pack("{s:s,s:s,s:s}", "type", "agent.status", "agent", name, "status", status));
+  admin_begin(request, json_pack("{s:s,s:s?,s:s}", "type", "agent.status", "agent", name, "status", status));
+  if (admin_end(domed, control_agent_set_status(domed->store, name, status, err), err) < 0) return NULL;
   return json_pack("{s:s,s:s}", "name", name, "status", status);
 }
 
@@ -101,8 +141,23 @@ static json_t *rules_apply(struct domed *domed, const struct control_request *re
   }
   bool shadow = json_is_true(json_object_get(request->args, "shadow"));
   pthread_mutex_lock(&rules_apply_lock);
+  /* the version control_rules_store is about to give (applies are serialized by rules_apply_lock) */
+  json_t *versions = control_rules_list(domed->store);
+  char next_version[32];
+  snprintf(next_version, sizeof next_version, "%zu", json_array_size(versions) + 1);
+  json_decref(versions);
+  admin_begin(request,
+              shadow ? json_pack("{s:s,s:s,s:s,s:i}", "type", "rules.shadow", "shadow_version", next_version,
+                                 "name", name, "policy_version", control_rules_active(domed->store))
+                     : json_pack("{s:s,s:s,s:s}", "type", "rules.applied", "policy_version", next_version,
+                                 "name", name));
   int version = control_rules_store(domed->store, name, text, err);
-  if (version >= 0 && shadow) { /* stored, evaluated beside the active version, not enforced */
+  if (shadow) { /* stored, evaluated beside the active version, not enforced */
+    if (admin_end(domed, version < 0 ? version : 0, err) < 0) {
+      pthread_mutex_unlock(&rules_apply_lock);
+      domed_rules_release(rules);
+      return NULL;
+    }
     rules->version = version;
     snprintf(rules->name, sizeof rules->name, "%s", name);
     int rc = domed_shadow_install(domed, rules, err);
@@ -111,15 +166,11 @@ static json_t *rules_apply(struct domed *domed, const struct control_request *re
       domed_rules_release(rules);
       return NULL;
     }
-    char version_text[32];
-    snprintf(version_text, sizeof version_text, "%d", version);
-    journal_admin(domed, request,
-                  json_pack("{s:s,s:s,s:s,s:i}", "type", "rules.shadow", "shadow_version", version_text,
-                            "name", name, "policy_version", control_rules_active(domed->store)));
     domed_log("info", "rules", "shadow version=%d name=%s", version, name);
     return json_pack("{s:i,s:s,s:b,s:b}", "version", version, "name", name, "active", 0, "shadow", 1);
   }
-  if (version < 0 || control_rules_activate(domed->store, version, err) < 0) {
+  int rc = version < 0 ? version : control_rules_activate(domed->store, version, err);
+  if (admin_end(domed, rc, err) < 0) {
     pthread_mutex_unlock(&rules_apply_lock);
     domed_rules_release(rules);
     return NULL;
@@ -128,11 +179,6 @@ static json_t *rules_apply(struct domed *domed, const struct control_request *re
   snprintf(rules->name, sizeof rules->name, "%s", name);
   domed_rules_install(domed, rules);
   pthread_mutex_unlock(&rules_apply_lock);
-  char version_text[32];
-  snprintf(version_text, sizeof version_text, "%d", version);
-  journal_admin(
-      domed, request,
-      json_pack("{s:s,s:s,s:s}", "type", "rules.applied", "policy_version", version_text, "name", name));
   domed_log("info", "rules", "applied version=%d name=%s", version, name);
   return json_pack("{s:i,s:s,s:b}", "version", version, "name", name, "active", 1);
 }
@@ -182,7 +228,12 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
     }
     int version = (int)json_integer_value(json_object_get(json_object_get(report, "shadow"), "version"));
     int previous = control_rules_active(domed->store);
-    if (control_rules_activate(domed->store, version, err) < 0) {
+    char version_text[32];
+    snprintf(version_text, sizeof version_text, "%d", version);
+    admin_begin(request, json_pack("{s:s,s:s,s:s,s:i,s:O}", "type", "rules.promoted", "policy_version",
+                                   version_text, "name", name, "previous_version", previous, "summary",
+                                   json_object_get(report, "summary")));
+    if (admin_end(domed, control_rules_activate(domed->store, version, err), err) < 0) {
       pthread_mutex_unlock(&rules_apply_lock);
       json_decref(report);
       return NULL;
@@ -191,12 +242,6 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
     struct domed_rules *promoted = domed_shadow_take(domed, name);
     domed_rules_install(domed, promoted);
     pthread_mutex_unlock(&rules_apply_lock);
-    char version_text[32];
-    snprintf(version_text, sizeof version_text, "%d", version);
-    journal_admin(
-        domed, request,
-        json_pack("{s:s,s:s,s:s,s:i,s:O}", "type", "rules.promoted", "policy_version", version_text, "name",
-                  name, "previous_version", previous, "summary", json_object_get(report, "summary")));
     domed_log("info", "rules", "promoted version=%d name=%s", version, name);
     json_decref(report);
     return json_pack("{s:i,s:s,s:b,s:i}", "version", version, "name", name, "active", 1, "previous_version",
@@ -246,10 +291,10 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
   }
   const char *name = arg_string(request, "name");
   if (strcmp(verb, "remove") == 0) {
-    if (control_tool_remove(domed->store, name, err) < 0) return NULL;
+    admin_begin(request, json_pack("{s:s,s:s?}", "type", "tool.removed", "tool", name));
+    if (admin_end(domed, control_tool_remove(domed->store, name, err), err) < 0) return NULL;
     if (domed->gateways) gateway_registry_forget(domed->gateways, name);
     if (name) domed_pins_forget(domed, name);
-    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.removed", "tool", name));
     return json_pack("{s:s}", "removed", name);
   }
   if (strcmp(verb, "add") == 0) {
@@ -259,9 +304,12 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
     /* the credential header is a secret: kept apart (0600), the entry only says it exists */
     const char *auth_header = arg_string(request, "auth_header");
     json_object_del(tool, "auth_header");
+    admin_begin(request, json_pack("{s:s,s:s?}", "type", "tool.added", "tool", name));
     if (auth_header) {
+      /* the secret is the change's first write: its record is made durable there */
       if (gateway_auth_header_check(auth_header, err) < 0 ||
           control_tool_set_auth_header(domed->store, name, auth_header, err) < 0) {
+        admin_end(domed, -EINVAL, err);
         json_decref(tool);
         return NULL;
       }
@@ -277,11 +325,11 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
       if (json_object_get(tool, "capability") == NULL)
         json_object_set_new(tool, "capability", json_string(DOMED_BUILTIN_CAPABILITY));
     }
-    int rc = control_tool_add(domed->store, tool, arg_string(request, "env_file"), err);
+    int rc =
+        admin_end(domed, control_tool_add(domed->store, tool, arg_string(request, "env_file"), err), err);
     json_decref(tool);
     if (rc < 0) return NULL;
     if (domed->gateways && name) gateway_registry_forget(domed->gateways, name);
-    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "tool.added", "tool", name));
     json_t *added = control_tool_get(domed->store, name);
     /* a new or replaced backend's tools are pinned at its first discovery (tool_pins.c); adding
      * contacts no backend */
@@ -313,10 +361,10 @@ static json_t *quotas_command(struct domed *domed, const struct control_request 
     const char *capability = arg_string(request, "capability");
     json_t *fields = json_deep_copy(request->args);
     json_object_del(fields, "capability");
-    int rc = control_quota_set(domed->store, capability, fields, err);
+    admin_begin(request, json_pack("{s:s,s:s?}", "type", "quota.set", "capability", capability));
+    int rc = admin_end(domed, control_quota_set(domed->store, capability, fields, err), err);
     json_decref(fields);
     if (rc < 0) return NULL;
-    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "quota.set", "capability", capability));
     json_t *all = control_quota_list(domed->store);
     json_t *result = json_incref(json_object_get(all, capability));
     json_decref(all);
@@ -331,8 +379,8 @@ static json_t *gateways_command(struct domed *domed, const struct control_reques
   if (strcmp(verb, "list") == 0) return control_gateway_list(domed->store);
   if (strcmp(verb, "create") == 0) {
     const char *name = arg_string(request, "name");
-    if (control_gateway_create(domed->store, name, err) < 0) return NULL;
-    journal_admin(domed, request, json_pack("{s:s,s:s}", "type", "gateway.created", "gateway", name));
+    admin_begin(request, json_pack("{s:s,s:s?}", "type", "gateway.created", "gateway", name));
+    if (admin_end(domed, control_gateway_create(domed->store, name, err), err) < 0) return NULL;
     return json_pack("{s:s}", "name", name);
   }
   bool grant = strcmp(verb, "grant") == 0;
@@ -340,12 +388,14 @@ static json_t *gateways_command(struct domed *domed, const struct control_reques
     const char *agent = arg_string(request, "agent");
     const char *gateway = arg_string(request, "gateway");
     json_t *grants = NULL;
+    admin_begin(request, json_pack("{s:s,s:s?,s:s?}", "type", grant ? "gateway.granted" : "gateway.revoked",
+                                   "agent", agent, "gateway", gateway));
     int rc = grant ? control_gateway_grant(domed->store, agent, gateway, &grants, err)
                    : control_gateway_revoke(domed->store, agent, gateway, &grants, err);
-    if (rc < 0) return NULL;
-    journal_admin(domed, request,
-                  json_pack("{s:s,s:s,s:s}", "type", grant ? "gateway.granted" : "gateway.revoked", "agent",
-                            agent, "gateway", gateway));
+    if (admin_end(domed, rc, err) < 0) {
+      json_decref(grants);
+      return NULL;
+    }
     return json_pack("{s:s,s:o}", "agent", agent, "gateways", grants);
   }
   dome_error_set(err, EINVAL, "unknown command `gateways.%s`", verb);

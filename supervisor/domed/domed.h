@@ -383,6 +383,19 @@ json_t *domed_audit_blob_usage(struct domed *domed);
 json_t *domed_decision_event(const char *exec_id, const mcp_identity *identity, const char *action,
                              const char *tool, const char *mcp_tool, const struct domed_decision *decision,
                              const char *reason);
+/* The store's commit hook (control_store_set_commit_hook, context: the domed): while a control command
+ * changes the store, makes its administrative event durable (domed_audit_append_sync) before the first
+ * write, so that a change whose record the journal refuses never takes effect: the command fails with
+ * that error and the store is unchanged. Returns 0 (also for writes outside an administrative command,
+ * which journal their own events), or -errno with *err. */
+int domed_admin_commit_hook(void *context, dome_error *err);
+/* The mcp request_refused handler (supervisor/mcp/mcp.h): a request refused before any work (its id too
+ * long) journalled as an authz.decision deny with `reason`, action mcp:call (tools/call, mcp_tool its
+ * params.name) or mcp:request, its method, session header and id by digest when long
+ * (domed_audit_set_text). Returns 0 once durable, else domed_audit_append_sync's -errno (*err). */
+int domed_request_refused(void *context, const mcp_identity *identity, const char *session_id,
+                          const char *method, const json_t *params, const char *request_id,
+                          const char *reason, dome_error *err);
 /* Serve `audit.stream` on a control connection until the client leaves. */
 json_t *domed_audit_stream(struct domed *domed, const struct control_request *request, dome_error *err);
 

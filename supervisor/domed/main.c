@@ -211,6 +211,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
   }
+  control_store_set_commit_hook(domed->store, domed_admin_commit_hook, domed);
   if ((rc = domed_refusals_start(domed, &err)) < 0 || (rc = domed_anomaly_start(domed, &err)) < 0) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
@@ -270,6 +271,7 @@ int main(int argc, char **argv) {
       .sse_resume_grace_ms = domed->config.sse_resume_grace_ms,
       .task_ttl_max_ms = (uint64_t)domed->config.task_ttl_max_s * 1000u,
       .max_tasks_per_agent = domed->config.max_tasks_per_agent,
+      .max_request_id_bytes = DOMED_REQUEST_ID_MAX,
       .connection_timeout_s = domed->config.http_timeout_s,
       .max_connections = domed->config.max_connections,
       .max_sessions = domed->config.max_sessions,

@@ -179,22 +179,25 @@ static int admit(void *context, const mcp_identity *identity, dome_error *err) {
                         identity->agent);
 }
 
-static void session_event(void *context, const char *type, const char *agent, const char *gateway,
-                          const char *session_id, const char *reason) {
+/* A session's life cycle: every event but session.refused is durable before the server goes on (a
+ * session.created refused fails its initialize). session.refused is bounded like auth.failed. */
+static int session_event(void *context, const char *type, const char *agent, const char *gateway,
+                         const char *session_id, const char *reason) {
   struct domed *domed = context;
   if (strcmp(type, "session.refused") == 0) { /* a flood of them: bounded like auth.failed */
     json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", type, "reason", reason ? reason : "", "agent",
                               agent, "gateway", gateway);
     domed_refusal_journal(domed, event, NULL, agent);
     json_decref(event);
-    return;
+    return 0;
   }
   json_t *event =
       json_pack("{s:s,s:s,s:s,s:s}", "type", type, "agent", agent, "gateway", gateway, "session", session_id);
   if (reason) json_object_set_new(event, "reason", json_string(reason));
-  dome_error ignored = {0}; /* a failed journal is logged and counted by audit.c; the session goes on */
-  domed_audit_append(domed, event, NULL, &ignored);
+  dome_error err = {0}; /* a refusal is also logged and counted by audit.c */
+  int rc = domed_audit_append_sync(domed, event, &err);
   json_decref(event);
+  return rc;
 }
 
 /* An execute_code call whose arguments fail validation (call.rejected, before any decision): nothing
@@ -254,7 +257,7 @@ static json_t *tool_error(const char *text) {
   return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
 }
 
-/* A call refused before any authorization (its request id too long, its tool unknown): journalled as a
+/* A call refused before any authorization (its tool unknown): journalled as a
  * deny with `reason`, the long members by digest. Returns 0 once durable, else -errno (*err). */
 static int journal_refusal(struct domed *domed, const mcp_identity *identity, const char *name,
                            mcp_call *call, const char *reason, dome_error *err) {
@@ -269,12 +272,12 @@ static int journal_refusal(struct domed *domed, const mcp_identity *identity, co
 /* An agent whose own queue stays full for a second is refused before any decision, in the HTTP
  * connection's thread: a flood of such calls costs no authorization and no call thread, comes back at
  * most once a second per connection (spread over the jitter), and adds at most the bounded call.rejected
- * events of refusals.c to the journal. A request id too long to record is left to call_tool, which refuses
- * it. */
+ * events of refusals.c to the journal. A request id over DOMED_REQUEST_ID_MAX never gets here (the mcp
+ * server refuses it where it parses the request: domed_request_refused). */
 static int call_admit(void *context, const mcp_identity *identity, const char *name, const char *session_id,
                       const char *request_id, dome_error *err) {
   struct domed *domed = context;
-  if (strcmp(name, DOMED_EXECUTE_TOOL) != 0 || strlen(request_id) > DOMED_REQUEST_ID_MAX) return 0;
+  if (strcmp(name, DOMED_EXECUTE_TOOL) != 0) return 0;
   unsigned running = 0, waiting = 0;
   unsigned hold_ms = DOMED_OVERLOAD_HOLD_MS + randombytes_uniform(DOMED_OVERLOAD_JITTER_MS);
   if (domed_slot_wait_room(domed, identity->agent, hold_ms, &running, &waiting)) return 0;
@@ -293,21 +296,6 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
                          mcp_call *call, int *rpc_error, dome_error *err) {
   struct domed *domed = context;
   uint64_t start = now_us();
-  /* JSON-RPC 2.0 leaves the id's size to the server: a longer one is refused before any work, and the
-   * refusal journalled with the id's digest. */
-  size_t id_length = mcp_call_request_id(call) ? strlen(mcp_call_request_id(call)) : 0;
-  if (id_length > DOMED_REQUEST_ID_MAX) {
-    char reason[128];
-    snprintf(reason, sizeof reason, "request id of %zu bytes (at most %d)", id_length, DOMED_REQUEST_ID_MAX);
-    atomic_fetch_add(&domed->metrics.decisions_deny, 1);
-    if (journal_refusal(domed, identity, name, call, reason, err) < 0) {
-      *rpc_error = MCP_INTERNAL_ERROR;
-      return NULL;
-    }
-    *rpc_error = MCP_INVALID_REQUEST;
-    dome_error_set(err, E2BIG, "tools/call refused: %s", reason);
-    return NULL;
-  }
   bool in_session = domed_session_handles(name, arguments);
   if (strcmp(name, DOMED_EXECUTE_TOOL) != 0 && !in_session) {
     json_t *routed = NULL;
@@ -484,6 +472,7 @@ const struct mcp_handlers domed_mcp_handlers = {
     .authenticate = authenticate,
     .admit = admit,
     .session_event = session_event,
+    .request_refused = domed_request_refused,
     .list_tools = list_tools,
     .call_admit = call_admit,
     .call_tool = call_tool,

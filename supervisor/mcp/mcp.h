@@ -81,9 +81,19 @@ struct mcp_handlers {
    * (idle past session_idle_timeout_s) or "session.closed" with reason "client" (DELETE), "evicted"
    * (the agent's oldest idle session made room for a new one) or "shutdown", or "session.refused"
    * with reason "rate" (session_rate_per_agent exceeded; session_id ""); reason NULL otherwise.
-   * Called without the server's locks held. */
-  void (*session_event)(void *context, const char *type, const char *agent, const char *gateway,
-                        const char *session_id, const char *reason);
+   * Called without the server's locks held. Returns 0 once the event is durable, else -errno: a
+   * session.created (or the eviction that made room for it) that cannot be made durable fails the
+   * initialize with a JSON-RPC internal error (HTTP 500) and the session is removed, never answered. */
+  int (*session_event)(void *context, const char *type, const char *agent, const char *gateway,
+                       const char *session_id, const char *reason);
+  /* Optional: a request refused before any work (its id's JSON text is over options.max_request_id_bytes),
+   * for the journal: `method` and `params` (borrowed, an object) as received, `session_id` the
+   * Mcp-Session-Id header as sent (NULL when absent; unchecked, any length), `request_id` the id's compact
+   * JSON text, `reason` why. Return 0 once the refusal is durable: answered JSON-RPC -32600; or -errno
+   * with err->message: answered -32603 (fail closed). */
+  int (*request_refused)(void *context, const mcp_identity *identity, const char *session_id,
+                         const char *method, const json_t *params, const char *request_id, const char *reason,
+                         dome_error *err);
   /* tools/list: a new reference to a JSON array of MCP Tool objects visible to the identity, or NULL
    * when the listing cannot be answered (its audit events were refused): a JSON-RPC internal error. */
   json_t *(*list_tools)(void *context, const mcp_identity *identity);
@@ -157,6 +167,9 @@ struct mcp_server_options {
   uint64_t task_ttl_max_ms; /* longest task TTL, milliseconds (0: 1 hour); a request asking more gets this */
   unsigned max_tasks_per_agent; /* live tasks of one agent (0: 16); beyond, MCP_SERVER_OVERLOADED */
   unsigned task_poll_ms;        /* the pollInterval suggested, milliseconds (0: 1000) */
+  size_t max_request_id_bytes;  /* JSON text of a request's id (JSON-RPC 2.0 leaves its size to the server):
+                                   a longer one is refused (-32600) before any work, whatever the method,
+                                   and reported to handlers.request_refused (0: no bound) */
 };
 
 /* Counters for /metrics. */

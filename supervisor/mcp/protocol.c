@@ -77,6 +77,10 @@ static struct MHD_Response *handle_initialize(mcp_server *server, const struct m
              server->options.max_sessions_per_agent);
     return error_response(id, MCP_SERVER_OVERLOADED, text, 429, status);
   }
+  if (rc == -EIO)
+    return error_response(
+        id, MCP_INTERNAL_ERROR,
+        "initialize: the server cannot record this session (journal refused it; fail closed)", 500, status);
   if (rc < 0) return error_response(id, MCP_SERVER_OVERLOADED, "too many sessions", 503, status);
   struct MHD_Response *response =
       mcp_http_json_response(mcp_jsonrpc_result(id, initialize_result(server, version)));
@@ -84,6 +88,37 @@ static struct MHD_Response *handle_initialize(mcp_server *server, const struct m
   mcp_session_release(server, session);
   *status = 200;
   return response;
+}
+
+/* A request whose id's JSON text is over options.max_request_id_bytes: the refusal (-32600 once the
+ * request_refused handler made it durable, else -32603), or NULL when the id is within the bound. */
+static json_t *refuse_long_id(mcp_server *server, const struct mcp_post *post, const json_t *id,
+                              const char *method, const json_t *params) {
+  if (server->options.max_request_id_bytes == 0) return NULL;
+  char *text = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (text == NULL) return mcp_jsonrpc_error(NULL, MCP_INTERNAL_ERROR, "cannot encode the request id");
+  size_t length = strlen(text);
+  if (length <= server->options.max_request_id_bytes) {
+    free(text);
+    return NULL;
+  }
+  char reason[128];
+  snprintf(reason, sizeof reason, "request id of %zu bytes (at most %zu)", length,
+           server->options.max_request_id_bytes);
+  dome_error err = {0};
+  int rc = server->handlers.request_refused
+               ? server->handlers.request_refused(server->handlers.context, &post->identity,
+                                                  post->session_header, method, params, text, reason, &err)
+               : 0;
+  free(text);
+  char message[400];
+  if (rc < 0) {
+    snprintf(message, sizeof message, "%.60s refused (%s) but the refusal cannot be recorded: %.120s", method,
+             reason, err.message);
+    return mcp_jsonrpc_error(NULL, MCP_INTERNAL_ERROR, message);
+  }
+  snprintf(message, sizeof message, "%.60s refused: %s", method, reason);
+  return mcp_jsonrpc_error(NULL, MCP_INVALID_REQUEST, message);
 }
 
 /* Session checks shared by POST and DELETE. Returns the session (+1 ref) or NULL with *response. */
@@ -294,7 +329,12 @@ static struct MHD_Response *handle_batch(mcp_server *server, const struct mcp_po
     const char *method = json_string_value(json_object_get(element, "method"));
     json_t *params = json_object_get(element, "params");
     json_t *empty_params = params ? NULL : json_object();
-    if (kind != MCP_MESSAGE_REQUEST) {
+    json_t *refusal = kind == MCP_MESSAGE_REQUEST
+                          ? refuse_long_id(server, post, id, method, params ? params : empty_params)
+                          : NULL;
+    if (refusal) {
+      json_array_append_new(answers, refusal);
+    } else if (kind != MCP_MESSAGE_REQUEST) {
       handle_notification(server, session, kind, method, params ? params : empty_params);
     } else if (strcmp(method, "initialize") == 0) {
       snprintf(text, sizeof text, "batch element %zu: initialize must not be part of a JSON-RPC batch",
@@ -361,6 +401,15 @@ struct MHD_Response *mcp_protocol_post(mcp_server *server, const struct mcp_post
   if (params == NULL) params = empty_params = json_object();
   struct MHD_Response *response = NULL;
 
+  json_t *refusal = kind == MCP_MESSAGE_REQUEST ? refuse_long_id(server, post, id, method, params) : NULL;
+  if (refusal) { /* before any session lookup or other work, whatever the method */
+    *status =
+        json_integer_value(json_object_get(json_object_get(refusal, "error"), "code")) == MCP_INVALID_REQUEST
+            ? 400
+            : 500;
+    response = mcp_http_json_response(refusal);
+    goto out;
+  }
   if (kind == MCP_MESSAGE_REQUEST && strcmp(method, "initialize") == 0) {
     if (post->version_header && !mcp_version_supported(post->version_header))
       response = error_response(id, MCP_INVALID_REQUEST, "unsupported MCP-Protocol-Version", 400, status);

@@ -39,13 +39,19 @@ static void note_locked(struct session_notes *notes, const struct mcp_session *s
   memcpy(note->gateway, session->gateway, sizeof note->gateway);
 }
 
-static void notes_report(mcp_server *server, struct session_notes *notes) {
-  for (size_t i = 0; i < notes->count; i++)
-    if (server->handlers.session_event)
-      server->handlers.session_event(server->handlers.context, notes->items[i].type, notes->items[i].agent,
-                                     notes->items[i].gateway, notes->items[i].id, notes->items[i].reason);
+/* Report every note. Returns 0, or the first handler's -errno (every note is still reported). */
+static int notes_report(mcp_server *server, struct session_notes *notes) {
+  int first_error = 0;
+  for (size_t i = 0; i < notes->count; i++) {
+    if (server->handlers.session_event == NULL) continue;
+    int rc =
+        server->handlers.session_event(server->handlers.context, notes->items[i].type, notes->items[i].agent,
+                                       notes->items[i].gateway, notes->items[i].id, notes->items[i].reason);
+    if (rc < 0 && first_error == 0) first_error = rc;
+  }
   free(notes->items);
   *notes = (struct session_notes){0};
+  return first_error;
 }
 
 static void session_unref_locked(struct mcp_session *session) {
@@ -136,11 +142,26 @@ int mcp_session_create(mcp_server *server, const mcp_identity *identity, const c
     server->stats.sessions_refused++;
   }
   pthread_mutex_unlock(&server->lock);
-  notes_report(server, &notes);
+  int reported = notes_report(server, &notes);
   if (rc < 0) {
     mcp_session_replay_free(session);
     free(session);
     return rc;
+  }
+  if (reported < 0) { /* not on record: the session is removed before its id is ever answered */
+    pthread_mutex_lock(&server->lock);
+    for (size_t i = 0; i < server->session_count; i++)
+      if (server->sessions[i] == session) {
+        remove_at_locked(server, i);
+        session->closed = true;
+        session_unref_locked(session);
+        break;
+      }
+    server->stats.sessions_created--;
+    server->stats.sessions_refused++;
+    session_unref_locked(session);
+    pthread_mutex_unlock(&server->lock);
+    return -EIO;
   }
   *out = session;
   return 0;
