@@ -180,7 +180,9 @@ static int admit(void *context, const mcp_identity *identity, dome_error *err) {
 }
 
 /* A session's life cycle: every event but session.refused is durable before the server goes on (a
- * session.created refused fails its initialize). session.refused is bounded like auth.failed. */
+ * session.created refused fails its initialize); the ends at shutdown are appended only, made durable
+ * together by the journal's close (journal_close commits everything queued). session.refused is bounded
+ * like auth.failed. */
 static int session_event(void *context, const char *type, const char *agent, const char *gateway,
                          const char *session_id, const char *reason) {
   struct domed *domed = context;
@@ -195,7 +197,9 @@ static int session_event(void *context, const char *type, const char *agent, con
       json_pack("{s:s,s:s,s:s,s:s}", "type", type, "agent", agent, "gateway", gateway, "session", session_id);
   if (reason) json_object_set_new(event, "reason", json_string(reason));
   dome_error err = {0}; /* a refusal is also logged and counted by audit.c */
-  int rc = domed_audit_append_sync(domed, event, &err);
+  bool shutdown = reason && strcmp(reason, "shutdown") == 0;
+  int rc =
+      shutdown ? domed_audit_append(domed, event, NULL, &err) : domed_audit_append_sync(domed, event, &err);
   json_decref(event);
   return rc;
 }
