@@ -180,11 +180,12 @@ static int admit(void *context, const mcp_identity *identity, dome_error *err) {
 }
 
 /* A session's life cycle: every event but session.refused is durable before the server goes on (a
- * session.created refused fails its initialize); the ends at shutdown are appended only, made durable
- * together by the journal's close (journal_close commits everything queued). session.refused is bounded
- * like auth.failed. */
+ * session.created refused fails its initialize): the events reported together are appended in order and
+ * synced once, at the last (the journal is sequential: its sync covers the earlier ones). The ends at
+ * shutdown are appended only, made durable together by the journal's close (journal_close commits
+ * everything queued). session.refused is bounded like auth.failed. */
 static int session_event(void *context, const char *type, const char *agent, const char *gateway,
-                         const char *session_id, const char *reason) {
+                         const char *session_id, const char *reason, bool last) {
   struct domed *domed = context;
   if (strcmp(type, "session.refused") == 0) { /* a flood of them: bounded like auth.failed */
     json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", type, "reason", reason ? reason : "", "agent",
@@ -198,8 +199,12 @@ static int session_event(void *context, const char *type, const char *agent, con
   if (reason) json_object_set_new(event, "reason", json_string(reason));
   dome_error err = {0}; /* a refusal is also logged and counted by audit.c */
   bool shutdown = reason && strcmp(reason, "shutdown") == 0;
-  int rc =
-      shutdown ? domed_audit_append(domed, event, NULL, &err) : domed_audit_append_sync(domed, event, &err);
+  static _Thread_local uint64_t first; /* the report's first event not yet synced (0: none) */
+  uint64_t ticket = 0;
+  int rc = domed_audit_append(domed, event, &ticket, &err);
+  if (rc == 0 && first == 0) first = ticket;
+  if (rc == 0 && last && !shutdown) rc = domed_audit_sync_span(domed, first, ticket, &err);
+  if (rc < 0 || last) first = 0;
   json_decref(event);
   return rc;
 }

@@ -81,11 +81,13 @@ struct mcp_handlers {
    * (idle past session_idle_timeout_s) or "session.closed" with reason "client" (DELETE), "evicted"
    * (the agent's oldest idle session made room for a new one) or "shutdown", or "session.refused"
    * with reason "rate" (session_rate_per_agent exceeded; session_id ""); reason NULL otherwise.
-   * Called without the server's locks held. Returns 0 once the event is durable, else -errno: a
-   * session.created (or the eviction that made room for it) that cannot be made durable fails the
-   * initialize with a JSON-RPC internal error (HTTP 500) and the session is removed, never answered. */
+   * Called without the server's locks held, the events noted together in order, `last` true on the
+   * last of them. Returns 0 once the event is durable (with last false: once it is recorded, durable at
+   * the latest when the call with last true returns 0), else -errno: a session.created (or the eviction
+   * that made room for it) that cannot be made durable fails the initialize with a JSON-RPC internal
+   * error (HTTP 500) and the session is removed, never answered. */
   int (*session_event)(void *context, const char *type, const char *agent, const char *gateway,
-                       const char *session_id, const char *reason);
+                       const char *session_id, const char *reason, bool last);
   /* Optional: a request refused before any work (its id's JSON text is over options.max_request_id_bytes),
    * for the journal: `method` and `params` (borrowed, an object) as received, `session_id` the
    * Mcp-Session-Id header as sent (NULL when absent; unchecked, any length), `request_id` the id's compact

@@ -52,7 +52,7 @@ static struct MHD_Response *handle_initialize(mcp_server *server, const struct m
   if (!mcp_session_rate_allow(server, post->identity.agent)) {
     if (server->handlers.session_event)
       server->handlers.session_event(server->handlers.context, "session.refused", post->identity.agent,
-                                     post->identity.gateway, "", "rate");
+                                     post->identity.gateway, "", "rate", true);
     char text[160];
     snprintf(text, sizeof text, "too many new sessions: at most %u a second for this agent",
              server->options.session_rate_per_agent);

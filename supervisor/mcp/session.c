@@ -44,9 +44,9 @@ static int notes_report(mcp_server *server, struct session_notes *notes) {
   int first_error = 0;
   for (size_t i = 0; i < notes->count; i++) {
     if (server->handlers.session_event == NULL) continue;
-    int rc =
-        server->handlers.session_event(server->handlers.context, notes->items[i].type, notes->items[i].agent,
-                                       notes->items[i].gateway, notes->items[i].id, notes->items[i].reason);
+    int rc = server->handlers.session_event(
+        server->handlers.context, notes->items[i].type, notes->items[i].agent, notes->items[i].gateway,
+        notes->items[i].id, notes->items[i].reason, i + 1 == notes->count);
     if (rc < 0 && first_error == 0) first_error = rc;
   }
   free(notes->items);
