@@ -138,7 +138,10 @@ static void add_error(struct domed_decision *decision, const char *policy, const
 void domed_authorize(struct domed *domed, struct domed_rules *rules, const struct domed_principal *principal,
                      const char *action, json_t *tool_entity, const char *mcp_tool_name, json_t *arguments,
                      struct domed_decision *decision) {
-  json_t *input_schema = strcmp(action, "mcp:call") == 0 ? domed_execute_code_input_schema() : NULL;
+  json_t *input_schema = NULL; /* the called tool's: execute_code's or a session tool's */
+  if (strcmp(action, "mcp:call") == 0 && mcp_tool_name)
+    input_schema = strcmp(mcp_tool_name, DOMED_EXECUTE_TOOL) == 0 ? domed_execute_code_input_schema()
+                                                                  : domed_session_input_schema(mcp_tool_name);
   domed_authorize_input(domed, rules, principal, action, DOMED_BUILTIN_TOOL, tool_entity, mcp_tool_name,
                         arguments, mcp_tool_name, input_schema, decision);
   json_decref(input_schema);

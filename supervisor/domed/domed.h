@@ -429,6 +429,9 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
                            int *rpc_error, dome_error *err);
 /* The session tools' definitions appended to `tools` (inputSchema, outputSchema). */
 void domed_session_tools(json_t *tools, const struct control_quota *quota);
+/* The inputSchema of session tool `name` (new reference), NULL for any other name: what types its
+ * arguments for Cedar (context.input.<name>, docs/policy.md). */
+json_t *domed_session_input_schema(const char *name);
 /* Start the reaper (idle, lifetime, lost sessions); end every session (`session.closed`
  * reason=shutdown) at shutdown. The number of live sessions for /metrics. */
 int domed_sessions_start(struct domed *domed, dome_error *err);

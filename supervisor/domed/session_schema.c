@@ -2,6 +2,7 @@
  * arguments are checked where they are used (domed/sessions.c): a bad one is a tool error naming it. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "supervisor/domed/domed.h"
 
@@ -145,4 +146,17 @@ void domed_session_tools(json_t *tools, const struct control_quota *quota) {
                                           "expires_at", "type", "string"),
                                 json_pack("[ss]", "session_id", "snapshot_id")),
                   false, false));
+}
+
+json_t *domed_session_input_schema(const char *name) {
+  struct control_quota quota = {0}; /* the quota changes descriptions only, never a type */
+  json_t *tools = json_array(), *schema = NULL;
+  if (tools == NULL) return NULL;
+  domed_session_tools(tools, &quota);
+  size_t i;
+  json_t *tool;
+  json_array_foreach(tools, i, tool) if (strcmp(json_string_value(json_object_get(tool, "name")), name) == 0)
+      schema = json_incref(json_object_get(tool, "inputSchema"));
+  json_decref(tools);
+  return schema;
 }
