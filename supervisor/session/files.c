@@ -76,7 +76,16 @@ int session_path_check(const char *path, dome_error *err) {
   return 0;
 }
 
-/* Split off the last component: *leaf points into `copy`, which holds the parent ("" for the top). */
+/* A copy of `path` with one byte to spare, as split_leaf needs; NULL when out of memory. */
+static char *leaf_copy(const char *path) {
+  size_t n = strlen(path);
+  char *copy = malloc(n + 2);
+  if (copy) memcpy(copy, path, n + 1);
+  return copy;
+}
+
+/* Split off the last component: *leaf points into `copy` (from leaf_copy: a path without a slash is
+ * moved one byte on), which then holds the parent ("" for the top). */
 static char *split_leaf(char *copy) {
   size_t n = strlen(copy);
   while (n > 1 && copy[n - 1] == '/') copy[--n] = '\0';
@@ -139,7 +148,7 @@ int session_file_write(int workspace_fd, const char *path, const void *data, siz
   if (length > SESSION_FILE_MAX)
     return dome_error_set(err, EFBIG, "path `%s`: %zu bytes (at most %u)", path, length, SESSION_FILE_MAX);
   if (path[strlen(path) - 1] == '/') return dome_error_set(err, EINVAL, "path `%s`: names a directory", path);
-  _cleanup_free_ char *copy = strdup(path);
+  _cleanup_free_ char *copy = leaf_copy(path);
   if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
   char *leaf = split_leaf(copy);
   _cleanup_close_ int parent = open_parent(workspace_fd, copy, path, true, err);
@@ -191,7 +200,7 @@ int session_file_read(int workspace_fd, const char *path, size_t max, char **dat
   if (rc < 0) return rc;
   _as_owner_ identity;
   if ((rc = become_owner(workspace_fd, &identity, err)) < 0) return rc;
-  _cleanup_free_ char *copy = strdup(path);
+  _cleanup_free_ char *copy = leaf_copy(path);
   if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
   char *leaf = split_leaf(copy);
   _cleanup_close_ int parent = open_parent(workspace_fd, copy, path, false, err);
@@ -337,7 +346,7 @@ int session_file_delete(int workspace_fd, const char *path, dome_error *err) {
   if (rc < 0) return rc;
   _as_owner_ identity;
   if ((rc = become_owner(workspace_fd, &identity, err)) < 0) return rc;
-  _cleanup_free_ char *copy = strdup(path);
+  _cleanup_free_ char *copy = leaf_copy(path);
   if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
   char *leaf = split_leaf(copy);
   _cleanup_close_ int parent = open_parent(workspace_fd, copy, path, false, err);
