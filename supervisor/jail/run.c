@@ -370,6 +370,7 @@ static int await_setup(struct run_state *s, const struct jail_config *c, struct 
                        dome_error *err) {
   uint64_t deadline = now_ms() + SETUP_BUDGET_MS;
   struct jail_sync_message failure = {0};
+  bool reset = false; /* the child left a hand-over of ours unread: it never finished its set-up */
   for (;;) {
     struct pollfd fds[2] = {{s->sync_fd, POLLIN, 0}, {c->cancel_fd, POLLIN, 0}};
     uint64_t now = now_ms();
@@ -395,6 +396,12 @@ static int await_setup(struct run_state *s, const struct jail_config *c, struct 
                          .msg_controllen = sizeof control.buffer};
     ssize_t n = recvmsg(s->sync_fd, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
+    /* The child ended with a hand-over of ours unread: the kernel reports the reset once, before the
+     * messages still queued for us (its SYNC_ERROR among them), which the next reads return. */
+    if (n < 0 && errno == ECONNRESET) {
+      reset = true;
+      continue;
+    }
     if (n <= 0) break; /* EOF: exec succeeded, or the child is gone */
     for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg))
       if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
@@ -407,7 +414,9 @@ static int await_setup(struct run_state *s, const struct jail_config *c, struct 
       }
     if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) failure = message;
   }
-  return failure.kind == SYNC_ERROR ? child_failure(&failure, c, err) : 0;
+  if (failure.kind == SYNC_ERROR) return child_failure(&failure, c, err);
+  if (reset) return dome_error_set(err, ECONNRESET, "set up jail: its first process ended during set-up");
+  return 0;
 }
 
 /* Supervise the running program: output, stdin, timeout, cancellation, exit. */
