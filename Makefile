@@ -109,7 +109,7 @@ asan:
 
 # `make test`: the whole set-up on a fresh machine (Debian packages and the tests' Node
 # dev-dependencies through scripts/install-deps, idempotent), the build, the sanitizer build, and
-# every suite; ends with `N passed, N failed, N skipped`.
+# every suite; ends with `N skipped` and then `N passed, N failed`.
 test:
 	scripts/install-deps
 	$(MAKE) all unit-tests
