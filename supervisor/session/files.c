@@ -140,6 +140,16 @@ static int open_parent(int workspace_fd, const char *parent, const char *path, b
   return fd;
 }
 
+/* The directory holding the last component of `path` (open_parent's fd or -errno) and that component:
+ * *leaf points into *copy, which the caller frees. */
+static int open_leaf_parent(int workspace_fd, const char *path, bool create, char **copy, const char **leaf,
+                            dome_error *err) {
+  *copy = leaf_copy(path);
+  if (*copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
+  *leaf = split_leaf(*copy);
+  return open_parent(workspace_fd, *copy, path, create, err);
+}
+
 int session_file_write(int workspace_fd, const char *path, const void *data, size_t length, dome_error *err) {
   int rc = session_path_check(path, err);
   if (rc < 0) return rc;
@@ -148,10 +158,9 @@ int session_file_write(int workspace_fd, const char *path, const void *data, siz
   if (length > SESSION_FILE_MAX)
     return dome_error_set(err, EFBIG, "path `%s`: %zu bytes (at most %u)", path, length, SESSION_FILE_MAX);
   if (path[strlen(path) - 1] == '/') return dome_error_set(err, EINVAL, "path `%s`: names a directory", path);
-  _cleanup_free_ char *copy = leaf_copy(path);
-  if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
-  char *leaf = split_leaf(copy);
-  _cleanup_close_ int parent = open_parent(workspace_fd, copy, path, true, err);
+  _cleanup_free_ char *copy = NULL;
+  const char *leaf = NULL;
+  _cleanup_close_ int parent = open_leaf_parent(workspace_fd, path, true, &copy, &leaf, err);
   if (parent < 0) return parent;
   struct stat top;
   if (fstat(workspace_fd, &top) < 0) return dome_error_set_errno(err, errno, "workspace");
@@ -200,10 +209,9 @@ int session_file_read(int workspace_fd, const char *path, size_t max, char **dat
   if (rc < 0) return rc;
   _as_owner_ identity;
   if ((rc = become_owner(workspace_fd, &identity, err)) < 0) return rc;
-  _cleanup_free_ char *copy = leaf_copy(path);
-  if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
-  char *leaf = split_leaf(copy);
-  _cleanup_close_ int parent = open_parent(workspace_fd, copy, path, false, err);
+  _cleanup_free_ char *copy = NULL;
+  const char *leaf = NULL;
+  _cleanup_close_ int parent = open_leaf_parent(workspace_fd, path, false, &copy, &leaf, err);
   if (parent < 0) return parent;
   struct stat there;
   if (fstatat(parent, leaf, &there, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(there.st_mode) &&
@@ -346,10 +354,9 @@ int session_file_delete(int workspace_fd, const char *path, dome_error *err) {
   if (rc < 0) return rc;
   _as_owner_ identity;
   if ((rc = become_owner(workspace_fd, &identity, err)) < 0) return rc;
-  _cleanup_free_ char *copy = leaf_copy(path);
-  if (copy == NULL) return dome_error_set(err, ENOMEM, "path `%s`", path);
-  char *leaf = split_leaf(copy);
-  _cleanup_close_ int parent = open_parent(workspace_fd, copy, path, false, err);
+  _cleanup_free_ char *copy = NULL;
+  const char *leaf = NULL;
+  _cleanup_close_ int parent = open_leaf_parent(workspace_fd, path, false, &copy, &leaf, err);
   if (parent < 0) return parent;
   if (unlinkat(parent, leaf, 0) == 0) return 0;
   if (errno == EISDIR && unlinkat(parent, leaf, AT_REMOVEDIR) == 0) return 0;
