@@ -176,7 +176,7 @@ static int status_main(int argc, char **argv, const char *command, const char *d
       refuse(argv[0], "--delegates-to", flags.delegates_to) < 0 || refuse(argv[0], "--ttl", flags.ttl) < 0)
     return DOME_EXIT_FAILURE;
   if (flags.help) {
-    printf("usage: dome %s --name NAME [--control-socket PATH]\n", argv[0]);
+    printf("usage: dome %s --name NAME [--json] [--control-socket PATH]\n", argv[0]);
     return 0;
   }
   if (flags.name == NULL) {
@@ -186,7 +186,14 @@ static int status_main(int argc, char **argv, const char *command, const char *d
   json_t *result = NULL;
   int rc = call(&flags, command, json_pack("{s:s}", "name", flags.name), &result);
   if (rc) return rc;
-  printf("Agent %s %s\n", flags.name, done);
+  json_int_t cancelled = json_integer_value(json_object_get(result, "cancelled"));
+  if (flags.json) {
+    json_dumpf(result, stdout, JSON_INDENT(2));
+    printf("\n");
+  } else if (cancelled > 0)
+    printf("Agent %s %s; %lld of its running calls cancelled\n", flags.name, done, (long long)cancelled);
+  else
+    printf("Agent %s %s\n", flags.name, done);
   json_decref(result);
   return 0;
 }

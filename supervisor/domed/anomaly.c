@@ -121,8 +121,10 @@ static void suspend_agent(struct domed *domed, const char *agent, uint64_t alert
     return;
   }
   atomic_fetch_add(&domed->anomaly->suspensions, 1);
-  json_t *event = json_pack("{s:s,s:s,s:s,s:I,s:s}", "type", "agent.suspended", "agent", agent, "status",
-                            "suspended", "alert_seq", (json_int_t)alert_seq, "rule_id", rule_id);
+  size_t cancelled = mcp_server_cancel_agent(domed->mcp, agent);
+  json_t *event =
+      json_pack("{s:s,s:s,s:s,s:I,s:s,s:I}", "type", "agent.suspended", "agent", agent, "status", "suspended",
+                "alert_seq", (json_int_t)alert_seq, "rule_id", rule_id, "cancelled", (json_int_t)cancelled);
   if (domed_audit_append_sync(domed, event, &err) < 0)
     domed_log("error", "anomaly", "msg=\"agent.suspended not journalled: %s\" agent=%s", err.message, agent);
   json_decref(event);

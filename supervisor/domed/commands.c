@@ -117,7 +117,9 @@ static json_t *agents_command(struct domed *domed, const struct control_request 
   }
   admin_begin(request, json_pack("{s:s,s:s?,s:s}", "type", "agent.status", "agent", name, "status", status));
   if (admin_end(domed, control_agent_set_status(domed->store, name, status, err), err) < 0) return NULL;
-  return json_pack("{s:s,s:s}", "name", name, "status", status);
+  /* a suspended or revoked agent's token is refused from now on; what it already started stops too */
+  size_t cancelled = strcmp(status, "active") == 0 ? 0 : mcp_server_cancel_agent(domed->mcp, name);
+  return json_pack("{s:s,s:s,s:I}", "name", name, "status", status, "cancelled", (json_int_t)cancelled);
 }
 
 static json_t *rules_apply(struct domed *domed, const struct control_request *request, bool store_it,

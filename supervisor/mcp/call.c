@@ -311,8 +311,9 @@ static void *call_thread(void *argument) {
   if (atomic_load(&call->cancelled) && !atomic_load(&call->cancelled_by_client)) {
     /* cancelled by the server (shutdown, session ended): the client still gets an answer */
     json_decref(result);
+    const char *reason = atomic_load(&call->cancel_reason);
     message = mcp_jsonrpc_error(call->request_id, MCP_INTERNAL_ERROR,
-                                "request cancelled: server shutting down or session ended");
+                                reason ? reason : "request cancelled: server shutting down or session ended");
   } else if (result != NULL) {
     message = mcp_jsonrpc_result(call->request_id, result);
   } else {

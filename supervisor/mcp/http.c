@@ -573,6 +573,21 @@ void mcp_server_cancel_all(mcp_server *server) {
   pthread_mutex_unlock(&server->lock);
 }
 
+size_t mcp_server_cancel_agent(mcp_server *server, const char *agent) {
+  if (server == NULL || agent == NULL || agent[0] == '\0') return 0;
+  size_t cancelled = 0;
+  pthread_mutex_lock(&server->lock);
+  for (size_t i = 0; i < server->session_count; i++)
+    for (mcp_call *call = server->sessions[i]->calls; call; call = call->next_in_session)
+      if (call->task == NULL && strcmp(call->identity.agent, agent) == 0 && !atomic_load(&call->cancelled)) {
+        atomic_store(&call->cancel_reason, MCP_CANCELLED_AGENT);
+        mcp_call_cancel(call, false);
+        cancelled++;
+      }
+  pthread_mutex_unlock(&server->lock);
+  return cancelled + mcp_task_cancel_agent(server, agent, MCP_CANCELLED_AGENT);
+}
+
 bool mcp_server_wait_idle(mcp_server *server, unsigned timeout_ms) {
   struct timespec deadline;
   clock_gettime(CLOCK_REALTIME, &deadline);

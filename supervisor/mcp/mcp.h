@@ -207,6 +207,12 @@ void mcp_server_quiesce(mcp_server *server);
 /* Cancel every in-flight tools/call (their cancel fds become readable) without waiting. */
 void mcp_server_cancel_all(mcp_server *server);
 
+/* Cancel every in-flight tools/call of `agent` (the principal its token named), whether it runs, waits
+ * for a jail slot or runs as a task, without waiting for it to end: used when the agent is suspended or
+ * revoked, so that its token being refused also stops what it already started. Returns the number of
+ * calls cancelled (0 when it has none; agent NULL or "" cancels nothing). */
+size_t mcp_server_cancel_agent(mcp_server *server, const char *agent);
+
 /* Wait until no tools/call is in flight, at most timeout_ms milliseconds. Returns true when idle. */
 bool mcp_server_wait_idle(mcp_server *server, unsigned timeout_ms);
 

@@ -106,6 +106,9 @@ struct mcp_task {
   struct mcp_task *next;
 };
 
+/* The answer of a call cancelled because its agent was suspended or revoked. */
+#define MCP_CANCELLED_AGENT "request cancelled: the agent was suspended or revoked"
+
 struct mcp_call {
   mcp_server *server;
   struct mcp_task *task; /* +1 ref when the call runs as a task, else NULL */
@@ -123,10 +126,11 @@ struct mcp_call {
   uint64_t received_us; /* CLOCK_MONOTONIC when the POST's headers arrived */
   int cancel_fd;
   atomic_bool cancelled;
-  atomic_bool cancelled_by_client;  /* notifications/cancelled: no response is sent */
-  double last_progress;             /* under stream->lock */
-  struct mcp_call *next_in_session; /* under server->lock */
-  struct mcp_call *next_in_stream;  /* under stream->lock */
+  _Atomic(const char *) cancel_reason; /* why the server cancelled it, a static string; NULL: shutdown */
+  atomic_bool cancelled_by_client;     /* notifications/cancelled: no response is sent */
+  double last_progress;                /* under stream->lock */
+  struct mcp_call *next_in_session;    /* under server->lock */
+  struct mcp_call *next_in_stream;     /* under stream->lock */
 };
 
 /* The initialize budget of one agent (a token bucket of session_rate_per_agent a second). */
@@ -226,6 +230,9 @@ void mcp_task_progress(mcp_server *server, mcp_call *call, double progress);
 /* The call of a task named its execution: task.created is reported with its exec_id. */
 void mcp_task_named(mcp_server *server, mcp_call *call);
 void mcp_task_cancel_all_locked(mcp_server *server); /* server->lock held: cancel running task calls */
+/* Cancel every running task of `agent` (status cancelled, status message and task.cancelled reason
+ * `reason`, records saved); takes server->lock. Returns how many. */
+size_t mcp_task_cancel_agent(mcp_server *server, const char *agent, const char *reason);
 void mcp_tasks_free(mcp_server *server);
 
 /* protocol.c: handle one POSTed message; returns the HTTP response queued by the caller. */

@@ -120,6 +120,22 @@ static void save(mcp_server *server, json_t *record /* stolen */) {
   json_decref(record);
 }
 
+/* Cancel the running `task` (under lock): its jail is killed and its answer goes nowhere; status_message
+ * says why, reason (NULL for none) goes with its task.cancelled event. Returns its record to save. */
+static json_t *cancel_locked(mcp_server *server, struct mcp_task *task, const char *status_message,
+                             const char *reason, struct task_notes *notes) {
+  snprintf(task->status, sizeof task->status, "cancelled");
+  snprintf(task->status_message, sizeof task->status_message, "%s", status_message);
+  task->updated_ms = now_ms();
+  if (task->call) {
+    snprintf(task->exec_id, sizeof task->exec_id, "%s", task->call->exec_id);
+    mcp_call_cancel(task->call, true);
+  }
+  note_locked(notes, task, "task.cancelled", reason, false);
+  pthread_cond_broadcast(&server->task_changed);
+  return task_record(task);
+}
+
 /* Delete the terminal tasks whose TTL passed (a running task stays until it ends). Under lock. */
 static void expire_locked(mcp_server *server, struct task_notes *notes) {
   int64_t now = now_ms();
@@ -425,16 +441,7 @@ json_t *mcp_task_request(mcp_server *server, struct mcp_session *session, const 
       snprintf(text, sizeof text, "tasks/cancel: the task is already %s", task->status);
       answer = mcp_jsonrpc_error(id, MCP_INVALID_PARAMS, text);
     } else {
-      snprintf(task->status, sizeof task->status, "cancelled");
-      snprintf(task->status_message, sizeof task->status_message, "cancelled by tasks/cancel");
-      task->updated_ms = now_ms();
-      if (task->call) { /* the jail is killed; its answer goes nowhere */
-        snprintf(task->exec_id, sizeof task->exec_id, "%s", task->call->exec_id);
-        mcp_call_cancel(task->call, true);
-      }
-      note_locked(&notes, task, "task.cancelled", NULL, false);
-      record = task_record(task);
-      pthread_cond_broadcast(&server->task_changed);
+      record = cancel_locked(server, task, "cancelled by tasks/cancel", NULL, &notes);
       answer = mcp_jsonrpc_result(id, task_json(server, task));
     }
   } else if (terminal(task)) { /* tasks/result of a finished task: at once */
@@ -474,6 +481,25 @@ void mcp_task_named(mcp_server *server, mcp_call *call) {
   }
   pthread_mutex_unlock(&server->lock);
   notes_report(server, &notes);
+}
+
+size_t mcp_task_cancel_agent(mcp_server *server, const char *agent, const char *reason) {
+  size_t cancelled = 0;
+  const size_t batch = sizeof((struct task_notes *)0)->items / sizeof((struct task_notes *)0)->items[0];
+  for (;;) { /* in batches of what one task_notes holds, so that every task.cancelled is journalled */
+    struct task_notes notes = {0};
+    json_t *records[sizeof notes.items / sizeof notes.items[0]];
+    size_t count = 0;
+    pthread_mutex_lock(&server->lock);
+    for (struct mcp_task *task = server->tasks; task && count < batch; task = task->next)
+      if (!terminal(task) && strcmp(task->agent, agent) == 0)
+        records[count++] = cancel_locked(server, task, reason, reason, &notes);
+    pthread_mutex_unlock(&server->lock);
+    notes_report(server, &notes);
+    for (size_t i = 0; i < count; i++) save(server, records[i]);
+    cancelled += count;
+    if (count < batch) return cancelled;
+  }
 }
 
 void mcp_task_cancel_all_locked(mcp_server *server) {
