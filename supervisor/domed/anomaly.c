@@ -153,6 +153,7 @@ static void on_alert(const json_t *alert, void *context) {
   anomaly_level level = ANOMALY_LEVEL_NONE;
   anomaly_level_parse(level_name, &level, &err);
   const char *agent = json_string_value(json_object_get(alert, "agent"));
+  domed_risk_note(domed->risk, agent, level);
   if (agent && a->suspend_level != ANOMALY_LEVEL_NONE && level >= a->suspend_level)
     suspend_agent(domed, agent, ticket & ((UINT64_C(1) << 44) - 1), rule_id ? rule_id : "-");
 }
@@ -264,6 +265,11 @@ int domed_anomaly_start(struct domed *domed, dome_error *err) {
     free(a);
     return dome_error_wrap(err, "anomaly_suspend_level");
   }
+  if ((domed->risk = domed_risk_create(domed->config.anomaly_risk_window_s)) == NULL) {
+    free(a->queue);
+    free(a);
+    return dome_error_set(err, ENOMEM, "anomaly risk record");
+  }
   domed->anomaly = a;
   if (domed->config.anomaly_rules[0]) {
     dome_error why = {0};
@@ -272,6 +278,8 @@ int domed_anomaly_start(struct domed *domed, dome_error *err) {
   }
   if (pthread_create(&a->thread, NULL, detection_thread, domed) != 0) {
     domed->anomaly = NULL;
+    domed_risk_free(domed->risk);
+    domed->risk = NULL;
     anomaly_rule_set_release(a->set);
     free(a->queue);
     free(a);
@@ -293,6 +301,8 @@ void domed_anomaly_stop(struct domed *domed) {
   for (size_t i = 0; i < a->count; i++) json_decref(a->queue[(a->head + i) % QUEUE_CAPACITY].event);
   anomaly_rule_set_release(a->set);
   free(a->queue);
+  domed_risk_free(domed->risk);
+  domed->risk = NULL;
   pthread_mutex_destroy(&a->lock);
   pthread_cond_destroy(&a->ready);
   free(a);

@@ -6,7 +6,8 @@
  *   resource  Dome::MCPTool::"<tool>" {protocol, capability?} in Dome::Gateway::"<tool gateway>"
  *   context   {tool: <MCP tool name>, arguments?: <canonical JSON text>, actas?: <X-Dome-Act-As>,
  *              input: {"<tool as agents see it>": <arguments typed from its inputSchema>} for a call,
- *              {} otherwise}, session_id?: <the sandbox session the call runs in>}
+ *              {} otherwise}, session_id?: <the sandbox session the call runs in>,
+ *              risk: {alerts, max_level} of the agent's recent anomaly alerts (risk.c)}
  * A call's context is typed by the Dome schema with that one tool's ToolInput attribute
  * (policy/tool_input), generated per call. Any failure to build the request is a deny (fail closed)
  * recorded in the decision's errors. */
@@ -345,6 +346,8 @@ void domed_authorize_input(struct domed *domed, struct domed_rules *rules,
     json_decref(type);
   }
   json_object_set_new(context, "input", input);
+  json_t *risk = domed_risk_context(domed->risk, principal->agent);
+  if (risk) json_object_set_new(context, "risk", risk);
   /* a call inside a sandbox session names it (docs/sessions.md) */
   json_t *session_id = json_object_get(arguments, "session_id");
   if (json_is_string(session_id)) json_object_set(context, "session_id", session_id);

@@ -119,6 +119,7 @@ static json_t *agents_command(struct domed *domed, const struct control_request 
   if (admin_end(domed, control_agent_set_status(domed->store, name, status, err), err) < 0) return NULL;
   /* a suspended or revoked agent's token is refused from now on; what it already started stops too */
   size_t cancelled = strcmp(status, "active") == 0 ? 0 : mcp_server_cancel_agent(domed->mcp, name);
+  if (strcmp(status, "active") == 0) domed_risk_clear(domed->risk, name); /* resuming closes its alerts */
   return json_pack("{s:s,s:s,s:I}", "name", name, "status", status, "cancelled", (json_int_t)cancelled);
 }
 

@@ -24,6 +24,7 @@ void domed_config_defaults(struct domed_config *config) {
   snprintf(config->control_socket, sizeof config->control_socket, "%s", CONTROL_DEFAULT_SOCKET);
   snprintf(config->image, sizeof config->image, "host-ro");
   snprintf(config->anomaly_suspend_level, sizeof config->anomaly_suspend_level, "critical");
+  config->anomaly_risk_window_s = 3600;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   config->max_jails = cpus > 0 ? (unsigned)cpus : 1;
   config->max_queue = 64;
@@ -200,6 +201,8 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     return set_unsigned(&c->journal_retention_age_s, key, value, 0, 86400u * 3650, err);
   if (strcmp(key, "gateway_timeout_ms") == 0)
     return set_unsigned(&c->gateway_timeout_ms, key, value, 100, 3600000, err);
+  if (strcmp(key, "anomaly_risk_window_s") == 0)
+    return set_unsigned(&c->anomaly_risk_window_s, key, value, 1, 30 * 86400, err);
   if (strcmp(key, "gateway_refresh_s") == 0)
     return set_unsigned(&c->gateway_refresh_s, key, value, 1, 3600, err);
   if (strcmp(key, "mcp_output_limit") == 0 || strcmp(key, "output_event_bytes") == 0) {

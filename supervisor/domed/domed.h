@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "supervisor/anomaly/anomaly.h"
 #include "supervisor/common/error.h"
 #include "supervisor/control/control.h"
 #include "supervisor/mcp/mcp.h"
@@ -101,6 +102,7 @@ struct domed_config {
    * anomaly_suspend_level = critical: alerts at or above it suspend their agent (none: never). */
   char anomaly_rules[1024];
   char anomaly_suspend_level[16];
+  unsigned anomaly_risk_window_s; /* anomaly_risk_window_s = 3600: the alerts context.risk counts */
 };
 
 void domed_config_defaults(struct domed_config *config);
@@ -213,6 +215,7 @@ struct domed {
   atomic_bool stopping;
   struct domed_metrics metrics;
   struct domed_anomaly *anomaly; /* live anomaly detection (anomaly.c), NULL before start */
+  struct domed_risk *risk;       /* the agents' recent alerts (risk.c), NULL before start */
 };
 
 /* ---- anomaly.c: Sigma rules over every journalled event (docs/anomaly-detection.md) ---- */
@@ -232,6 +235,20 @@ json_t *domed_anomaly_command(struct domed *domed, const struct control_request 
                               dome_error *err);
 /* The /metrics lines of detection (evaluated, dropped, suspensions, alerts by rule and level). */
 void domed_anomaly_metrics(struct domed *domed, FILE *out);
+
+/* ---- risk.c: an agent's recent anomaly alerts, as Cedar's context.risk ---- */
+
+/* A record of alerts counted over the last `window_s` seconds. NULL when out of memory. */
+struct domed_risk *domed_risk_create(unsigned window_s);
+void domed_risk_free(struct domed_risk *risk);
+/* An alert of `level` named `agent` now (CLOCK_MONOTONIC). risk NULL or agent NULL/"": nothing. */
+void domed_risk_note(struct domed_risk *risk, const char *agent, anomaly_level level);
+/* Close the agent's alerts (`dome agents resume`): its risk is none again. */
+void domed_risk_clear(struct domed_risk *risk, const char *agent);
+/* context.risk of `agent`: {"alerts": Long (alerts within the window, at least 64 once 64 are kept),
+ * "max_level": "none"|"informational"|"low"|"medium"|"high"|"critical"}; {0, "none"} when risk is NULL.
+ * NULL only when out of memory. */
+json_t *domed_risk_context(struct domed_risk *risk, const char *agent);
 
 /* Acquire/release the active rules (a reference; running executions keep their version). */
 struct domed_rules *domed_rules_acquire(struct domed *domed);

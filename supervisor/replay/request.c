@@ -190,15 +190,18 @@ static int parse_context(const struct simulate_policy *policy, struct request_ca
      * JSON with explicit extension values; they are typed by the called tool's inputSchema, which the
      * shipped schema does not declare, so such a context is read without the schema (the same values). */
     json_t *input = json_object_get(key, "input");
-    if (input == NULL) {
+    if (input == NULL || json_object_get(key, "risk") == NULL) {
+      /* context.risk: absent in records made before it was recorded: no alert then */
       json_t *copy = json_deep_copy(key);
       json_decref(key);
       if (copy == NULL) return -ENOMEM;
-      json_object_set_new(copy, "input", json_object());
+      if (input == NULL) json_object_set_new(copy, "input", json_object());
+      if (json_object_get(copy, "risk") == NULL)
+        json_object_set_new(copy, "risk", json_pack("{s:i,s:s}", "alerts", 0, "max_level", "none"));
       key = copy;
-    } else if (json_object_size(input) > 0) {
-      with_schema = false;
+      input = json_object_get(key, "input");
     }
+    if (json_object_size(input) > 0) with_schema = false;
   }
   if (cache->context && cache->context_with_schema == with_schema &&
       strcmp(cache->context_action, action->id) == 0 && json_equal(cache->context_json, key)) {

@@ -67,6 +67,9 @@ static json_t *request_of(json_t *entry) {
   const char *action = json_string_value(json_object_get(entry, "action"));
   if (action && strncmp(action, "mcp:", 4) == 0 && json_object_get(context, "input") == NULL)
     json_object_set_new(context, "input", json_object());
+  /* and the agent's risk (domed: its recent anomaly alerts; none here) */
+  if (action && strncmp(action, "mcp:", 4) == 0 && json_object_get(context, "risk") == NULL)
+    json_object_set_new(context, "risk", json_pack("{s:i,s:s}", "alerts", 0, "max_level", "none"));
   return json_pack("{s:{s:s,s:s},s:{s:s,s:O},s:O,s:o,s:o}", "principal", "type", "Dome::Agent", "id", agent,
                    "action", "type", "Dome::Action", "id", json_object_get(entry, "action"), "resource",
                    resource, "context", context, "entities", entities);

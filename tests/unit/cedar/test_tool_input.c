@@ -144,7 +144,8 @@ static cedar_decision decide(const char *rules, const char *tool, const char *ar
   char error[300];
   json_t *view = cedar_tool_input_view(json_object_get(tools, tool), args, error, sizeof error);
   if (view == NULL) fail_msg("view: %s", error);
-  json_t *context = json_pack("{s:s,s:{s:o}}", "tool", tool, "input", tool, view);
+  json_t *context = json_pack("{s:s,s:{s:o},s:{s:i,s:s}}", "tool", tool, "input", tool, view, "risk",
+                              "alerts", 0, "max_level", "none");
   char *context_text = json_dumps(context, 0);
   cedar_uid_ref action = {"Dome::Action", "mcp:call", 0};
   cedar_context *cedar_context = NULL;
@@ -564,7 +565,8 @@ static void test_property(void **state) {
     /* Cedar reads the view under the typed schema, and a leaf compares equal to its JSON value */
     json_t *tools = json_pack("{s:O}", "t", type);
     cedar_schema *cedar_schema = typed_schema(tools);
-    json_t *context = json_pack("{s:s,s:{s:O}}", "tool", "t", "input", "t", view);
+    json_t *context = json_pack("{s:s,s:{s:O},s:{s:i,s:s}}", "tool", "t", "input", "t", view, "risk",
+                                "alerts", 0, "max_level", "none");
     char *context_text = json_dumps(context, 0);
     cedar_uid_ref action = {"Dome::Action", "mcp:call", 0};
     cedar_context *cedar_context = NULL;

@@ -65,10 +65,11 @@ static void dome_schema_lookups(void **state) {
   assert_int_equal(call->principal_type_count, 1);
   assert_string_equal(call->principal_types[0], "Dome::Agent");
   assert_string_equal(call->resource_types[0], "Dome::MCPTool");
-  char buf[200];
+  char buf[300];
   cedar_schema_type_format(call->context, buf, sizeof buf);
   assert_string_equal(buf,
-                      "{ actas?: String, arguments?: String, input: {}, session_id?: String, tool: String }");
+                      "{ actas?: String, arguments?: String, input: {}, risk: { alerts: Long, max_level: "
+                      "String }, session_id?: String, tool: String }");
   assert_true(cedar_schema_is_action_type(s, "Dome::Action"));
   assert_false(cedar_schema_is_action_type(s, "Action"));
   assert_true(cedar_schema_entity_type_may_be_in(s, "Dome::Path", "Dome::Path"));

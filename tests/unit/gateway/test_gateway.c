@@ -250,7 +250,8 @@ static bool authorize(const char *rules, json_t *grants, const char *tool, const
   int rc = cedar_entities_parse_json(text, strlen(text), "entities", schema, &parsed, &diag);
   if (rc < 0) fprintf(stderr, "entities: %s\n", diag.message);
   assert_int_equal(rc, 0);
-  json_t *context_json = json_pack("{s:s,s:{}}", "tool", tool, "input");
+  json_t *context_json =
+      json_pack("{s:s,s:{},s:{s:i,s:s}}", "tool", tool, "input", "risk", "alerts", 0, "max_level", "none");
   if (actas) json_object_set_new(context_json, "actas", json_string(actas));
   char *context_text = json_dumps(context_json, JSON_COMPACT);
   cedar_uid_ref action = {"Dome::Action", "mcp:call", 0};
