@@ -153,13 +153,34 @@ struct anomaly_loader {
   void *digest_state; /* crypto_hash_sha256_state */
 };
 
+/* The matchers' working memory, one per engine (one thread): PCRE2's match data, and the case-folded
+ * copies of the texts one event's case-insensitive `contains` values search — each text is folded once
+ * per event however many values search it (`generation` counts events; a copy of an older generation is
+ * never used, so a freed and reused string cannot hit). */
+#define ANOMALY_FOLDED_TEXTS 8
+struct anomaly_folded_text {
+  const char *text;
+  size_t length;
+  uint64_t generation;
+  char *folded; /* length bytes, capacity allocated */
+  size_t capacity;
+};
+struct anomaly_scratch {
+  pcre2_match_data *match_data;
+  uint64_t generation;
+  unsigned next; /* the copy a new text takes */
+  struct anomaly_folded_text folded[ANOMALY_FOLDED_TEXTS];
+};
+/* Free the folded copies (not match_data). */
+void anomaly_scratch_release(struct anomaly_scratch *scratch);
+
 /* value.c */
 int anomaly_pattern_compile(const char *text, size_t length, bool cased, bool windash, bool literal,
                             uint16_t **tokens, size_t *count);
 bool anomaly_pattern_match(const uint16_t *tokens, size_t count, const char *subject, size_t length,
                            bool cased);
 bool anomaly_value_match(const struct value *value, const json_t *member, const json_t *event,
-                         pcre2_match_data *match_data);
+                         struct anomaly_scratch *scratch);
 void anomaly_value_clear(struct value *value);
 /* Classify a compiled VALUE_PATTERN for the literal fast paths (value->shape). */
 void anomaly_value_shape(struct value *value);
@@ -177,8 +198,8 @@ int anomaly_condition_parse(const char *text, const struct search *searches, siz
 void anomaly_condition_free(struct condition *condition);
 /* results: per search -1 unknown, 0, 1 (filled lazily). */
 bool anomaly_condition_eval(const struct condition *condition, const struct rule *rule, const json_t *event,
-                            signed char *results, pcre2_match_data *match_data);
-bool anomaly_search_match(const struct search *search, const json_t *event, pcre2_match_data *match_data);
+                            signed char *results, struct anomaly_scratch *scratch);
+bool anomaly_search_match(const struct search *search, const json_t *event, struct anomaly_scratch *scratch);
 
 void anomaly_rule_clear(struct rule *rule);
 

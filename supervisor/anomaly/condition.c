@@ -279,41 +279,42 @@ static bool time_component(const json_t *member, enum time_part part, double *nu
   }
 }
 
-static bool any_string_matches(const json_t *json, const struct value *value, pcre2_match_data *match_data) {
-  if (json_is_string(json)) return anomaly_value_match(value, json, NULL, match_data);
+static bool any_string_matches(const json_t *json, const struct value *value,
+                               struct anomaly_scratch *scratch) {
+  if (json_is_string(json)) return anomaly_value_match(value, json, NULL, scratch);
   const json_t *child;
   if (json_is_object(json)) {
     const char *key;
     json_object_foreach((json_t *)json, key,
-                        child) if (any_string_matches(child, value, match_data)) return true;
+                        child) if (any_string_matches(child, value, scratch)) return true;
   } else if (json_is_array(json)) {
     size_t i;
-    json_array_foreach(json, i, child) if (any_string_matches(child, value, match_data)) return true;
+    json_array_foreach(json, i, child) if (any_string_matches(child, value, scratch)) return true;
   }
   return false;
 }
 
 static bool values_match(const struct field_test *test, const json_t *member, const json_t *event,
-                         pcre2_match_data *match_data);
+                         struct anomaly_scratch *scratch);
 
 struct each_context {
   const struct field_test *test;
   const json_t *event;
-  pcre2_match_data *match_data;
+  struct anomaly_scratch *scratch;
   bool found;
 };
 
 static bool each_member(const json_t *member, void *context) {
   struct each_context *c = context;
   c->found = true;
-  return values_match(c->test, member, c->event, c->match_data);
+  return values_match(c->test, member, c->event, c->scratch);
 }
 
-static bool test_match(const struct field_test *test, const json_t *event, pcre2_match_data *match_data) {
+static bool test_match(const struct field_test *test, const json_t *event, struct anomaly_scratch *scratch) {
   if (test->field == NULL) {
     bool any = false;
     for (size_t i = 0; i < test->value_count; i++) {
-      bool hit = any_string_matches(event, &test->values[i], match_data);
+      bool hit = any_string_matches(event, &test->values[i], scratch);
       if (test->all && !hit) return false;
       if (hit) any = true;
       if (hit && !test->all) break;
@@ -323,15 +324,15 @@ static bool test_match(const struct field_test *test, const json_t *event, pcre2
   if (test->exists_test || test->negate) {
     const json_t *member = anomaly_lookup(event, test->field, test->field_length);
     if (test->exists_test) return (member != NULL) == test->exists;
-    return values_match(test, member, event, match_data);
+    return values_match(test, member, event, scratch);
   }
-  struct each_context context = {test, event, match_data, false};
+  struct each_context context = {test, event, scratch, false};
   if (anomaly_lookup_each(event, test->field, test->field_length, each_member, &context)) return true;
-  return !context.found && values_match(test, NULL, event, match_data); /* a missing member: `null` */
+  return !context.found && values_match(test, NULL, event, scratch); /* a missing member: `null` */
 }
 
 static bool values_match(const struct field_test *test, const json_t *member, const json_t *event,
-                         pcre2_match_data *match_data) {
+                         struct anomaly_scratch *scratch) {
   json_t *derived = NULL;
   if (test->time_part != TIME_NONE) {
     double number;
@@ -341,7 +342,7 @@ static bool values_match(const struct field_test *test, const json_t *member, co
   /* neq: differs from every value; all: matches every value; else: matches one value. */
   bool result = test->all && !test->negate;
   for (size_t i = 0; i < test->value_count; i++) {
-    bool hit = anomaly_value_match(&test->values[i], member, event, match_data);
+    bool hit = anomaly_value_match(&test->values[i], member, event, scratch);
     if (test->negate && hit) {
       result = false;
       break;
@@ -360,42 +361,42 @@ static bool values_match(const struct field_test *test, const json_t *member, co
   return result;
 }
 
-bool anomaly_search_match(const struct search *search, const json_t *event, pcre2_match_data *match_data) {
+bool anomaly_search_match(const struct search *search, const json_t *event, struct anomaly_scratch *scratch) {
   for (size_t a = 0; a < search->alternative_count; a++) {
     const struct conjunction *c = &search->alternatives[a];
     size_t t = 0;
-    while (t < c->test_count && test_match(&c->tests[t], event, match_data)) t++;
+    while (t < c->test_count && test_match(&c->tests[t], event, scratch)) t++;
     if (t == c->test_count) return true;
   }
   return false;
 }
 
 static bool search_result(size_t index, const struct rule *rule, const json_t *event, signed char *results,
-                          pcre2_match_data *match_data) {
-  if (results[index] < 0) results[index] = anomaly_search_match(&rule->searches[index], event, match_data);
+                          struct anomaly_scratch *scratch) {
+  if (results[index] < 0) results[index] = anomaly_search_match(&rule->searches[index], event, scratch);
   return results[index] == 1;
 }
 
 bool anomaly_condition_eval(const struct condition *c, const struct rule *rule, const json_t *event,
-                            signed char *results, pcre2_match_data *match_data) {
+                            signed char *results, struct anomaly_scratch *scratch) {
   switch (c->kind) {
     case NODE_SEARCH:
-      return search_result(c->searches[0], rule, event, results, match_data);
+      return search_result(c->searches[0], rule, event, results, scratch);
     case NODE_AND:
-      return anomaly_condition_eval(c->left, rule, event, results, match_data) &&
-             anomaly_condition_eval(c->right, rule, event, results, match_data);
+      return anomaly_condition_eval(c->left, rule, event, results, scratch) &&
+             anomaly_condition_eval(c->right, rule, event, results, scratch);
     case NODE_OR:
-      return anomaly_condition_eval(c->left, rule, event, results, match_data) ||
-             anomaly_condition_eval(c->right, rule, event, results, match_data);
+      return anomaly_condition_eval(c->left, rule, event, results, scratch) ||
+             anomaly_condition_eval(c->right, rule, event, results, scratch);
     case NODE_NOT:
-      return !anomaly_condition_eval(c->left, rule, event, results, match_data);
+      return !anomaly_condition_eval(c->left, rule, event, results, scratch);
     case NODE_ONE_OF:
       for (size_t i = 0; i < c->search_count; i++)
-        if (search_result(c->searches[i], rule, event, results, match_data)) return true;
+        if (search_result(c->searches[i], rule, event, results, scratch)) return true;
       return false;
     case NODE_ALL_OF:
       for (size_t i = 0; i < c->search_count; i++)
-        if (!search_result(c->searches[i], rule, event, results, match_data)) return false;
+        if (!search_result(c->searches[i], rule, event, results, scratch)) return false;
       return true;
   }
   return false;

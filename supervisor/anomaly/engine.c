@@ -57,7 +57,7 @@ struct anomaly_engine {
   struct required_types *required;
   struct correlation_state *states;
   signed char *results;
-  pcre2_match_data *match_data;
+  struct anomaly_scratch scratch; /* the matchers' per-event working memory */
   anomaly_engine_options options;
   anomaly_engine_stats stats;
   anomaly_alert_callback callback;
@@ -193,8 +193,8 @@ int anomaly_engine_create(anomaly_rule_set *set, const anomaly_engine_options *o
     e->states[i].hit_capacity = hit_capacity_of(&set->rules[i]);
   }
   e->results = malloc(most_searches);
-  e->match_data = pcre2_match_data_create(1, NULL);
-  if (e->states == NULL || e->required == NULL || e->results == NULL || e->match_data == NULL) {
+  e->scratch.match_data = pcre2_match_data_create(1, NULL);
+  if (e->states == NULL || e->required == NULL || e->results == NULL || e->scratch.match_data == NULL) {
     anomaly_engine_free(e);
     return dome_error_set(err, ENOMEM, "anomaly engine");
   }
@@ -229,7 +229,8 @@ void anomaly_engine_free(anomaly_engine *e) {
   for (size_t i = 0; e->required && i < e->set->rule_count; i++) types_clear(&e->required[i]);
   free(e->required);
   free(e->results);
-  if (e->match_data) pcre2_match_data_free(e->match_data);
+  if (e->scratch.match_data) pcre2_match_data_free(e->scratch.match_data);
+  anomaly_scratch_release(&e->scratch);
   anomaly_rule_set_release(e->set);
   free(e);
 }
@@ -525,6 +526,7 @@ int anomaly_engine_process(anomaly_engine *e, const json_t *event, uint64_t seq,
   const char *type = json_string_value(json_object_get(event, "type"));
   if (type && strncmp(type, "anomaly.", 8) == 0) return 0;
   e->stats.events++;
+  e->scratch.generation++; /* the folded copies of the last event's texts are stale */
   e->callback = callback;
   e->context = context;
   e->alerts = 0;
@@ -542,7 +544,7 @@ int anomaly_engine_process(anomaly_engine *e, const json_t *event, uint64_t seq,
     memset(e->results, -1, r->search_count);
     bool match = false;
     for (size_t c = 0; c < r->condition_count && !match; c++)
-      match = anomaly_condition_eval(r->conditions[c], r, event, e->results, e->match_data);
+      match = anomaly_condition_eval(r->conditions[c], r, event, e->results, &e->scratch);
     if (!match) continue;
     e->stats.matches++;
     fired(e, index, event, seq, time_ns, NULL, 1, 0);

@@ -254,7 +254,38 @@ static bool same_bytes(const unsigned char *literal, const char *text, size_t le
   return true;
 }
 
-static bool literal_match(const struct value *v, const char *text, size_t length) {
+void anomaly_scratch_release(struct anomaly_scratch *scratch) {
+  for (size_t i = 0; i < ANOMALY_FOLDED_TEXTS; i++) {
+    free(scratch->folded[i].folded);
+    scratch->folded[i] = (struct anomaly_folded_text){0};
+  }
+}
+
+/* `text` (length bytes) case-folded, folded once per event; NULL when out of memory. */
+static const char *folded_text(struct anomaly_scratch *scratch, const char *text, size_t length) {
+  for (size_t i = 0; i < ANOMALY_FOLDED_TEXTS; i++) {
+    struct anomaly_folded_text *f = &scratch->folded[i];
+    if (f->generation == scratch->generation && f->text == text && f->length == length) return f->folded;
+  }
+  struct anomaly_folded_text *f = &scratch->folded[scratch->next];
+  if (f->capacity < length + 1) {
+    size_t capacity = length + 1 > 2 * f->capacity ? length + 1 : 2 * f->capacity;
+    char *grown = realloc(f->folded, capacity);
+    if (grown == NULL) return NULL;
+    f->folded = grown;
+    f->capacity = capacity;
+  }
+  for (size_t i = 0; i < length; i++) f->folded[i] = (char)fold((unsigned char)text[i]);
+  f->folded[length] = '\0';
+  f->text = text;
+  f->length = length;
+  f->generation = scratch->generation;
+  scratch->next = (scratch->next + 1) % ANOMALY_FOLDED_TEXTS;
+  return f->folded;
+}
+
+static bool literal_match(const struct value *v, const char *text, size_t length,
+                          struct anomaly_scratch *scratch) {
   size_t n = v->literal_length;
   if (n > length) return false;
   switch (v->shape) {
@@ -267,9 +298,9 @@ static bool literal_match(const struct value *v, const char *text, size_t length
     default: {
       if (n == 0) return true;
       /* the C library's searches (vectorized) when neither side holds a NUL byte */
-      if (v->cased && n > 0) return memmem(text, length, v->literal, n) != NULL;
-      if (!v->literal_has_nul && text[length] == '\0' && strlen(text) == length)
-        return strcasestr(text, (const char *)v->literal) != NULL;
+      if (v->cased) return memmem(text, length, v->literal, n) != NULL;
+      const char *folded = scratch ? folded_text(scratch, text, length) : NULL;
+      if (folded) return memmem(folded, length, v->literal, n) != NULL; /* the literal is folded */
       unsigned char first = v->literal[0];
       for (size_t i = 0; i + n <= length; i++) {
         unsigned char c = (unsigned char)text[i];
@@ -282,7 +313,7 @@ static bool literal_match(const struct value *v, const char *text, size_t length
 }
 
 static bool scalar_match(const struct value *value, const json_t *member, const json_t *event,
-                         pcre2_match_data *match_data) {
+                         struct anomaly_scratch *scratch) {
   char buffer[64];
   const char *text;
   size_t length;
@@ -292,7 +323,7 @@ static bool scalar_match(const struct value *value, const json_t *member, const 
       return json_is_null(member);
     case VALUE_PATTERN:
       if (!member_text(member, buffer, sizeof buffer, &text, &length)) return false;
-      if (value->shape != SHAPE_GENERAL) return literal_match(value, text, length);
+      if (value->shape != SHAPE_GENERAL) return literal_match(value, text, length, scratch);
       if (anomaly_pattern_match(value->tokens, value->token_count, text, length, value->cased)) return true;
       for (size_t i = 0; i < 2; i++)
         if (value->variant_tokens[i] &&
@@ -323,8 +354,8 @@ static bool scalar_match(const struct value *value, const json_t *member, const 
       }
     case VALUE_REGEX:
       return member_text(member, buffer, sizeof buffer, &text, &length) &&
-             pcre2_match(value->regex, (PCRE2_SPTR)text, length, 0, PCRE2_NO_UTF_CHECK, match_data, NULL) >=
-                 0;
+             pcre2_match(value->regex, (PCRE2_SPTR)text, length, 0, PCRE2_NO_UTF_CHECK, scratch->match_data,
+                         NULL) >= 0;
     case VALUE_CIDR:
       return json_is_string(member) &&
              cidr_match(value, json_string_value(member), json_string_length(member));
@@ -349,15 +380,15 @@ static bool scalar_match(const struct value *value, const json_t *member, const 
 }
 
 bool anomaly_value_match(const struct value *value, const json_t *member, const json_t *event,
-                         pcre2_match_data *match_data) {
+                         struct anomaly_scratch *scratch) {
   if (member == NULL) return value->kind == VALUE_NULL;
   if (json_is_array(member)) {
     size_t i;
     const json_t *element;
-    json_array_foreach(member, i, element) if (scalar_match(value, element, event, match_data)) return true;
+    json_array_foreach(member, i, element) if (scalar_match(value, element, event, scratch)) return true;
     return value->kind == VALUE_NULL && json_array_size(member) == 0;
   }
-  return scalar_match(value, member, event, match_data);
+  return scalar_match(value, member, event, scratch);
 }
 
 void anomaly_value_clear(struct value *value) {
