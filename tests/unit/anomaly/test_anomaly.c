@@ -106,6 +106,49 @@ static void test_contains_startswith_endswith_all(void **state) {
         LIST("{\"code\":\"a secret\"}"));
 }
 
+/* Case-insensitive contains over more texts than the engine keeps folded copies of, event after event
+ * on one engine: each event's answer is its own (a copy folded for an earlier event never answers). */
+static void test_contains_folded_once_per_event(void **state) {
+  (void)state;
+  char detection[1024] = "";
+  for (int f = 0; f < 12; f++) {
+    size_t used = strlen(detection);
+    snprintf(detection + used, sizeof detection - used, "    s%d:\n        f%d|contains: CTYPES\n", f, f);
+  }
+  strcat(detection, "    z:\n        z|contains: ctypes\n    condition: 1 of s* or z\n");
+  anomaly_rule_set *set = detection_set(detection);
+  anomaly_engine *engine = NULL;
+  dome_error err = {0};
+  assert_int_equal(anomaly_engine_create(set, NULL, &engine, &err), 0);
+  for (int round = 0; round < 40; round++) {
+    json_t *event = json_object();
+    int hit_field = round % 3 == 0 ? -1 : round % 12; /* every third event has no hit */
+    for (int f = 0; f < 12; f++) {
+      char name[8], text[64];
+      snprintf(name, sizeof name, "f%d", f);
+      snprintf(text, sizeof text, f == hit_field ? "import CTypes # %02d" : "import OTypes # %02d", round);
+      json_object_set_new(event, name, json_string(text));
+    }
+    /* z: a NUL before the needle (every fifth event) or inside it (the others): only the first hits */
+    json_object_set_new(event, "z",
+                        round % 5 == 0 ? json_stringn("a\0CTYPES", 8) : json_stringn("ctype\0s", 8));
+    if (round % 5 == 0) hit_field = 99;
+    int alerts = 0;
+    anomaly_engine_process(engine, event, (uint64_t)round + 1, SECOND * (round + 1), count_alert, &alerts);
+    if (alerts != (hit_field >= 0)) fail_msg("round %d (hit field %d): %d alerts", round, hit_field, alerts);
+    json_decref(event);
+  }
+  for (int round = 0; round < 40; round++) { /* one text an event: its copy outlives the event */
+    json_t *event = json_pack("{s:s}", "f0", round % 2 ? "import CTypes" : "import OTypes");
+    int alerts = 0;
+    anomaly_engine_process(engine, event, (uint64_t)round + 41, SECOND * (round + 41), count_alert, &alerts);
+    if (alerts != round % 2) fail_msg("one-text round %d: %d alerts", round, alerts);
+    json_decref(event);
+  }
+  anomaly_engine_free(engine);
+  anomaly_rule_set_release(set);
+}
+
 static void test_regular_expressions(void **state) {
   (void)state;
   check("    s:\n        code|re: '\\b(unshare|setns)\\s*\\('\n    condition: s\n",
@@ -577,6 +620,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plain_and_wildcards),
       cmocka_unit_test(test_contains_startswith_endswith_all),
+      cmocka_unit_test(test_contains_folded_once_per_event),
       cmocka_unit_test(test_regular_expressions),
       cmocka_unit_test(test_cidr),
       cmocka_unit_test(test_base64),
