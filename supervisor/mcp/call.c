@@ -424,6 +424,30 @@ static void streams_open_add(mcp_server *server, int delta) {
   pthread_mutex_unlock(&server->lock);
 }
 
+/* Run routine(argument) in a detached thread with a stack of stack_bytes. Returns 0 or the
+ * pthread_create error. */
+static int thread_start_detached(void *(*routine)(void *), void *argument, size_t stack_bytes) {
+  pthread_t thread;
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attributes, stack_bytes);
+  int rc = pthread_create(&thread, &attributes, routine, argument);
+  pthread_attr_destroy(&attributes);
+  return rc;
+}
+
+int mcp_stream_writer_start(struct mcp_stream *stream, void *(*routine)(void *), void *argument,
+                            size_t stack_bytes) {
+  atomic_fetch_add(&stream->refs, 1);
+  pthread_mutex_lock(&stream->lock);
+  stream->writers++;
+  pthread_mutex_unlock(&stream->lock);
+  int rc = thread_start_detached(routine, argument, stack_bytes);
+  if (rc != 0) stream_writer_done(stream);
+  return rc;
+}
+
 /* The resumption grace of a stream whose client went away: its calls keep running for
  * sse_resume_grace_ms; when no resumption attached a response by then, they are cancelled. */
 struct stream_grace {
@@ -477,14 +501,7 @@ static void stream_detached_locked(struct mcp_stream *stream) {
     grace->generation = stream->generation;
     atomic_fetch_add(&stream->refs, 1);
     streams_open_add(server, 1); /* the server's stop waits for it */
-    pthread_t thread;
-    pthread_attr_t attributes;
-    pthread_attr_init(&attributes);
-    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attributes, 64u << 10);
-    int rc = pthread_create(&thread, &attributes, grace_thread, grace);
-    pthread_attr_destroy(&attributes);
-    if (rc == 0) return;
+    if (thread_start_detached(grace_thread, grace, 64u << 10) == 0) return;
     atomic_fetch_sub(&stream->refs, 1); /* the caller still holds its own */
     streams_open_add(server, -1);
     free(grace);
@@ -526,20 +543,27 @@ static struct MHD_Response *reader_response(struct mcp_stream *stream, int socke
   return response;
 }
 
-/* A new stream of the session, numbered and recorded for resumption (number 0: a new number). */
-static struct mcp_stream *stream_new(mcp_server *server, struct mcp_session *session, unsigned number,
-                                     bool standalone) {
+/* A stream of the session holding a reference to it, with no writer, reader or number yet. */
+static struct mcp_stream *stream_alloc(mcp_server *server, struct mcp_session *session) {
   struct mcp_stream *stream = calloc(1, sizeof *stream);
   if (stream == NULL) return NULL;
   stream->server = server;
   stream->socket_fd = -1;
-  stream->standalone = standalone;
   pthread_mutex_init(&stream->lock, NULL);
   pthread_cond_init(&stream->cond, NULL);
   pthread_mutex_lock(&server->lock);
   session->refs++;
   pthread_mutex_unlock(&server->lock);
   stream->session = session;
+  return stream;
+}
+
+/* A new stream of the session, numbered and recorded for resumption (number 0: a new number). */
+static struct mcp_stream *stream_new(mcp_server *server, struct mcp_session *session, unsigned number,
+                                     bool standalone) {
+  struct mcp_stream *stream = stream_alloc(server, session);
+  if (stream == NULL) return NULL;
+  stream->standalone = standalone;
   pthread_mutex_lock(&session->replay_lock);
   if (number == 0) {
     number = ++session->next_stream;
@@ -714,19 +738,11 @@ struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *sess
 }
 
 struct mcp_stream *mcp_stream_sink(mcp_server *server, struct mcp_session *session) {
-  struct mcp_stream *stream = calloc(1, sizeof *stream);
+  struct mcp_stream *stream = stream_alloc(server, session);
   if (stream == NULL) return NULL;
-  stream->server = server;
-  stream->socket_fd = -1;
   stream->stream_gone = true;
   stream->writers = 1;
   stream->refs = 1; /* the writer */
-  pthread_mutex_init(&stream->lock, NULL);
-  pthread_cond_init(&stream->cond, NULL);
-  pthread_mutex_lock(&server->lock);
-  session->refs++;
-  pthread_mutex_unlock(&server->lock);
-  stream->session = session;
   return stream;
 }
 
@@ -782,23 +798,14 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   pthread_mutex_unlock(&server->lock);
   call->stream = stream;
   pthread_mutex_lock(&stream->lock);
-  stream->writers++;
-  atomic_fetch_add(&stream->refs, 1);
   call->next_in_stream = stream->calls;
   stream->calls = call;
   pthread_mutex_unlock(&stream->lock);
 
-  pthread_t thread;
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attributes, 1u << 20);
-  int rc = pthread_create(&thread, &attributes, call_thread, call);
-  pthread_attr_destroy(&attributes);
+  int rc = mcp_stream_writer_start(stream, call_thread, call, 1u << 20);
   if (rc != 0) {
     /* undo: the caller answers with an error */
     stream_unlink_call(stream, call);
-    stream_writer_done(stream);
     pthread_mutex_lock(&server->lock);
     for (mcp_call **link = &session->calls; *link; link = &(*link)->next_in_session)
       if (*link == call) {
