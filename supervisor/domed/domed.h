@@ -87,10 +87,12 @@ struct domed_config {
   /* Resumable SSE streams (docs/domed.md "Resuming a stream"): sse_replay_bytes = 1M of events kept per
    * session for Last-Event-ID; sse_retry_ms = 500: the retry field of every priming event;
    * sse_resume_grace_ms = 1500: how long the calls of a stream whose client went away keep running for
-   * it to resume before they are cancelled. */
+   * it to resume before they are cancelled; sse_close_after_ms = 0: a tools/call stream of a 2025-11-25
+   * session whose calls run this long is closed for the client to resume (0: never). */
   uint64_t sse_replay_bytes;
   unsigned sse_retry_ms;
   unsigned sse_resume_grace_ms;
+  unsigned sse_close_after_ms;
   /* MCP tasks: task_ttl_max_s = 3600: the longest TTL a task gets (its result is kept that long);
    * max_tasks_per_agent = 16: tasks one agent holds until their TTL passes. A capability's quota may
    * set lower ones (dome quotas set --task-ttl --tasks). */

@@ -24,6 +24,8 @@ struct stream_reader {
   struct mcp_stream *stream;
   unsigned generation;
   int socket_fd;
+  bool close_early;          /* end the response at close_at while the stream's calls still run */
+  struct timespec close_at;  /* CLOCK_REALTIME */
 };
 
 /* Forget the stream in its session's record (it can still be resumed from the replay buffer). */
@@ -351,6 +353,29 @@ static void *call_thread(void *argument) {
 
 #define PEER_POLL_MS 250 /* how often a waiting stream looks whether its client is still there */
 
+static bool time_before(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static struct timespec time_after_ms(unsigned ms) {
+  struct timespec at;
+  clock_gettime(CLOCK_REALTIME, &at);
+  at.tv_sec += ms / 1000;
+  at.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (at.tv_nsec >= 1000000000L) {
+    at.tv_sec++;
+    at.tv_nsec -= 1000000000L;
+  }
+  return at;
+}
+
+/* True when a call answering on the stream still runs. Under stream->lock. */
+static bool calls_running_locked(const struct mcp_stream *stream) {
+  for (mcp_call *call = stream->calls; call; call = call->next_in_stream)
+    if (!atomic_load(&call->cancelled)) return true;
+  return false;
+}
+
 /* The standalone stream ends with its session and with the server. */
 static bool standalone_over(struct mcp_stream *stream) {
   if (!stream->standalone) return false;
@@ -369,21 +394,12 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
   /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
    * otherwise close it while the call waits for a jail slot or runs) */
   unsigned keepalive_s = stream->server->options.connection_timeout_s / 2;
-  struct timespec keepalive;
-  clock_gettime(CLOCK_REALTIME, &keepalive);
-  keepalive.tv_sec += keepalive_s ? keepalive_s : 1;
+  struct timespec keepalive = time_after_ms((keepalive_s ? keepalive_s : 1) * 1000u);
   while (reader->generation == stream->generation && stream->out_length == stream->out_sent &&
          stream->writers > 0) {
-    struct timespec step;
-    clock_gettime(CLOCK_REALTIME, &step);
-    step.tv_nsec += PEER_POLL_MS * 1000000L;
-    if (step.tv_nsec >= 1000000000L) {
-      step.tv_sec++;
-      step.tv_nsec -= 1000000000L;
-    }
-    if (step.tv_sec > keepalive.tv_sec ||
-        (step.tv_sec == keepalive.tv_sec && step.tv_nsec > keepalive.tv_nsec))
-      step = keepalive;
+    struct timespec step = time_after_ms(PEER_POLL_MS);
+    if (time_before(&keepalive, &step)) step = keepalive;
+    if (reader->close_early && time_before(&reader->close_at, &step)) step = reader->close_at;
     if (pthread_cond_timedwait(&stream->cond, &stream->lock, &step) != ETIMEDOUT) continue;
     if (reader->generation != stream->generation || stream->writers == 0 ||
         stream->out_length != stream->out_sent)
@@ -393,6 +409,17 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
       return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     if (standalone_over(stream)) break;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (reader->close_early && !time_before(&now, &reader->close_at) && calls_running_locked(stream)) {
+      /* the calls go on; stream_free gives the client sse_resume_grace_ms to resume */
+      pthread_mutex_unlock(&stream->lock);
+      mcp_server *server = stream->server;
+      pthread_mutex_lock(&server->lock);
+      server->stats.streams_polled++;
+      pthread_mutex_unlock(&server->lock);
+      return MHD_CONTENT_READER_END_OF_STREAM;
+    }
     if (step.tv_sec == keepalive.tv_sec && step.tv_nsec == keepalive.tv_nsec) {
       pthread_mutex_unlock(&stream->lock);
       static const char comment[] = ": keepalive\n\n";
@@ -458,15 +485,7 @@ struct stream_grace {
 static void *grace_thread(void *argument) {
   struct stream_grace *grace = argument;
   struct mcp_stream *stream = grace->stream;
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  unsigned ms = stream->server->options.sse_resume_grace_ms;
-  deadline.tv_sec += ms / 1000;
-  deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
+  struct timespec deadline = time_after_ms(stream->server->options.sse_resume_grace_ms);
   pthread_mutex_lock(&stream->lock);
   while (stream->generation == grace->generation && stream->writers > 0)
     if (pthread_cond_timedwait(&stream->cond, &stream->lock, &deadline) == ETIMEDOUT) break;
@@ -491,10 +510,7 @@ static void stream_detached_locked(struct mcp_stream *stream) {
     pthread_mutex_unlock(&stream->session->replay_lock);
     return;
   }
-  bool running = false;
-  for (mcp_call *call = stream->calls; call; call = call->next_in_stream)
-    if (!atomic_load(&call->cancelled)) running = true;
-  if (!running) return;
+  if (!calls_running_locked(stream)) return;
   struct stream_grace *grace = NULL;
   if (server->options.sse_resume_grace_ms > 0 && (grace = malloc(sizeof *grace)) != NULL) {
     grace->stream = stream;
@@ -524,13 +540,16 @@ static void stream_free(void *cls) {
   streams_open_add(server, -1);
 }
 
-/* A response reading `stream` from now on (generation: the stream's current one). */
-static struct MHD_Response *reader_response(struct mcp_stream *stream, int socket_fd) {
+/* A response reading `stream` from now on (generation: the stream's current one); close_after_ms > 0:
+ * it ends that long from now while the stream's calls still run (polling). */
+static struct MHD_Response *reader_response(struct mcp_stream *stream, int socket_fd, unsigned close_after_ms) {
   struct stream_reader *reader = malloc(sizeof *reader);
   if (reader == NULL) return NULL;
   reader->stream = stream;
   reader->generation = stream->generation;
   reader->socket_fd = socket_fd;
+  reader->close_early = close_after_ms > 0;
+  if (reader->close_early) reader->close_at = time_after_ms(close_after_ms);
   struct MHD_Response *response =
       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, reader, stream_free);
   if (response == NULL) {
@@ -601,7 +620,12 @@ struct mcp_stream *mcp_stream_create(mcp_server *server, struct mcp_session *ses
   stream->refs = 2; /* the response and the writer */
   stream->socket_fd = socket_fd;
   prime_locked(stream);
-  *response = reader_response(stream, socket_fd);
+  /* polling needs a client that resumes (2025-11-25) and a grace for it to do so */
+  const struct mcp_server_options *options = &server->options;
+  unsigned close_after_ms = strcmp(session->protocol_version, "2025-11-25") >= 0 && options->sse_resume_grace_ms
+                                ? options->sse_close_after_ms
+                                : 0;
+  *response = reader_response(stream, socket_fd, close_after_ms);
   if (*response == NULL) {
     stream->refs = 1;
     stream_unref(stream);
@@ -692,7 +716,7 @@ struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *sess
     replay_locked(stream, session, number, after);
     pthread_mutex_unlock(&session->replay_lock);
     pthread_cond_broadcast(&stream->cond);
-    struct MHD_Response *response = reader_response(stream, socket_fd); /* takes the ref */
+    struct MHD_Response *response = reader_response(stream, socket_fd, 0); /* takes the ref */
     pthread_mutex_unlock(&stream->lock);
     if (response == NULL) {
       stream_unref(stream);
@@ -727,7 +751,7 @@ struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *sess
       return json_error_response(409, status, "an SSE stream is already open for this session (GET)");
     }
   }
-  struct MHD_Response *response = reader_response(stream, socket_fd);
+  struct MHD_Response *response = reader_response(stream, socket_fd, 0);
   if (response == NULL) {
     if (standalone) stream_writer_done(stream);
     stream_unref(stream);
