@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "supervisor/common/deadline.h"
 #include "supervisor/domed/domed.h"
 
 #define QUEUE_CANCEL_POLL_MS 200 /* how often a waiting call looks whether it was cancelled */
@@ -197,14 +198,7 @@ static bool queue_full_locked(struct domed *domed, const char *agent_name, unsig
 
 bool domed_slot_wait_room(struct domed *domed, const char *agent_name, unsigned wait_ms, unsigned *running,
                           unsigned *waiting) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += wait_ms / 1000;
-  deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
+  struct timespec deadline = dome_deadline_after_ms(wait_ms);
   pthread_mutex_lock(&domed->slots_lock);
   bool full;
   while ((full = queue_full_locked(domed, agent_name, running, waiting)) && !atomic_load(&domed->stopping))

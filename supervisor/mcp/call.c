@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "supervisor/common/deadline.h"
 #include "supervisor/mcp/mcp_internal.h"
 
 #define SSE_BUFFER_LIMIT (16u << 20) /* progress is dropped beyond this much unsent output */
@@ -24,8 +25,8 @@ struct stream_reader {
   struct mcp_stream *stream;
   unsigned generation;
   int socket_fd;
-  bool close_early;          /* end the response at close_at while the stream's calls still run */
-  struct timespec close_at;  /* CLOCK_REALTIME */
+  bool close_early;         /* end the response at close_at while the stream's calls still run */
+  struct timespec close_at; /* CLOCK_REALTIME */
 };
 
 /* Forget the stream in its session's record (it can still be resumed from the replay buffer). */
@@ -353,22 +354,6 @@ static void *call_thread(void *argument) {
 
 #define PEER_POLL_MS 250 /* how often a waiting stream looks whether its client is still there */
 
-static bool time_before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-static struct timespec time_after_ms(unsigned ms) {
-  struct timespec at;
-  clock_gettime(CLOCK_REALTIME, &at);
-  at.tv_sec += ms / 1000;
-  at.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (at.tv_nsec >= 1000000000L) {
-    at.tv_sec++;
-    at.tv_nsec -= 1000000000L;
-  }
-  return at;
-}
-
 /* True when a call answering on the stream still runs. Under stream->lock. */
 static bool calls_running_locked(const struct mcp_stream *stream) {
   for (mcp_call *call = stream->calls; call; call = call->next_in_stream)
@@ -394,12 +379,12 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
   /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
    * otherwise close it while the call waits for a jail slot or runs) */
   unsigned keepalive_s = stream->server->options.connection_timeout_s / 2;
-  struct timespec keepalive = time_after_ms((keepalive_s ? keepalive_s : 1) * 1000u);
+  struct timespec keepalive = dome_deadline_after_ms((keepalive_s ? keepalive_s : 1) * 1000u);
   while (reader->generation == stream->generation && stream->out_length == stream->out_sent &&
          stream->writers > 0) {
-    struct timespec step = time_after_ms(PEER_POLL_MS);
-    if (time_before(&keepalive, &step)) step = keepalive;
-    if (reader->close_early && time_before(&reader->close_at, &step)) step = reader->close_at;
+    struct timespec step = dome_deadline_after_ms(PEER_POLL_MS);
+    if (dome_deadline_before(&keepalive, &step)) step = keepalive;
+    if (reader->close_early && dome_deadline_before(&reader->close_at, &step)) step = reader->close_at;
     if (pthread_cond_timedwait(&stream->cond, &stream->lock, &step) != ETIMEDOUT) continue;
     if (reader->generation != stream->generation || stream->writers == 0 ||
         stream->out_length != stream->out_sent)
@@ -411,7 +396,8 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
     if (standalone_over(stream)) break;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    if (reader->close_early && !time_before(&now, &reader->close_at) && calls_running_locked(stream)) {
+    if (reader->close_early && !dome_deadline_before(&now, &reader->close_at) &&
+        calls_running_locked(stream)) {
       /* the calls go on; stream_free gives the client sse_resume_grace_ms to resume */
       pthread_mutex_unlock(&stream->lock);
       mcp_server *server = stream->server;
@@ -485,7 +471,7 @@ struct stream_grace {
 static void *grace_thread(void *argument) {
   struct stream_grace *grace = argument;
   struct mcp_stream *stream = grace->stream;
-  struct timespec deadline = time_after_ms(stream->server->options.sse_resume_grace_ms);
+  struct timespec deadline = dome_deadline_after_ms(stream->server->options.sse_resume_grace_ms);
   pthread_mutex_lock(&stream->lock);
   while (stream->generation == grace->generation && stream->writers > 0)
     if (pthread_cond_timedwait(&stream->cond, &stream->lock, &deadline) == ETIMEDOUT) break;
@@ -542,14 +528,15 @@ static void stream_free(void *cls) {
 
 /* A response reading `stream` from now on (generation: the stream's current one); close_after_ms > 0:
  * it ends that long from now while the stream's calls still run (polling). */
-static struct MHD_Response *reader_response(struct mcp_stream *stream, int socket_fd, unsigned close_after_ms) {
+static struct MHD_Response *reader_response(struct mcp_stream *stream, int socket_fd,
+                                            unsigned close_after_ms) {
   struct stream_reader *reader = malloc(sizeof *reader);
   if (reader == NULL) return NULL;
   reader->stream = stream;
   reader->generation = stream->generation;
   reader->socket_fd = socket_fd;
   reader->close_early = close_after_ms > 0;
-  if (reader->close_early) reader->close_at = time_after_ms(close_after_ms);
+  if (reader->close_early) reader->close_at = dome_deadline_after_ms(close_after_ms);
   struct MHD_Response *response =
       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, reader, stream_free);
   if (response == NULL) {
@@ -622,9 +609,10 @@ struct mcp_stream *mcp_stream_create(mcp_server *server, struct mcp_session *ses
   prime_locked(stream);
   /* polling needs a client that resumes (2025-11-25) and a grace for it to do so */
   const struct mcp_server_options *options = &server->options;
-  unsigned close_after_ms = strcmp(session->protocol_version, "2025-11-25") >= 0 && options->sse_resume_grace_ms
-                                ? options->sse_close_after_ms
-                                : 0;
+  unsigned close_after_ms =
+      strcmp(session->protocol_version, "2025-11-25") >= 0 && options->sse_resume_grace_ms
+          ? options->sse_close_after_ms
+          : 0;
   *response = reader_response(stream, socket_fd, close_after_ms);
   if (*response == NULL) {
     stream->refs = 1;

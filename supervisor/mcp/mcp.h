@@ -191,7 +191,8 @@ struct mcp_server_stats {
   uint64_t sessions_evicted;   /* oldest idle sessions closed for a new one of the same agent */
   uint64_t sessions_refused;   /* initialize refused: admission (403) or per-agent cap (429) */
   uint64_t calls_disconnected; /* tools/call cancelled because the client closed its connection */
-  uint64_t streams_polled;     /* tools/call streams the server closed for the client to resume (sse_close_after_ms) */
+  uint64_t
+      streams_polled; /* tools/call streams the server closed for the client to resume (sse_close_after_ms) */
 };
 
 /* Start listening. The handlers struct is copied. Returns 0 and *server, or -EINVAL (bad listen
