@@ -573,9 +573,13 @@ json_t *domed_pins_filter(struct domed *domed, json_t *entry, json_t *tools);
 /* Pin the backend's current tools (a fresh listing): returns {tool, changes: [{mcp_tool, change:
  * changed|added|removed, fields?, old_digest?, new_digest?, old?, new?}], findings: [{mcp_tool, field,
  * kind, offset, detail}], pinned, approved}; with findings and !accept_findings nothing is pinned
- * (approved false, tool.findings journalled). NULL with *err when the backend cannot be listed or the
- * pins not saved. */
-json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findings, dome_error *err);
+ * (approved false, tool.findings journalled). Before anything is pinned, record(record_context, the
+ * answer, err) is called (when not NULL): the pins are saved only when it returns 0 (the administrative
+ * record is durable first). NULL with *err when the backend cannot be listed, record refused, or the
+ * pins were not saved. */
+json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findings,
+                           int (*record)(void *context, const json_t *approval, dome_error *err),
+                           void *record_context, dome_error *err);
 /* May backend tool `tool` be called: 0 (its pinned inputSchema in *input_schema, a new reference, or
  * NULL when the backend cannot be listed now), or -1 with the reason (withheld: changed, or not among
  * the approved tools). */
