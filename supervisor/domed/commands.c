@@ -33,16 +33,18 @@ int domed_admin_commit_hook(void *context, dome_error *err) {
   return 0;
 }
 
-/* An administrative change held outside the store (shadow rules, tool pins: domed's memory) is
- * journalled after it took effect; a refusal is logged and counted (dome_journal_refused_total) but does
- * not undo the change. */
-static void journal_admin(struct domed *domed, const struct control_request *request, json_t *event) {
+/* The record of an administrative change held outside the store (shadow rules in domed's memory, tool
+ * pins in their own files), made durable before the change: the caller makes the change only when this
+ * returns 0; else -errno with *err saying the change was refused. `event` is stolen. */
+static int journal_admin(struct domed *domed, const struct control_request *request, json_t *event,
+                         dome_error *err) {
   json_object_set_new(event, "operator_uid", json_integer((json_int_t)request->uid));
-  dome_error err = {0};
-  if (domed_audit_append_sync(domed, event, &err) < 0)
-    domed_log("error", "audit", "msg=\"administrative change not journalled: %s\" type=%s", err.message,
-              json_string_value(json_object_get(event, "type")));
+  int rc = domed_audit_append_sync(domed, event, err);
+  if (rc < 0)
+    dome_error_wrap(err, "%s refused, nothing changed: the journal cannot record it",
+                    json_string_value(json_object_get(event, "type")));
   json_decref(event);
+  return rc;
 }
 
 /* Hold `event` (stolen) as the record of the change about to be made by this thread. */
@@ -193,20 +195,26 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
   if (strcmp(verb, "list") == 0) return control_rules_list(domed->store);
   if (strcmp(verb, "shadow") == 0) {
     if (json_is_true(json_object_get(request->args, "stop"))) {
+      /* the shadow ends only once its end is on record; the lock keeps it the same meanwhile */
       pthread_mutex_lock(&rules_apply_lock);
       json_t *report = domed_shadow_report(domed);
-      struct domed_rules *stopped = domed_shadow_take(domed, NULL);
-      pthread_mutex_unlock(&rules_apply_lock);
-      if (stopped == NULL) {
-        json_decref(report);
+      json_t *shadow = json_object_get(report, "shadow");
+      if (report == NULL) {
+        pthread_mutex_unlock(&rules_apply_lock);
         dome_error_set(err, ENOENT, "no shadow rules to stop");
         return NULL;
       }
-      journal_admin(
-          domed, request,
-          json_pack("{s:s,s:s,s:i,s:O}", "type", "rules.shadow_stopped", "name", stopped->name,
-                    "shadow_version", stopped->version, "summary", json_object_get(report, "summary")));
-      domed_rules_release(stopped);
+      json_t *event =
+          json_pack("{s:s,s:O,s:O,s:O}", "type", "rules.shadow_stopped", "name",
+                    json_object_get(shadow, "name"), "shadow_version", json_object_get(shadow, "version"),
+                    "summary", json_object_get(report, "summary"));
+      if (journal_admin(domed, request, event, err) < 0) {
+        pthread_mutex_unlock(&rules_apply_lock);
+        json_decref(report);
+        return NULL;
+      }
+      domed_rules_release(domed_shadow_take(domed, NULL));
+      pthread_mutex_unlock(&rules_apply_lock);
       json_object_set_new(report, "stopped", json_true());
       return report;
     }
@@ -263,9 +271,16 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
   return NULL;
 }
 
-/* tool.approved: the digests pinned, the changes approved and the findings accepted. */
-static void journal_pins(struct domed *domed, const struct control_request *request, json_t *pins) {
-  if (!json_is_true(json_object_get(pins, "approved"))) return;
+/* The command being served, for journal_pins. */
+struct admin_command {
+  struct domed *domed;
+  const struct control_request *request;
+};
+
+/* tool.approved: the digests about to be pinned, the changes approved and the findings accepted
+ * (domed_pins_approve's record callback: the pins are saved only once this returned 0). */
+static int journal_pins(void *context, const json_t *pins, dome_error *err) {
+  const struct admin_command *command = context;
   json_t *changes = json_array();
   size_t i;
   json_t *change;
@@ -278,10 +293,11 @@ static void journal_pins(struct domed *domed, const struct control_request *requ
         json_object_set(summary, keys[k], json_object_get(change, keys[k]));
     json_array_append_new(changes, summary);
   }
-  journal_admin(domed, request,
-                json_pack("{s:s,s:O,s:O,s:o,s:O}", "type", "tool.approved", "tool",
-                          json_object_get(pins, "tool"), "pinned", json_object_get(pins, "pinned"), "changes",
-                          changes, "findings_accepted", json_object_get(pins, "findings")));
+  return journal_admin(command->domed, command->request,
+                       json_pack("{s:s,s:O,s:O,s:o,s:O}", "type", "tool.approved", "tool",
+                                 json_object_get(pins, "tool"), "pinned", json_object_get(pins, "pinned"),
+                                 "changes", changes, "findings_accepted", json_object_get(pins, "findings")),
+                       err);
 }
 
 static json_t *tools_command(struct domed *domed, const struct control_request *request, const char *verb,
@@ -347,10 +363,11 @@ static json_t *tools_command(struct domed *domed, const struct control_request *
       dome_error_set(err, ENOENT, "`%s` is not a registered gateway backend", name ? name : "");
       return NULL;
     }
-    json_t *pins = domed_pins_approve(domed, entry,
-                                      json_is_true(json_object_get(request->args, "accept_findings")), err);
+    struct admin_command command = {domed, request};
+    json_t *pins =
+        domed_pins_approve(domed, entry, json_is_true(json_object_get(request->args, "accept_findings")),
+                           journal_pins, &command, err);
     json_decref(entry);
-    if (pins && json_is_true(json_object_get(pins, "approved"))) journal_pins(domed, request, pins);
     return pins;
   }
   dome_error_set(err, EINVAL, "unknown command `tools.%s`", verb);

@@ -245,6 +245,8 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
   if (strcmp(key, "sse_retry_ms") == 0) return set_unsigned(&c->sse_retry_ms, key, value, 1, 60000, err);
   if (strcmp(key, "sse_resume_grace_ms") == 0)
     return set_unsigned(&c->sse_resume_grace_ms, key, value, 1, 600000, err);
+  if (strcmp(key, "sse_close_after_ms") == 0)
+    return set_unsigned(&c->sse_close_after_ms, key, value, 0, 3600000, err);
   return dome_error_set(err, EINVAL, "unknown key `%s`", key);
 }
 

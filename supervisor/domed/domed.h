@@ -87,10 +87,12 @@ struct domed_config {
   /* Resumable SSE streams (docs/domed.md "Resuming a stream"): sse_replay_bytes = 1M of events kept per
    * session for Last-Event-ID; sse_retry_ms = 500: the retry field of every priming event;
    * sse_resume_grace_ms = 1500: how long the calls of a stream whose client went away keep running for
-   * it to resume before they are cancelled. */
+   * it to resume before they are cancelled; sse_close_after_ms = 0: a tools/call stream of a 2025-11-25
+   * session whose calls run this long is closed for the client to resume (0: never). */
   uint64_t sse_replay_bytes;
   unsigned sse_retry_ms;
   unsigned sse_resume_grace_ms;
+  unsigned sse_close_after_ms;
   /* MCP tasks: task_ttl_max_s = 3600: the longest TTL a task gets (its result is kept that long);
    * max_tasks_per_agent = 16: tasks one agent holds until their TTL passes. A capability's quota may
    * set lower ones (dome quotas set --task-ttl --tasks). */
@@ -571,9 +573,13 @@ json_t *domed_pins_filter(struct domed *domed, json_t *entry, json_t *tools);
 /* Pin the backend's current tools (a fresh listing): returns {tool, changes: [{mcp_tool, change:
  * changed|added|removed, fields?, old_digest?, new_digest?, old?, new?}], findings: [{mcp_tool, field,
  * kind, offset, detail}], pinned, approved}; with findings and !accept_findings nothing is pinned
- * (approved false, tool.findings journalled). NULL with *err when the backend cannot be listed or the
- * pins not saved. */
-json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findings, dome_error *err);
+ * (approved false, tool.findings journalled). Before anything is pinned, record(record_context, the
+ * answer, err) is called (when not NULL): the pins are saved only when it returns 0 (the administrative
+ * record is durable first). NULL with *err when the backend cannot be listed, record refused, or the
+ * pins were not saved. */
+json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findings,
+                           int (*record)(void *context, const json_t *approval, dome_error *err),
+                           void *record_context, dome_error *err);
 /* May backend tool `tool` be called: 0 (its pinned inputSchema in *input_schema, a new reference, or
  * NULL when the backend cannot be listed now), or -1 with the reason (withheld: changed, or not among
  * the approved tools). */

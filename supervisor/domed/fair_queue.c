@@ -1,7 +1,9 @@
 /* The fair queue of executions: at most max_jails jails run, at most `concurrency` (the capability
  * quota) of them for one agent, and a freed slot goes to the waiting agent with the fewest executions
- * running (round-robin among equals), so an agent at its limit delays another agent's call by at most
- * one running execution.
+ * running; among equals, round-robin in the order the agents joined the line (an agent joins at its
+ * back when its first call starts to wait, and goes back there each time one of its calls is served),
+ * so an agent at its limit delays another agent's call by at most one running execution, and waiting
+ * agents are served first come, first served.
  * Each agent waits in its own FIFO of at most max_queue_per_agent calls (max_queue in all); a call
  * leaves the queue when its client cancels it or goes away, when domed stops, or after
  * queue_timeout_s.
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "supervisor/common/deadline.h"
 #include "supervisor/domed/domed.h"
 
 #define QUEUE_CANCEL_POLL_MS 200 /* how often a waiting call looks whether it was cancelled */
@@ -27,12 +30,14 @@ struct queue_waiter {
 struct queue_agent {
   char name[256];
   unsigned running, waiting, limit;
+  uint64_t place; /* its place in the line while it has a call waiting: lower is served first */
   struct queue_waiter *head, *tail;
   struct queue_agent *next;
 };
 
-/* Agents with a call running or waiting, in round-robin order; `turn` is the agent served next. */
-static struct queue_agent *agents, *turn;
+/* Agents with a call running or waiting; next_place numbers the back of the line. */
+static struct queue_agent *agents;
+static uint64_t next_place;
 
 static struct queue_agent *agent_find_locked(const char *name) {
   for (struct queue_agent *agent = agents; agent; agent = agent->next)
@@ -47,23 +52,19 @@ static void agent_forget_if_idle_locked(struct queue_agent *agent) {
       *link = agent->next;
       break;
     }
-  if (turn == agent) turn = agent->next;
   free(agent);
 }
 
 /* Hand free slots to waiting calls, one agent after the other. Under slots_lock. */
 static void dispatch_locked(struct domed *domed) {
   while (domed->jails_running < domed->config.max_jails) {
-    struct queue_agent *start = turn ? turn : agents, *chosen = NULL;
-    if (start == NULL) return;
-    /* the eligible agent with the fewest running, the first from `turn` among equals */
-    struct queue_agent *agent = start;
-    do {
+    /* the eligible agent with the fewest running, the earliest in the line among equals */
+    struct queue_agent *chosen = NULL;
+    for (struct queue_agent *agent = agents; agent; agent = agent->next)
       if (agent->head && agent->running < agent->limit &&
-          (chosen == NULL || agent->running < chosen->running))
+          (chosen == NULL || agent->running < chosen->running ||
+           (agent->running == chosen->running && agent->place < chosen->place)))
         chosen = agent;
-      agent = agent->next ? agent->next : agents;
-    } while (agent != start);
     if (chosen == NULL) return;
     struct queue_waiter *waiter = chosen->head;
     chosen->head = waiter->next;
@@ -75,7 +76,7 @@ static void dispatch_locked(struct domed *domed) {
     domed->jails_running++;
     waiter->granted = true;
     pthread_cond_signal(&waiter->cond);
-    turn = chosen->next; /* NULL: the first agent */
+    chosen->place = ++next_place; /* to the back of the line with its further calls */
   }
 }
 
@@ -103,7 +104,7 @@ int domed_slot_acquire(struct domed *domed, const char *agent_name, unsigned con
       return dome_error_set(err, ENOMEM, "allocate the queue of agent `%s`", agent_name);
     }
     snprintf(agent->name, sizeof agent->name, "%s", agent_name);
-    agent->next = agents; /* a newcomer is served first in the round it arrives in */
+    agent->next = agents;
     agents = agent;
   }
   unsigned limit =
@@ -142,10 +143,12 @@ int domed_slot_acquire(struct domed *domed, const char *agent_name, unsigned con
   pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
   pthread_cond_init(&waiter.cond, &attributes);
   pthread_condattr_destroy(&attributes);
-  if (agent->tail)
+  if (agent->tail) {
     agent->tail->next = &waiter;
-  else
+  } else {
     agent->head = &waiter;
+    agent->place = ++next_place; /* its first waiting call: it joins the back of the line */
+  }
   agent->tail = &waiter;
   agent->waiting++;
   domed->jails_waiting++;
@@ -197,14 +200,7 @@ static bool queue_full_locked(struct domed *domed, const char *agent_name, unsig
 
 bool domed_slot_wait_room(struct domed *domed, const char *agent_name, unsigned wait_ms, unsigned *running,
                           unsigned *waiting) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += wait_ms / 1000;
-  deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
+  struct timespec deadline = dome_deadline_after_ms(wait_ms);
   pthread_mutex_lock(&domed->slots_lock);
   bool full;
   while ((full = queue_full_locked(domed, agent_name, running, waiting)) && !atomic_load(&domed->stopping))

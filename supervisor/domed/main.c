@@ -269,6 +269,7 @@ int main(int argc, char **argv) {
       .sse_replay_bytes = (size_t)domed->config.sse_replay_bytes,
       .sse_retry_ms = domed->config.sse_retry_ms,
       .sse_resume_grace_ms = domed->config.sse_resume_grace_ms,
+      .sse_close_after_ms = domed->config.sse_close_after_ms,
       .task_ttl_max_ms = (uint64_t)domed->config.task_ttl_max_s * 1000u,
       .max_tasks_per_agent = domed->config.max_tasks_per_agent,
       .max_request_id_bytes = DOMED_REQUEST_ID_MAX,

@@ -99,6 +99,9 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
           "initialize refused (no permitted action, or the agent's sessions busy).", stats.sessions_refused);
   COUNTER("dome_calls_disconnected_total", "tools/call cancelled because the client closed its connection.",
           stats.calls_disconnected);
+  COUNTER("dome_sse_streams_polled_total",
+          "tools/call streams domed closed after sse_close_after_ms for the client to resume (SEP-1699).",
+          stats.streams_polled);
   domed_egress_metrics(out);
   domed_anomaly_metrics(domed, out);
   GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));

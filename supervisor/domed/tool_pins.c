@@ -176,7 +176,9 @@ json_t *domed_pins_filter(struct domed *domed, json_t *entry, json_t *tools) {
   return allowed;
 }
 
-json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findings, dome_error *err) {
+json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findings,
+                           int (*record)(void *context, const json_t *approval, dome_error *err),
+                           void *record_context, dome_error *err) {
   const char *backend = json_string_value(json_object_get(entry, "name"));
   /* a fresh listing: the cached one may predate the change being approved */
   gateway_registry_forget(domed->gateways, backend);
@@ -244,17 +246,20 @@ json_t *domed_pins_approve(struct domed *domed, json_t *entry, bool accept_findi
     json_object_set_new(result, "approved", json_false());
     return result;
   }
+  json_object_set_new(result, "approved", json_true());
   json_t *pins = json_pack("{s:I,s:o}", "approved_at", (json_int_t)time(NULL), "tools", pinned);
-  pthread_mutex_lock(&pins_lock);
-  rc = pins_save(domed, backend, pins, err);
-  pthread_mutex_unlock(&pins_lock);
+  rc = record ? record(record_context, result, err) : 0; /* on record before the pins change */
+  if (rc == 0) {
+    pthread_mutex_lock(&pins_lock);
+    rc = pins_save(domed, backend, pins, err);
+    pthread_mutex_unlock(&pins_lock);
+  }
   json_decref(pins);
   if (rc < 0) {
     json_decref(result);
     return NULL;
   }
   forget_reports(backend);
-  json_object_set_new(result, "approved", json_true());
   return result;
 }
 

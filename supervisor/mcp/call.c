@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "supervisor/common/deadline.h"
 #include "supervisor/mcp/mcp_internal.h"
 
 #define SSE_BUFFER_LIMIT (16u << 20) /* progress is dropped beyond this much unsent output */
@@ -24,6 +25,8 @@ struct stream_reader {
   struct mcp_stream *stream;
   unsigned generation;
   int socket_fd;
+  bool close_early;         /* end the response at close_at while the stream's calls still run */
+  struct timespec close_at; /* CLOCK_REALTIME */
 };
 
 /* Forget the stream in its session's record (it can still be resumed from the replay buffer). */
@@ -351,6 +354,13 @@ static void *call_thread(void *argument) {
 
 #define PEER_POLL_MS 250 /* how often a waiting stream looks whether its client is still there */
 
+/* True when a call answering on the stream still runs. Under stream->lock. */
+static bool calls_running_locked(const struct mcp_stream *stream) {
+  for (mcp_call *call = stream->calls; call; call = call->next_in_stream)
+    if (!atomic_load(&call->cancelled)) return true;
+  return false;
+}
+
 /* The standalone stream ends with its session and with the server. */
 static bool standalone_over(struct mcp_stream *stream) {
   if (!stream->standalone) return false;
@@ -369,21 +379,12 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
   /* a comment line well within the idle timeout keeps the connection alive (libmicrohttpd would
    * otherwise close it while the call waits for a jail slot or runs) */
   unsigned keepalive_s = stream->server->options.connection_timeout_s / 2;
-  struct timespec keepalive;
-  clock_gettime(CLOCK_REALTIME, &keepalive);
-  keepalive.tv_sec += keepalive_s ? keepalive_s : 1;
+  struct timespec keepalive = dome_deadline_after_ms((keepalive_s ? keepalive_s : 1) * 1000u);
   while (reader->generation == stream->generation && stream->out_length == stream->out_sent &&
          stream->writers > 0) {
-    struct timespec step;
-    clock_gettime(CLOCK_REALTIME, &step);
-    step.tv_nsec += PEER_POLL_MS * 1000000L;
-    if (step.tv_nsec >= 1000000000L) {
-      step.tv_sec++;
-      step.tv_nsec -= 1000000000L;
-    }
-    if (step.tv_sec > keepalive.tv_sec ||
-        (step.tv_sec == keepalive.tv_sec && step.tv_nsec > keepalive.tv_nsec))
-      step = keepalive;
+    struct timespec step = dome_deadline_after_ms(PEER_POLL_MS);
+    if (dome_deadline_before(&keepalive, &step)) step = keepalive;
+    if (reader->close_early && dome_deadline_before(&reader->close_at, &step)) step = reader->close_at;
     if (pthread_cond_timedwait(&stream->cond, &stream->lock, &step) != ETIMEDOUT) continue;
     if (reader->generation != stream->generation || stream->writers == 0 ||
         stream->out_length != stream->out_sent)
@@ -393,6 +394,18 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
       return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     if (standalone_over(stream)) break;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (reader->close_early && !dome_deadline_before(&now, &reader->close_at) &&
+        calls_running_locked(stream)) {
+      /* the calls go on; stream_free gives the client sse_resume_grace_ms to resume */
+      pthread_mutex_unlock(&stream->lock);
+      mcp_server *server = stream->server;
+      pthread_mutex_lock(&server->lock);
+      server->stats.streams_polled++;
+      pthread_mutex_unlock(&server->lock);
+      return MHD_CONTENT_READER_END_OF_STREAM;
+    }
     if (step.tv_sec == keepalive.tv_sec && step.tv_nsec == keepalive.tv_nsec) {
       pthread_mutex_unlock(&stream->lock);
       static const char comment[] = ": keepalive\n\n";
@@ -424,6 +437,30 @@ static void streams_open_add(mcp_server *server, int delta) {
   pthread_mutex_unlock(&server->lock);
 }
 
+/* Run routine(argument) in a detached thread with a stack of stack_bytes. Returns 0 or the
+ * pthread_create error. */
+static int thread_start_detached(void *(*routine)(void *), void *argument, size_t stack_bytes) {
+  pthread_t thread;
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attributes, stack_bytes);
+  int rc = pthread_create(&thread, &attributes, routine, argument);
+  pthread_attr_destroy(&attributes);
+  return rc;
+}
+
+int mcp_stream_writer_start(struct mcp_stream *stream, void *(*routine)(void *), void *argument,
+                            size_t stack_bytes) {
+  atomic_fetch_add(&stream->refs, 1);
+  pthread_mutex_lock(&stream->lock);
+  stream->writers++;
+  pthread_mutex_unlock(&stream->lock);
+  int rc = thread_start_detached(routine, argument, stack_bytes);
+  if (rc != 0) stream_writer_done(stream);
+  return rc;
+}
+
 /* The resumption grace of a stream whose client went away: its calls keep running for
  * sse_resume_grace_ms; when no resumption attached a response by then, they are cancelled. */
 struct stream_grace {
@@ -434,15 +471,7 @@ struct stream_grace {
 static void *grace_thread(void *argument) {
   struct stream_grace *grace = argument;
   struct mcp_stream *stream = grace->stream;
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  unsigned ms = stream->server->options.sse_resume_grace_ms;
-  deadline.tv_sec += ms / 1000;
-  deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
+  struct timespec deadline = dome_deadline_after_ms(stream->server->options.sse_resume_grace_ms);
   pthread_mutex_lock(&stream->lock);
   while (stream->generation == grace->generation && stream->writers > 0)
     if (pthread_cond_timedwait(&stream->cond, &stream->lock, &deadline) == ETIMEDOUT) break;
@@ -467,24 +496,14 @@ static void stream_detached_locked(struct mcp_stream *stream) {
     pthread_mutex_unlock(&stream->session->replay_lock);
     return;
   }
-  bool running = false;
-  for (mcp_call *call = stream->calls; call; call = call->next_in_stream)
-    if (!atomic_load(&call->cancelled)) running = true;
-  if (!running) return;
+  if (!calls_running_locked(stream)) return;
   struct stream_grace *grace = NULL;
   if (server->options.sse_resume_grace_ms > 0 && (grace = malloc(sizeof *grace)) != NULL) {
     grace->stream = stream;
     grace->generation = stream->generation;
     atomic_fetch_add(&stream->refs, 1);
     streams_open_add(server, 1); /* the server's stop waits for it */
-    pthread_t thread;
-    pthread_attr_t attributes;
-    pthread_attr_init(&attributes);
-    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attributes, 64u << 10);
-    int rc = pthread_create(&thread, &attributes, grace_thread, grace);
-    pthread_attr_destroy(&attributes);
-    if (rc == 0) return;
+    if (thread_start_detached(grace_thread, grace, 64u << 10) == 0) return;
     atomic_fetch_sub(&stream->refs, 1); /* the caller still holds its own */
     streams_open_add(server, -1);
     free(grace);
@@ -507,13 +526,17 @@ static void stream_free(void *cls) {
   streams_open_add(server, -1);
 }
 
-/* A response reading `stream` from now on (generation: the stream's current one). */
-static struct MHD_Response *reader_response(struct mcp_stream *stream, int socket_fd) {
+/* A response reading `stream` from now on (generation: the stream's current one); close_after_ms > 0:
+ * it ends that long from now while the stream's calls still run (polling). */
+static struct MHD_Response *reader_response(struct mcp_stream *stream, int socket_fd,
+                                            unsigned close_after_ms) {
   struct stream_reader *reader = malloc(sizeof *reader);
   if (reader == NULL) return NULL;
   reader->stream = stream;
   reader->generation = stream->generation;
   reader->socket_fd = socket_fd;
+  reader->close_early = close_after_ms > 0;
+  if (reader->close_early) reader->close_at = dome_deadline_after_ms(close_after_ms);
   struct MHD_Response *response =
       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, reader, stream_free);
   if (response == NULL) {
@@ -526,20 +549,27 @@ static struct MHD_Response *reader_response(struct mcp_stream *stream, int socke
   return response;
 }
 
-/* A new stream of the session, numbered and recorded for resumption (number 0: a new number). */
-static struct mcp_stream *stream_new(mcp_server *server, struct mcp_session *session, unsigned number,
-                                     bool standalone) {
+/* A stream of the session holding a reference to it, with no writer, reader or number yet. */
+static struct mcp_stream *stream_alloc(mcp_server *server, struct mcp_session *session) {
   struct mcp_stream *stream = calloc(1, sizeof *stream);
   if (stream == NULL) return NULL;
   stream->server = server;
   stream->socket_fd = -1;
-  stream->standalone = standalone;
   pthread_mutex_init(&stream->lock, NULL);
   pthread_cond_init(&stream->cond, NULL);
   pthread_mutex_lock(&server->lock);
   session->refs++;
   pthread_mutex_unlock(&server->lock);
   stream->session = session;
+  return stream;
+}
+
+/* A new stream of the session, numbered and recorded for resumption (number 0: a new number). */
+static struct mcp_stream *stream_new(mcp_server *server, struct mcp_session *session, unsigned number,
+                                     bool standalone) {
+  struct mcp_stream *stream = stream_alloc(server, session);
+  if (stream == NULL) return NULL;
+  stream->standalone = standalone;
   pthread_mutex_lock(&session->replay_lock);
   if (number == 0) {
     number = ++session->next_stream;
@@ -577,7 +607,13 @@ struct mcp_stream *mcp_stream_create(mcp_server *server, struct mcp_session *ses
   stream->refs = 2; /* the response and the writer */
   stream->socket_fd = socket_fd;
   prime_locked(stream);
-  *response = reader_response(stream, socket_fd);
+  /* polling needs a client that resumes (2025-11-25) and a grace for it to do so */
+  const struct mcp_server_options *options = &server->options;
+  unsigned close_after_ms =
+      strcmp(session->protocol_version, "2025-11-25") >= 0 && options->sse_resume_grace_ms
+          ? options->sse_close_after_ms
+          : 0;
+  *response = reader_response(stream, socket_fd, close_after_ms);
   if (*response == NULL) {
     stream->refs = 1;
     stream_unref(stream);
@@ -668,7 +704,7 @@ struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *sess
     replay_locked(stream, session, number, after);
     pthread_mutex_unlock(&session->replay_lock);
     pthread_cond_broadcast(&stream->cond);
-    struct MHD_Response *response = reader_response(stream, socket_fd); /* takes the ref */
+    struct MHD_Response *response = reader_response(stream, socket_fd, 0); /* takes the ref */
     pthread_mutex_unlock(&stream->lock);
     if (response == NULL) {
       stream_unref(stream);
@@ -703,7 +739,7 @@ struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *sess
       return json_error_response(409, status, "an SSE stream is already open for this session (GET)");
     }
   }
-  struct MHD_Response *response = reader_response(stream, socket_fd);
+  struct MHD_Response *response = reader_response(stream, socket_fd, 0);
   if (response == NULL) {
     if (standalone) stream_writer_done(stream);
     stream_unref(stream);
@@ -714,19 +750,11 @@ struct MHD_Response *mcp_stream_get(mcp_server *server, struct mcp_session *sess
 }
 
 struct mcp_stream *mcp_stream_sink(mcp_server *server, struct mcp_session *session) {
-  struct mcp_stream *stream = calloc(1, sizeof *stream);
+  struct mcp_stream *stream = stream_alloc(server, session);
   if (stream == NULL) return NULL;
-  stream->server = server;
-  stream->socket_fd = -1;
   stream->stream_gone = true;
   stream->writers = 1;
   stream->refs = 1; /* the writer */
-  pthread_mutex_init(&stream->lock, NULL);
-  pthread_cond_init(&stream->cond, NULL);
-  pthread_mutex_lock(&server->lock);
-  session->refs++;
-  pthread_mutex_unlock(&server->lock);
-  stream->session = session;
   return stream;
 }
 
@@ -782,23 +810,14 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   pthread_mutex_unlock(&server->lock);
   call->stream = stream;
   pthread_mutex_lock(&stream->lock);
-  stream->writers++;
-  atomic_fetch_add(&stream->refs, 1);
   call->next_in_stream = stream->calls;
   stream->calls = call;
   pthread_mutex_unlock(&stream->lock);
 
-  pthread_t thread;
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attributes, 1u << 20);
-  int rc = pthread_create(&thread, &attributes, call_thread, call);
-  pthread_attr_destroy(&attributes);
+  int rc = mcp_stream_writer_start(stream, call_thread, call, 1u << 20);
   if (rc != 0) {
     /* undo: the caller answers with an error */
     stream_unlink_call(stream, call);
-    stream_writer_done(stream);
     pthread_mutex_lock(&server->lock);
     for (mcp_call **link = &session->calls; *link; link = &(*link)->next_in_session)
       if (*link == call) {

@@ -13,6 +13,7 @@
 
 #include <sodium.h>
 
+#include "supervisor/common/deadline.h"
 #include "supervisor/mcp/mcp_internal.h"
 
 struct request {
@@ -589,14 +590,7 @@ size_t mcp_server_cancel_agent(mcp_server *server, const char *agent) {
 }
 
 bool mcp_server_wait_idle(mcp_server *server, unsigned timeout_ms) {
-  struct timespec deadline;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += timeout_ms / 1000;
-  deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
+  struct timespec deadline = dome_deadline_after_ms(timeout_ms);
   pthread_mutex_lock(&server->lock);
   while (server->calls_active > 0)
     if (pthread_cond_timedwait(&server->idle, &server->lock, &deadline) == ETIMEDOUT) break;

@@ -166,6 +166,12 @@ struct mcp_server_options {
   /* how long the calls of a POST stream whose client went away keep running for it to resume with
    * Last-Event-ID, milliseconds (0: 1500); then they are cancelled as before */
   unsigned sse_resume_grace_ms;
+  /* Polling (basic/transports "Sending Messages to the Server" 6, SEP-1699): on a 2025-11-25 session, a
+   * tools/call stream whose calls have not answered this long after its priming event, with nothing
+   * left to send, is closed by the server (the calls go on); the client reconnects after `retry` with
+   * GET and Last-Event-ID and gets the rest of the stream there (milliseconds; 0: never, the POST
+   * stream stays open to the end). Resumed streams are not closed again. Needs sse_resume_grace_ms. */
+  unsigned sse_close_after_ms;
   uint64_t task_ttl_max_ms; /* longest task TTL, milliseconds (0: 1 hour); a request asking more gets this */
   unsigned max_tasks_per_agent; /* live tasks of one agent (0: 16); beyond, MCP_SERVER_OVERLOADED */
   unsigned task_poll_ms;        /* the pollInterval suggested, milliseconds (0: 1000) */
@@ -185,6 +191,8 @@ struct mcp_server_stats {
   uint64_t sessions_evicted;   /* oldest idle sessions closed for a new one of the same agent */
   uint64_t sessions_refused;   /* initialize refused: admission (403) or per-agent cap (429) */
   uint64_t calls_disconnected; /* tools/call cancelled because the client closed its connection */
+  uint64_t
+      streams_polled; /* tools/call streams the server closed for the client to resume (sse_close_after_ms) */
 };
 
 /* Start listening. The handlers struct is copied. Returns 0 and *server, or -EINVAL (bad listen

@@ -204,6 +204,11 @@ void mcp_session_replay_free(struct mcp_session *session);
 void mcp_stream_send(struct mcp_stream *stream, json_t *message);
 /* The caller will append nothing more; the body ends when every call has answered. */
 void mcp_stream_seal(struct mcp_stream *stream);
+/* Run routine(argument) in a detached thread (stack_bytes of stack) that writes on `stream`: the
+ * stream gets one more writer and reference for it, given back by its mcp_stream_seal (a tools/call's
+ * thread gives them back itself). Returns 0, or the pthread_create error (the writer is taken back). */
+int mcp_stream_writer_start(struct mcp_stream *stream, void *(*routine)(void *), void *argument,
+                            size_t stack_bytes);
 /* Start a tools/call thread that sends its progress and response on `stream`. Returns 0, or -errno
  * with *err (server shutting down, session closed, no thread). */
 int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_identity *identity,

@@ -355,29 +355,17 @@ static json_t *result_wait_start(mcp_server *server, struct mcp_session *session
   wait->task = task;
   wait->request_id = json_incref(id);
   wait->stream = *stream;
-  atomic_fetch_add(&(*stream)->refs, 1); /* the waiter's writer */
-  pthread_mutex_lock(&(*stream)->lock);
-  (*stream)->writers++;
-  pthread_mutex_unlock(&(*stream)->lock);
   pthread_mutex_lock(&server->lock);
   server->calls_active++;
   server->stats.calls_active = server->calls_active;
   pthread_mutex_unlock(&server->lock);
-  pthread_t thread;
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attributes, 128u << 10);
-  int rc = pthread_create(&thread, &attributes, result_thread, wait);
-  pthread_attr_destroy(&attributes);
-  if (rc == 0) return NULL;
+  if (mcp_stream_writer_start(*stream, result_thread, wait, 128u << 10) == 0) return NULL;
   pthread_mutex_lock(&server->lock);
   server->calls_active--;
   server->stats.calls_active = server->calls_active;
   task_unref_locked(task);
   pthread_mutex_unlock(&server->lock);
   json_decref(wait->request_id);
-  mcp_stream_seal(*stream); /* the waiter's writer */
   free(wait);
   return mcp_jsonrpc_error(id, MCP_INTERNAL_ERROR, "cannot start the tasks/result thread");
 }
