@@ -23,6 +23,7 @@
 #include "supervisor/common/utf8.h"
 #include "supervisor/domed/domed.h"
 #include "supervisor/guards/guard.h"
+#include "supervisor/jail/jail.h"
 #include "supervisor/session/session.h"
 
 #define KERNEL_START_MS 60000u     /* the kernel's first answer after the jail exists */
@@ -44,6 +45,12 @@ struct domed_session {
   char socket_dir[64], runner_path[96];
   struct session_kernel *kernel;
   pthread_mutex_t cell_lock; /* one cell at a time */
+  /* the kernel layer of its jail (under lock): known once the jail started */
+  bool kernel_known;
+  uint32_t ruleset;           /* 0: every connect denied whatever the rules */
+  const char *ruleset_reason; /* why 0: "quota" (egress denied) or "policy"; NULL: no kernel layer */
+  int policy_version;         /* the rules version its kernel tables hold */
+  pthread_mutex_t rules_lock; /* one rules update at a time */
   /* the jail's execution */
   mcp_identity identity;
   json_t *tool;
@@ -109,10 +116,13 @@ static void sha256_hex(const void *data, size_t length, char hex[65]) {
 
 /* ---- the jail of a session ----------------------------------------------------------------------- */
 
-static void jail_started(void *context, pid_t init_pid) {
+static void jail_started(void *context, pid_t init_pid, const struct domed_kernel_run *kernel_run) {
   struct domed_session *s = context;
   pthread_mutex_lock(&s->lock);
   s->init_pid = init_pid;
+  s->kernel_known = true;
+  s->ruleset = kernel_run->ruleset;
+  s->ruleset_reason = kernel_run->level == NULL ? NULL : kernel_run->reason;
   pthread_cond_broadcast(&s->changed);
   pthread_mutex_unlock(&s->lock);
 }
@@ -172,10 +182,12 @@ static void session_free(struct domed_session *s) {
   if (s->end_fd >= 0) close(s->end_fd);
   json_decref(s->tool);
   json_decref(s->arguments);
+  json_decref(s->entry.detail);
   domed_rules_release(s->rules);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->changed);
   pthread_mutex_destroy(&s->cell_lock);
+  pthread_mutex_destroy(&s->rules_lock);
   sodium_memzero(s->key, sizeof s->key);
   free(s);
 }
@@ -423,6 +435,26 @@ static void iso_time(uint64_t ms, char out[32]) {
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* What the kernel holds for the session's cgroup (read back from its files, not from the quota):
+ * {memory_bytes, cpus, pids}, null members where unlimited. New reference, or NULL with *err. */
+static json_t *cgroup_held(pid_t init_pid, dome_error *err) {
+  struct jail_cgroup_limits held;
+  if (jail_cgroup_limits_of(init_pid, &held, err) < 0) {
+    dome_error_wrap(err, "the session's cgroup limits cannot be read back");
+    return NULL;
+  }
+  json_t *object =
+      json_pack("{s:o,s:o,s:o}", "memory_bytes",
+                held.memory_bytes >= (uint64_t)INT64_MAX / 2 ? json_null()
+                                                             : json_integer((json_int_t)held.memory_bytes),
+                "cpus", held.cpus > 0 ? json_real(held.cpus) : json_null(), "pids",
+                held.pids == UINT64_MAX ? json_null() : json_integer((json_int_t)held.pids));
+  if (object == NULL) dome_error_set(err, ENOMEM, "cgroup limits");
+  return object;
+}
+
+static json_t *session_rules_apply(struct domed *domed, struct domed_session *s, struct domed_rules *rules);
+
 static json_t *create_session(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
                               dome_error *err) {
   json_t *arguments = execution->arguments;
@@ -437,7 +469,9 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   json_t *image = json_object_get(arguments, "image");
   if (image && (!json_is_string(image) || strcmp(json_string_value(image), domed->config.image) != 0))
     return tool_error("invalid arguments: `image`: only `%s` is served here", domed->config.image);
-  struct control_quota quota = execution->quota;
+  /* the session's whole cgroup: --session-memory/--session-cpus/--session-pids where set */
+  struct control_quota quota;
+  control_quota_for_session(&execution->quota, &quota);
   json_t *idle = json_object_get(arguments, "idle_timeout_s");
   if (idle) {
     if (!json_is_number(idle) || json_number_value(idle) <= 0 || json_number_value(idle) > 86400)
@@ -459,6 +493,7 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->changed, NULL);
   pthread_mutex_init(&s->cell_lock, NULL);
+  pthread_mutex_init(&s->rules_lock, NULL);
   s->identity = *execution->identity;
   s->tool = json_incref(execution->tool);
   s->quota = quota;
@@ -466,6 +501,7 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   s->quota.timeout_ms = quota.session_lifetime_ms + 5000;
   s->rules = execution->rules;
   if (s->rules) atomic_fetch_add(&s->rules->refs, 1);
+  s->policy_version = s->rules ? s->rules->version : 0;
   s->decision_ticket = execution->decision_ticket;
   snprintf(s->exec_id, sizeof s->exec_id, "%s", execution->exec_id);
   session_new_id(s->entry.id);
@@ -476,13 +512,14 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   s->entry.idle_ms = quota.session_idle_ms;
   s->entry.lifetime_ms = quota.session_lifetime_ms;
   s->entry.owner = s;
+  s->entry.detail = json_pack("{s:o}", "limits", limits_of(&quota));
   s->entry.busy = 1; /* until it answers: not idle, not listed as usable */
   char *connection = session_connection_file(s->key);
   s->arguments = json_pack("{s:s,s:s,s:s?,s:o}", "language", "python", "code", session_launcher_source,
                            "stdin", connection, "env", session_launcher_env());
   if (connection) sodium_memzero(connection, strlen(connection));
   free(connection);
-  if (s->end_fd < 0 || s->arguments == NULL) {
+  if (s->end_fd < 0 || s->arguments == NULL || s->entry.detail == NULL) {
     session_free(s);
     dome_error_set(err, ENOMEM, "session");
     return NULL;
@@ -507,12 +544,27 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   s->thread_started = true;
   dome_error start_err = {0};
   rc = wait_for_root(s, started + KERNEL_START_MS, &start_err);
+  json_t *held = NULL;
+  if (rc == 0 && (held = cgroup_held(s->init_pid, &start_err)) == NULL) rc = dome_error_code(&start_err);
+  if (held) {
+    pthread_mutex_lock(&sessions.table.lock);
+    json_object_set_new(s->entry.detail, "cgroup", held);
+    pthread_mutex_unlock(&sessions.table.lock);
+  }
   if (rc == 0) {
     snprintf(s->socket_dir, sizeof s->socket_dir, "/proc/self/fd/%d" SESSION_SOCKET_DIR, s->root_fd);
     snprintf(s->runner_path, sizeof s->runner_path, "%s/run", s->socket_dir);
     /* the kernel's answer, or the session's end (its jail failed) or the caller's cancellation */
     rc = session_kernel_connect(s->socket_dir, s->key, KERNEL_START_MS, s->end_fd, &s->kernel, &start_err);
     if (rc == -ECANCELED && mcp_call_cancel_fd(execution->call) >= 0) rc = -ECHILD;
+  }
+  if (rc == 0) { /* rules applied while the jail started reach it now */
+    struct domed_rules *active = domed_rules_acquire(domed);
+    json_t *update = session_rules_apply(domed, s, active);
+    domed_rules_release(active);
+    if (update && strcmp(json_string_value(json_object_get(update, "outcome")), "closed") == 0)
+      rc = dome_error_set(&start_err, ESTALE, "%s", json_string_value(json_object_get(update, "reason")));
+    json_decref(update);
   }
   uint64_t ready_ms = session_monotonic_ms() - started;
   if (rc < 0) {
@@ -538,6 +590,7 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   json_object_set_new(event, "capability", json_string(capability));
   json_object_set_new(event, "image", json_string(domed->config.image));
   json_object_set(event, "limits", limits);
+  json_object_set(event, "cgroup", held);
   json_object_set_new(event, "jail_exec_id", json_string(s->exec_id));
   json_object_set_new(event, "ready_ms", json_integer((json_int_t)ready_ms));
   if (journal_call_event(domed, execution, event, err) < 0) {
@@ -549,8 +602,8 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
     return NULL;
   }
   json_t *structured =
-      json_pack("{s:s,s:s,s:o,s:s,s:I}", "session_id", s->entry.id, "image", domed->config.image, "limits",
-                limits, "expires_at", expires, "ready_ms", (json_int_t)ready_ms);
+      json_pack("{s:s,s:s,s:o,s:O,s:s,s:I}", "session_id", s->entry.id, "image", domed->config.image,
+                "limits", limits, "cgroup", held, "expires_at", expires, "ready_ms", (json_int_t)ready_ms);
   session_table_put(&sessions.table, &s->entry);
   return tool_result(structured);
 }
@@ -1100,6 +1153,135 @@ static json_t *fork_session(struct domed *domed, const struct domed_execution *e
                       json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "{}"));
   free(text);
   return created;
+}
+
+/* ---- rules changes -------------------------------------------------------------------------------- */
+
+static bool same_path_rules(const struct domed_path_rules *a, const struct domed_path_rules *b) {
+  size_t count_a, count_b;
+  const struct jail_path_rule *rules_a = domed_path_rules_list(a, &count_a);
+  const struct jail_path_rule *rules_b = domed_path_rules_list(b, &count_b);
+  if (count_a != count_b) return false;
+  for (size_t i = 0; i < count_a; i++)
+    if (strcmp(rules_a[i].path, rules_b[i].path) != 0 || rules_a[i].access != rules_b[i].access ||
+        rules_a[i].optional != rules_b[i].optional || rules_a[i].exact != rules_b[i].exact)
+      return false;
+  return true;
+}
+
+/* Bring the kernel rules of session `s` (held) to `rules`. The network tables of its jail's ruleset are
+ * swapped in place; its Landlock path rules were fixed when the jail started (Landlock only ever narrows a
+ * running process), so a version whose file rules differ from them ends the session. Returns NULL when
+ * there is nothing to do (already that version, or its jail is not started yet: create_session then
+ * brings it up to date), else the outcome: "updated", "unchanged" (its jail denies every connect whatever
+ * the rules: *reason says why) or "closed" (*reason: the session must end). *previous: the version its
+ * tables held. */
+static const char *session_rules_update(struct domed *domed, struct domed_session *s,
+                                        struct domed_rules *rules, char *reason, size_t size, int *previous) {
+  pthread_mutex_lock(&s->lock);
+  bool known = s->kernel_known;
+  uint32_t ruleset = s->ruleset;
+  const char *ruleset_reason = s->ruleset_reason;
+  pthread_mutex_unlock(&s->lock);
+  *previous = s->policy_version;
+  if (!known || rules == NULL || s->policy_version == rules->version) return NULL;
+  reason[0] = '\0';
+  json_t *record = control_agent_get(domed->store, s->entry.agent);
+  json_t *capabilities =
+      json_is_array(json_object_get(record, "capabilities")) ? json_object_get(record, "capabilities") : NULL;
+  json_t *owned = capabilities ? json_incref(capabilities) : json_array();
+  json_decref(record);
+  struct domed_principal principal = {
+      .agent = s->entry.agent, .capabilities = owned, .gateway = s->identity.gateway};
+  struct domed_path_rules *before = NULL, *after = NULL;
+  dome_error err = {0};
+  const char *outcome = "updated";
+  if (domed_kernel_path_rules(domed, &principal, s->rules, &before, &err) < 0 ||
+      domed_kernel_path_rules(domed, &principal, rules, &after, &err) < 0) {
+    outcome = "closed";
+    snprintf(reason, size, "rules changed: the file rules of version %d cannot be enforced: %.400s",
+             rules->version, err.message);
+  } else if (!same_path_rules(before, after)) {
+    outcome = "closed";
+    snprintf(reason, size,
+             "rules changed: version %d changes the file rules, which a running jail cannot take (Landlock)",
+             rules->version);
+  } else if (ruleset == 0) {
+    outcome = "unchanged";
+    snprintf(reason, size, "%s",
+             ruleset_reason == NULL ? "no kernel layer on this host: the jail has no network"
+             : strcmp(ruleset_reason, "quota") == 0
+                 ? "the capability's quota denies egress: every connect is denied"
+                 : "the jail started without network rules: every connect is denied");
+    s->policy_version = rules->version;
+  } else {
+    int rc = rules->kernel_policies
+                 ? domed_kernel_update_ruleset(domed, ruleset, &principal, rules, &err)
+                 : dome_error_set(&err, EINVAL, "version %d has no kernel rules", rules->version);
+    if (rc < 0) {
+      outcome = "closed";
+      snprintf(reason, size, "rules changed: the kernel rules of version %d could not be installed: %.400s",
+               rules->version, err.message);
+    } else {
+      s->policy_version = rules->version;
+    }
+  }
+  domed_path_rules_release(before);
+  domed_path_rules_release(after);
+  json_decref(owned);
+  return outcome;
+}
+
+/* Update one session (held) and journal it; ends it when its rules cannot change. The outcome as
+ * {session_id, agent, outcome, policy_version, previous_version, reason?}, or NULL when nothing was to do. */
+static json_t *session_rules_apply(struct domed *domed, struct domed_session *s, struct domed_rules *rules) {
+  char reason[600];
+  int previous = 0;
+  pthread_mutex_lock(&s->rules_lock);
+  const char *outcome = session_rules_update(domed, s, rules, reason, sizeof reason, &previous);
+  pthread_mutex_unlock(&s->rules_lock);
+  if (outcome == NULL) return NULL;
+  json_t *summary =
+      json_pack("{s:s,s:s,s:s,s:i,s:i}", "session_id", s->entry.id, "agent", s->entry.agent, "outcome",
+                outcome, "policy_version", rules->version, "previous_version", previous);
+  if (reason[0]) json_object_set_new(summary, "reason", json_string(reason));
+  json_t *event = session_event("session.rules", s, NULL);
+  json_object_update(event, summary);
+  json_object_set_new(event, "jail_exec_id", json_string(s->exec_id));
+  dome_error err = {0};
+  uint64_t ticket = 0;
+  if (domed_audit_append(domed, event, &ticket, &err) < 0 || domed_audit_sync(domed, ticket, &err) < 0)
+    domed_log("error", "session", "session=%s msg=\"session.rules not journalled: %s\"", s->entry.id,
+              err.message);
+  json_decref(event);
+  domed_log(strcmp(outcome, "closed") == 0 ? "warn" : "info", "session", "session=%s rules=%d outcome=%s%s%s",
+            s->entry.id, rules->version, outcome, reason[0] ? " reason=" : "", reason);
+  return summary;
+}
+
+json_t *domed_sessions_rules_changed(struct domed *domed) {
+  json_t *result = json_array();
+  struct domed_rules *rules = domed_rules_acquire(domed);
+  json_t *live = session_table_list(&sessions.table, NULL, session_monotonic_ms());
+  size_t i;
+  json_t *item;
+  json_array_foreach(live, i, item) {
+    const char *id = json_string_value(json_object_get(item, "session_id"));
+    struct session_entry *entry = session_table_hold(&sessions.table, id);
+    if (entry == NULL) continue; /* ended meanwhile */
+    json_t *summary = session_rules_apply(domed, entry->owner, rules);
+    session_table_unhold(&sessions.table, entry);
+    if (summary == NULL) continue;
+    if (strcmp(json_string_value(json_object_get(summary, "outcome")), "closed") == 0) {
+      struct session_entry *gone = session_table_take(&sessions.table, id, NULL);
+      if (gone)
+        session_end(gone->owner, "session.closed", json_string_value(json_object_get(summary, "reason")));
+    }
+    json_array_append_new(result, summary);
+  }
+  json_decref(live);
+  domed_rules_release(rules);
+  return result;
 }
 
 /* ---- control commands ---------------------------------------------------------------------------- */
