@@ -30,6 +30,8 @@ static int set_main(int argc, char **argv) {
       {"session-memory", required_argument, NULL, 'Y'},
       {"session-cpus", required_argument, NULL, 'U'},
       {"session-pids", required_argument, NULL, 'P'},
+      {"snapshots", required_argument, NULL, 'n'},
+      {"snapshot-bytes", required_argument, NULL, 'z'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -105,6 +107,12 @@ static int set_main(int argc, char **argv) {
       case 'P':
         key = "session_pids";
         break;
+      case 'n':
+        key = "snapshots";
+        break;
+      case 'z':
+        key = "snapshot_bytes";
+        break;
       case 'h':
         printf(
             "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
@@ -113,6 +121,7 @@ static int set_main(int argc, char **argv) {
             "                      [--concurrency N] [--task-ttl DURATION] [--tasks N]\n"
             "                      [--sessions N] [--session-idle SEC] [--session-lifetime SEC]\n"
             "                      [--session-memory SIZE] [--session-cpus N] [--session-pids N]\n"
+            "                      [--snapshots N] [--snapshot-bytes SIZE]\n"
             "  --egress-bytes: byte quota of each jail's egress path (both directions) for this capability;\n"
             "                  0 (list: config): domed's egress_quota applies\n"
             "  --blob-bytes:   bytes this capability's large inputs may take in the journal's blob store\n"
@@ -131,7 +140,9 @@ static int set_main(int argc, char **argv) {
             "  --session-idle, --session-lifetime: a session unused this long, or this long after its\n"
             "                  creation, is closed (defaults 10m and 1h; docs/sessions.md)\n"
             "  --session-memory, --session-cpus, --session-pids: the whole cgroup of one session (its\n"
-            "                  kernel and every process it starts); 0 (default): --memory, --cpus, --pids\n");
+            "                  kernel and every process it starts); 0 (default): --memory, --cpus, --pids\n"
+            "  --snapshots, --snapshot-bytes: session snapshots one agent keeps, and their bytes as stored\n"
+            "                  (defaults 16 and 256M; --snapshots 0 refuses snapshot_session)\n");
         json_decref(fields);
         return 0;
       default:

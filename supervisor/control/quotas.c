@@ -24,6 +24,8 @@ void control_quota_defaults(struct control_quota *quota) {
       .sessions = 0,
       .session_idle_ms = 600000,
       .session_lifetime_ms = 3600000,
+      .snapshots = 16,
+      .snapshot_bytes = 256u << 20,
   };
 }
 
@@ -44,6 +46,8 @@ static json_t *quota_json(const struct control_quota *quota) {
   json_object_set_new(object, "session_memory_bytes", json_integer((json_int_t)quota->session_memory_bytes));
   json_object_set_new(object, "session_cpus", json_real(quota->session_cpus));
   json_object_set_new(object, "session_pids", json_integer((json_int_t)quota->session_pids));
+  json_object_set_new(object, "snapshots", json_integer((json_int_t)quota->snapshots));
+  json_object_set_new(object, "snapshot_bytes", json_integer((json_int_t)quota->snapshot_bytes));
   return object;
 }
 
@@ -82,6 +86,10 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
     quota->session_cpus = json_number_value(v);
   if ((v = json_object_get(object, "session_pids")) && json_integer_value(v) > 0)
     quota->session_pids = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "snapshots")) && json_integer_value(v) >= 0)
+    quota->snapshots = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "snapshot_bytes")) && json_integer_value(v) > 0)
+    quota->snapshot_bytes = (uint64_t)json_integer_value(v);
 }
 
 void control_quota_for_session(const struct control_quota *quota, struct control_quota *session) {
@@ -180,8 +188,9 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
       "memory",       "cpus",     "pids",         "timeout",    "workspace_size",
       "output_limit", "egress",   "egress_bytes", "blob_bytes", "mcp_output_limit",
       "concurrency",  "task_ttl", "tasks"};
-  static const char *const session_known[] = {"sessions",       "session_idle", "session_lifetime",
-                                              "session_memory", "session_cpus", "session_pids"};
+  static const char *const session_known[] = {"sessions",       "session_idle",  "session_lifetime",
+                                              "session_memory", "session_cpus",  "session_pids",
+                                              "snapshots",      "snapshot_bytes"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
@@ -301,6 +310,26 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     if (count < 0 || count > 1024)
       return dome_error_set(err, EINVAL, "--sessions: expected an integer in [0, 1024]");
     quota.sessions = (uint64_t)count;
+  }
+  if ((v = json_object_get(fields, "snapshots"))) {
+    char *end = NULL;
+    long long count = json_is_integer(v)  ? json_integer_value(v)
+                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                          : -1;
+    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
+    if (count < 0 || count > 1024)
+      return dome_error_set(err, EINVAL, "--snapshots: expected an integer in [0, 1024]");
+    quota.snapshots = (uint64_t)count;
+  }
+  if ((v = json_object_get(fields, "snapshot_bytes"))) {
+    if (json_is_integer(v) && json_integer_value(v) > 0)
+      quota.snapshot_bytes = (uint64_t)json_integer_value(v);
+    else if (!json_is_string(v) ||
+             (rc = dome_parse_size(json_string_value(v), &quota.snapshot_bytes, err)) < 0)
+      return json_is_string(v) ? dome_error_wrap(err, "--snapshot-bytes")
+                               : dome_error_set(err, EINVAL, "--snapshot-bytes: expected a size");
+    if (quota.snapshot_bytes < 1024)
+      return dome_error_set(err, EINVAL, "--snapshot-bytes: expected at least 1K");
   }
   if ((rc = duration_field(fields, "session_idle", &quota.session_idle_ms, err)) < 0) return rc;
   if ((rc = duration_field(fields, "session_lifetime", &quota.session_lifetime_ms, err)) < 0) return rc;

@@ -452,6 +452,10 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
  * journalled as session.rules {session_id, outcome: updated|unchanged|closed, policy_version,
  * previous_version, reason?}. Returns those outcomes as an array (new reference). */
 json_t *domed_sessions_rules_changed(struct domed *domed);
+/* Why a snapshot does not keep the session's interpreter on this host (the outcome of `criu check`, run
+ * once: CRIU missing, the kernel features it lacks, or that checkpointing a session's jail is not built);
+ * a static string. */
+const char *domed_sessions_kernel_state_reason(void);
 /* The session tools' definitions appended to `tools` (inputSchema, outputSchema). */
 void domed_session_tools(json_t *tools, const struct control_quota *quota);
 /* The inputSchema of session tool `name` (new reference), NULL for any other name: what types its

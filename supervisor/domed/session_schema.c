@@ -55,9 +55,10 @@ void domed_session_tools(json_t *tools, const struct control_quota *quota) {
                                    "close the session after this many seconds unused (lowers the quota's)",
                                    "exclusiveMinimum", 0),
                          NULL),
-           output_schema(json_pack("{s:{s:s},s:{s:s},s:o,s:o,s:{s:s},s:{s:s}}", "session_id", "type",
-                                   "string", "image", "type", "string", "limits", limits, "cgroup", cgroup,
-                                   "expires_at", "type", "string", "ready_ms", "type", "integer"),
+           output_schema(json_pack("{s:{s:s},s:{s:s},s:o,s:o,s:{s:s},s:{s:s},s:{s:s,s:{s:s}}}", "session_id",
+                                   "type", "string", "image", "type", "string", "limits", limits, "cgroup",
+                                   cgroup, "expires_at", "type", "string", "ready_ms", "type", "integer",
+                                   "phases_ms", "type", "object", "additionalProperties", "type", "integer"),
                          json_pack("[ssss]", "session_id", "image", "limits", "expires_at")),
            false, false));
   json_array_append_new(tools, tool("close_session", "Close a sandbox session",
@@ -130,13 +131,19 @@ void domed_session_tools(json_t *tools, const struct control_quota *quota) {
       tools,
       tool("snapshot_session", "Snapshot a session's files",
            "Keep the session's /workspace (regular files and directories; not the interpreter's variables) "
-           "as a snapshot that fork_session can start a new session from. Bounded by the workspace size.",
-           object_schema(json_pack("{s:o,s:o}", "session_id", session_id_property(), "name",
-                                   string_property("a label for the snapshot")),
+           "as a snapshot that fork_session can start a new session from. Bounded by the workspace size and "
+           "the agent's snapshot quota; kernel_state says whether the interpreter was kept and why not.",
+           object_schema(json_pack("{s:o,s:o,s:{s:s,s:s}}", "session_id", session_id_property(), "name",
+                                   string_property("a label for the snapshot"), "kernel", "type", "boolean",
+                                   "description",
+                                   "true: also keep the interpreter's state (CRIU), or fail where the host "
+                                   "cannot; absent or false: /workspace only"),
                          json_pack("[s]", "session_id")),
            output_schema(
-               json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:s}}", "snapshot_id", "type", "string", "session_id",
-                         "type", "string", "files", "type", "integer", "bytes", "type", "integer"),
+               json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:{s:{s:s},s:{s:s}}}}", "snapshot_id",
+                         "type", "string", "session_id", "type", "string", "files", "type", "integer",
+                         "bytes", "type", "integer", "kernel_state", "type", "object", "properties", "kept",
+                         "type", "boolean", "reason", "type", "string"),
                json_pack("[ss]", "snapshot_id", "session_id")),
            false, false));
   json_array_append_new(

@@ -39,12 +39,14 @@
 
 /* ---- the program of a session's jail ------------------------------------------------------------- */
 
-/* The launcher (Python source run by /usr/bin/python3 -c inside the jail). It reads the kernel's
- * connection file from stdin, writes it into SESSION_SOCKET_DIR (0600), starts the kernel
- * (ipykernel's kernelapp, without its debugger) in its own process group and serves SESSION_SOCKET_DIR/run:
- * one JSON line {argv, timeout_ms, output_bytes} per connection, answered with {stdout, stderr,
- * exit_code, signal, timed_out, truncated} once the process (its whole process group) ended. It exits
- * when the kernel exits, which ends the jail. */
+/* The launcher (Python source run by /usr/bin/python3 -c inside the jail), which becomes the kernel. It
+ * reads the kernel's connection file from stdin, writes it into SESSION_SOCKET_DIR (0600), serves
+ * SESSION_SOCKET_DIR/run from a thread: one JSON line {argv, timeout_ms, output_bytes} per connection,
+ * answered with {stdout, stderr, exit_code, signal, timed_out, truncated} once the process (its whole
+ * process group) ended; writes its start-up marks to SESSION_SOCKET_DIR/phases.json ({start, runner,
+ * imported}: CLOCK_REALTIME seconds) and runs the kernel (ipykernel's kernelapp, without its debugger,
+ * jedi, the terminal front end and the history database) in its main thread. The jail ends when the
+ * kernel exits. */
 extern const char session_launcher_source[];
 
 /* The environment the launcher needs (IPython, Jupyter and matplotlib state in /tmp, not in the
