@@ -27,6 +27,11 @@ static int set_main(int argc, char **argv) {
       {"sessions", required_argument, NULL, 'S'},
       {"session-idle", required_argument, NULL, 'I'},
       {"session-lifetime", required_argument, NULL, 'L'},
+      {"session-memory", required_argument, NULL, 'Y'},
+      {"session-cpus", required_argument, NULL, 'U'},
+      {"session-pids", required_argument, NULL, 'P'},
+      {"snapshots", required_argument, NULL, 'n'},
+      {"snapshot-bytes", required_argument, NULL, 'z'},
       {"control-socket", required_argument, NULL, 's'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -93,6 +98,21 @@ static int set_main(int argc, char **argv) {
       case 'L':
         key = "session_lifetime";
         break;
+      case 'Y':
+        key = "session_memory";
+        break;
+      case 'U':
+        key = "session_cpus";
+        break;
+      case 'P':
+        key = "session_pids";
+        break;
+      case 'n':
+        key = "snapshots";
+        break;
+      case 'z':
+        key = "snapshot_bytes";
+        break;
       case 'h':
         printf(
             "usage: dome quotas set --capability C [--memory SIZE] [--cpus N] [--pids N] [--timeout SEC]\n"
@@ -100,6 +120,8 @@ static int set_main(int argc, char **argv) {
             "                      [--egress-bytes SIZE] [--blob-bytes SIZE] [--mcp-output-limit SIZE]\n"
             "                      [--concurrency N] [--task-ttl DURATION] [--tasks N]\n"
             "                      [--sessions N] [--session-idle SEC] [--session-lifetime SEC]\n"
+            "                      [--session-memory SIZE] [--session-cpus N] [--session-pids N]\n"
+            "                      [--snapshots N] [--snapshot-bytes SIZE]\n"
             "  --egress-bytes: byte quota of each jail's egress path (both directions) for this capability;\n"
             "                  0 (list: config): domed's egress_quota applies\n"
             "  --blob-bytes:   bytes this capability's large inputs may take in the journal's blob store\n"
@@ -116,7 +138,11 @@ static int set_main(int argc, char **argv) {
             "max_tasks_per_agent)\n"
             "  --sessions:     sandbox sessions (create_session) one agent holds at once (default 0: off)\n"
             "  --session-idle, --session-lifetime: a session unused this long, or this long after its\n"
-            "                  creation, is closed (defaults 10m and 1h; docs/sessions.md)\n");
+            "                  creation, is closed (defaults 10m and 1h; docs/sessions.md)\n"
+            "  --session-memory, --session-cpus, --session-pids: the whole cgroup of one session (its\n"
+            "                  kernel and every process it starts); 0 (default): --memory, --cpus, --pids\n"
+            "  --snapshots, --snapshot-bytes: session snapshots one agent keeps, and their bytes as stored\n"
+            "                  (defaults 16 and 256M; --snapshots 0 refuses snapshot_session)\n");
         json_decref(fields);
         return 0;
       default:

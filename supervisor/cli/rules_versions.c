@@ -174,6 +174,15 @@ static int apply_main(int argc, char **argv) {
   else
     printf("Applied %s as version %lld (active)\n", name,
            (long long)json_integer_value(json_object_get(result, "version")));
+  /* the live sandbox sessions the version reached (docs/sessions.md) */
+  size_t i;
+  json_t *session;
+  json_array_foreach(json_object_get(result, "sessions"), i, session) {
+    const char *reason = json_string_value(json_object_get(session, "reason"));
+    printf("Session %s: %s%s%s%s\n", json_string_value(json_object_get(session, "session_id")),
+           json_string_value(json_object_get(session, "outcome")), reason ? " (" : "", reason ? reason : "",
+           reason ? ")" : "");
+  }
   json_decref(result);
   return 0;
 }

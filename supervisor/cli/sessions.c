@@ -1,4 +1,5 @@
-/* dome sessions list|show|kill — the live sandbox sessions of domed (docs/sessions.md). */
+/* dome sessions list|show|kill|snapshots — the live sandbox sessions of domed and their snapshots
+ * (docs/sessions.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,3 +83,79 @@ static int kill_main(int argc, char **argv) {
       "dome sessions kill --id SESSION [--control-socket PATH]  (ends it: session.closed reason=operator)");
 }
 DOME_COMMAND(sessions_kill, "sessions kill", "end a live sandbox session", kill_main);
+
+/* snapshots [--agent A] [--json] [--delete SNAP] [--control-socket PATH] */
+static int snapshots_main(int argc, char **argv) {
+  static const struct option options[] = {
+      {"agent", required_argument, NULL, 'a'}, {"delete", required_argument, NULL, 'd'},
+      {"json", no_argument, NULL, 'j'},        {"control-socket", required_argument, NULL, 's'},
+      {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+  };
+  const char *socket = NULL, *agent = NULL, *delete_id = NULL;
+  bool json_output = false;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    if (c == 'a') {
+      agent = optarg;
+    } else if (c == 'd') {
+      delete_id = optarg;
+    } else if (c == 'j') {
+      json_output = true;
+    } else if (c == 's') {
+      socket = optarg;
+    } else if (c == 'h') {
+      printf(
+          "usage: dome sessions snapshots [--agent AGENT] [--json] [--delete SNAPSHOT] [--control-socket "
+          "PATH]\n"
+          "  lists the session snapshots kept in domed's state directory (they survive a restart);\n"
+          "  --delete removes one (journalled as session.snapshot_deleted)\n");
+      return 0;
+    } else {
+      fprintf(stderr, "dome %s: unknown or incomplete option `%s`\n", argv[0], argv[optind - 1]);
+      return DOME_EXIT_FAILURE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "dome %s: unexpected argument `%s`\n", argv[0], argv[optind]);
+    return DOME_EXIT_FAILURE;
+  }
+  json_t *args =
+      delete_id ? json_pack("{s:s}", "snapshot_id", delete_id) : json_pack("{s:s?}", "agent", agent);
+  json_t *result = NULL;
+  dome_error err = {0};
+  int rc = control_call(control_socket_path(socket),
+                        delete_id ? "sessions.snapshot_delete" : "sessions.snapshots", args, &result, &err);
+  json_decref(args);
+  if (rc < 0) {
+    fprintf(stderr, "dome %s: %s\n", argv[0], err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  if (json_output || delete_id) {
+    if (delete_id && !json_output)
+      printf("Deleted snapshot %s\n", delete_id);
+    else {
+      json_dumpf(result, stdout, JSON_INDENT(2));
+      printf("\n");
+    }
+    json_decref(result);
+    return 0;
+  }
+  printf("%-38s %-24s %-38s %-21s %-7s %-10s %s\n", "SNAPSHOT", "AGENT", "FROM-SESSION", "CREATED", "FILES",
+         "STORED", "NAME");
+  size_t i;
+  json_t *s;
+  json_array_foreach(json_object_get(result, "snapshots"), i, s) {
+    printf(
+        "%-38s %-24s %-38s %-21s %-7lld %-10lld %s\n", json_string_value(json_object_get(s, "snapshot_id")),
+        json_string_value(json_object_get(s, "agent")), json_string_value(json_object_get(s, "session_id")),
+        json_string_value(json_object_get(s, "created_at")),
+        (long long)json_integer_value(json_object_get(s, "files")),
+        (long long)json_integer_value(json_object_get(s, "stored_bytes")),
+        json_string_value(json_object_get(s, "name")) ?: "");
+  }
+  json_decref(result);
+  return 0;
+}
+DOME_COMMAND(sessions_snapshots, "sessions snapshots", "list or delete session snapshots", snapshots_main);

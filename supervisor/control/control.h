@@ -169,19 +169,33 @@ struct control_quota {
                                    tools not listed) */
   uint64_t session_idle_ms;     /* a session unused this long is closed (default 600000) */
   uint64_t session_lifetime_ms; /* a session is closed this long after its creation (default 3600000) */
+  /* the whole cgroup of a session's jail (its kernel, every process it starts); 0 (default): the
+   * capability's memory_bytes, cpus, pids */
+  uint64_t session_memory_bytes;
+  double session_cpus;
+  uint64_t session_pids;
+  uint64_t snapshots;      /* snapshots one agent keeps (default 16; 0: snapshot_session refused) */
+  uint64_t snapshot_bytes; /* bytes of all of one agent's snapshot files, as stored (default 256 MiB) */
 };
 
 void control_quota_defaults(struct control_quota *quota);
 
+/* `quota` as a session's jail gets it: memory_bytes, cpus and pids replaced by session_memory_bytes,
+ * session_cpus and session_pids where those are set (non-zero); everything else copied. */
+void control_quota_for_session(const struct control_quota *quota, struct control_quota *session);
+
 /* Update the quota of `capability` with the members present in `fields` ({memory, cpus, pids,
  * timeout, workspace_size, output_limit, egress, egress_bytes, blob_bytes, mcp_output_limit, concurrency,
- * sessions, session_idle, session_lifetime}:
+ * sessions, session_idle, session_lifetime, session_memory, session_cpus, session_pids, snapshots,
+ * snapshot_bytes}:
  * sizes as numbers of bytes or strings with IEC suffixes, durations as seconds, egress as boolean or
  * "allow"/"deny"; egress_bytes may be 0, which hands the jails of the capability back to domed's
  * egress_quota, and mcp_output_limit 0 likewise to mcp_output_limit; concurrency an integer in [0, 4096],
  * 0 meaning max_jails; task_ttl a duration (0: domed's task_ttl_max_s), tasks an integer in [0, 100000]
  * (0: domed's max_tasks_per_agent); sessions an integer in [0, 1024], session_idle and session_lifetime
- * durations in (0, 86400] seconds). Unset members keep their value. Errors: -EINVAL naming the field,
+ * durations in (0, 86400] seconds; session_memory a size of at least 1M, session_cpus as cpus, session_pids
+ * as pids, each also 0: the capability's memory, cpus, pids; snapshots an integer in [0, 1024],
+ * snapshot_bytes a size of at least 1K). Unset members keep their value. Errors: -EINVAL naming the field,
  * -errno writing quotas.json. */
 int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err);
 
@@ -189,7 +203,8 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
 void control_quota_get(control_store *store, const char *capability, struct control_quota *quota);
 
 /* Object capability -> {memory_bytes, cpus, pids, timeout_ms, workspace_bytes, output_bytes, egress,
- * egress_bytes, blob_bytes, concurrency, sessions, session_idle_ms, session_lifetime_ms}. */
+ * egress_bytes, blob_bytes, concurrency, sessions, session_idle_ms, session_lifetime_ms,
+ * session_memory_bytes, session_cpus, session_pids}. */
 json_t *control_quota_list(control_store *store);
 
 /* --- tool registry --- */

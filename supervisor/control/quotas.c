@@ -24,6 +24,8 @@ void control_quota_defaults(struct control_quota *quota) {
       .sessions = 0,
       .session_idle_ms = 600000,
       .session_lifetime_ms = 3600000,
+      .snapshots = 16,
+      .snapshot_bytes = 256u << 20,
   };
 }
 
@@ -41,6 +43,11 @@ static json_t *quota_json(const struct control_quota *quota) {
   json_object_set_new(object, "sessions", json_integer((json_int_t)quota->sessions));
   json_object_set_new(object, "session_idle_ms", json_integer((json_int_t)quota->session_idle_ms));
   json_object_set_new(object, "session_lifetime_ms", json_integer((json_int_t)quota->session_lifetime_ms));
+  json_object_set_new(object, "session_memory_bytes", json_integer((json_int_t)quota->session_memory_bytes));
+  json_object_set_new(object, "session_cpus", json_real(quota->session_cpus));
+  json_object_set_new(object, "session_pids", json_integer((json_int_t)quota->session_pids));
+  json_object_set_new(object, "snapshots", json_integer((json_int_t)quota->snapshots));
+  json_object_set_new(object, "snapshot_bytes", json_integer((json_int_t)quota->snapshot_bytes));
   return object;
 }
 
@@ -73,6 +80,23 @@ static void quota_from_json(json_t *object, struct control_quota *quota) {
     quota->session_idle_ms = (uint64_t)json_integer_value(v);
   if ((v = json_object_get(object, "session_lifetime_ms")) && json_integer_value(v) > 0)
     quota->session_lifetime_ms = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "session_memory_bytes")) && json_integer_value(v) > 0)
+    quota->session_memory_bytes = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "session_cpus")) && json_number_value(v) > 0)
+    quota->session_cpus = json_number_value(v);
+  if ((v = json_object_get(object, "session_pids")) && json_integer_value(v) > 0)
+    quota->session_pids = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "snapshots")) && json_integer_value(v) >= 0)
+    quota->snapshots = (uint64_t)json_integer_value(v);
+  if ((v = json_object_get(object, "snapshot_bytes")) && json_integer_value(v) > 0)
+    quota->snapshot_bytes = (uint64_t)json_integer_value(v);
+}
+
+void control_quota_for_session(const struct control_quota *quota, struct control_quota *session) {
+  *session = *quota;
+  if (quota->session_memory_bytes) session->memory_bytes = quota->session_memory_bytes;
+  if (quota->session_cpus > 0) session->cpus = quota->session_cpus;
+  if (quota->session_pids) session->pids = quota->session_pids;
 }
 
 /* A duration field: seconds as a number, or a duration text ("90", "10m"); (0, 86400] s. */
@@ -111,6 +135,51 @@ static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error
   return dome_error_set(err, EINVAL, "--%s: expected a size", key);
 }
 
+/* The flag of quota field `key` ("session_cpus" -> "--session-cpus") into `flag`. */
+static const char *flag_of(const char *key, char flag[64]) {
+  snprintf(flag, 64, "--%s", key);
+  for (char *c = flag; *c; c++)
+    if (*c == '_') *c = '-';
+  return flag;
+}
+
+/* A number of CPUs in the jail's own range (jail_run: 0.01 .. 4096), the whole text a number; 0 too when
+ * zero_allowed (the field then defers to another). */
+static int cpus_field(json_t *fields, const char *key, bool zero_allowed, double *out, dome_error *err) {
+  json_t *v = json_object_get(fields, key);
+  if (v == NULL) return 0;
+  char *end = NULL, flag[64];
+  double cpus = json_is_number(v)   ? json_number_value(v)
+                : json_is_string(v) ? strtod(json_string_value(v), &end)
+                                    : -1;
+  if (json_is_string(v) && (end == json_string_value(v) || *end)) cpus = -1;
+  if (zero_allowed && cpus == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (!(cpus >= 0.01 && cpus <= 4096))
+    return dome_error_set(err, EINVAL, "%s: expected a number of CPUs between 0.01 and 4096%s",
+                          flag_of(key, flag), zero_allowed ? " (or 0)" : "");
+  *out = cpus;
+  return 0;
+}
+
+/* A pids.max in [1, 1000000] (0 too when zero_allowed), the whole text an integer. */
+static int pids_field(json_t *fields, const char *key, bool zero_allowed, uint64_t *out, dome_error *err) {
+  json_t *v = json_object_get(fields, key);
+  if (v == NULL) return 0;
+  char *end = NULL, flag[64];
+  long long pids = json_is_integer(v)  ? json_integer_value(v)
+                   : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                       : -1;
+  if (json_is_string(v) && (end == json_string_value(v) || *end)) pids = -1;
+  if (pids < (zero_allowed ? 0 : 1) || pids > 1000000)
+    return dome_error_set(err, EINVAL, "%s: expected an integer in [%d, 1000000]", flag_of(key, flag),
+                          zero_allowed ? 0 : 1);
+  *out = (uint64_t)pids;
+  return 0;
+}
+
 int control_quota_set(control_store *store, const char *capability, json_t *fields, dome_error *err) {
   if (!control_name_valid(capability))
     return dome_error_set(err, EINVAL, "--capability: invalid capability `%s`", capability ? capability : "");
@@ -119,7 +188,9 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
       "memory",       "cpus",     "pids",         "timeout",    "workspace_size",
       "output_limit", "egress",   "egress_bytes", "blob_bytes", "mcp_output_limit",
       "concurrency",  "task_ttl", "tasks"};
-  static const char *const session_known[] = {"sessions", "session_idle", "session_lifetime"};
+  static const char *const session_known[] = {"sessions",       "session_idle",  "session_lifetime",
+                                              "session_memory", "session_cpus",  "session_pids",
+                                              "snapshots",      "snapshot_bytes"};
   const char *key;
   json_t *value;
   json_object_foreach(fields, key, value) {
@@ -139,24 +210,20 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   if ((rc = size_field(fields, "output_limit", &quota.output_bytes, err)) < 0) return rc;
   if ((rc = size_field(fields, "blob_bytes", &quota.blob_bytes, err)) < 0) return rc;
   json_t *v;
-  if ((v = json_object_get(fields, "cpus"))) {
-    /* the jail's own range (jail_run: 0.01 .. 4096 CPUs), the whole text a number */
-    char *end = NULL;
-    double cpus = json_is_number(v)   ? json_number_value(v)
-                  : json_is_string(v) ? strtod(json_string_value(v), &end)
-                                      : -1;
-    if (json_is_string(v) && (end == json_string_value(v) || *end)) cpus = -1;
-    if (!(cpus >= 0.01 && cpus <= 4096))
-      return dome_error_set(err, EINVAL, "--cpus: expected a number of CPUs between 0.01 and 4096");
-    quota.cpus = cpus;
-  }
-  if ((v = json_object_get(fields, "pids"))) {
-    long long pids = json_is_integer(v)  ? json_integer_value(v)
-                     : json_is_string(v) ? strtoll(json_string_value(v), NULL, 10)
-                                         : -1;
-    if (pids < 1 || pids > 1000000)
-      return dome_error_set(err, EINVAL, "--pids: expected an integer in [1, 1000000]");
-    quota.pids = (uint64_t)pids;
+  if ((rc = cpus_field(fields, "cpus", false, &quota.cpus, err)) < 0) return rc;
+  if ((rc = pids_field(fields, "pids", false, &quota.pids, err)) < 0) return rc;
+  if ((rc = cpus_field(fields, "session_cpus", true, &quota.session_cpus, err)) < 0) return rc;
+  if ((rc = pids_field(fields, "session_pids", true, &quota.session_pids, err)) < 0) return rc;
+  if ((v = json_object_get(fields, "session_memory"))) {
+    /* 0 is allowed: the capability's sessions go back to its --memory */
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+      quota.session_memory_bytes = (uint64_t)json_integer_value(v);
+    else if (!json_is_string(v) ||
+             (rc = dome_parse_size(json_string_value(v), &quota.session_memory_bytes, err)) < 0)
+      return json_is_string(v) ? dome_error_wrap(err, "--session-memory")
+                               : dome_error_set(err, EINVAL, "--session-memory: expected a size");
+    if (quota.session_memory_bytes != 0 && quota.session_memory_bytes < (1u << 20))
+      return dome_error_set(err, EINVAL, "--session-memory: expected 0 or at least 1M");
   }
   if ((v = json_object_get(fields, "timeout"))) {
     uint64_t ms = 0;
@@ -243,6 +310,26 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     if (count < 0 || count > 1024)
       return dome_error_set(err, EINVAL, "--sessions: expected an integer in [0, 1024]");
     quota.sessions = (uint64_t)count;
+  }
+  if ((v = json_object_get(fields, "snapshots"))) {
+    char *end = NULL;
+    long long count = json_is_integer(v)  ? json_integer_value(v)
+                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                          : -1;
+    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
+    if (count < 0 || count > 1024)
+      return dome_error_set(err, EINVAL, "--snapshots: expected an integer in [0, 1024]");
+    quota.snapshots = (uint64_t)count;
+  }
+  if ((v = json_object_get(fields, "snapshot_bytes"))) {
+    if (json_is_integer(v) && json_integer_value(v) > 0)
+      quota.snapshot_bytes = (uint64_t)json_integer_value(v);
+    else if (!json_is_string(v) ||
+             (rc = dome_parse_size(json_string_value(v), &quota.snapshot_bytes, err)) < 0)
+      return json_is_string(v) ? dome_error_wrap(err, "--snapshot-bytes")
+                               : dome_error_set(err, EINVAL, "--snapshot-bytes: expected a size");
+    if (quota.snapshot_bytes < 1024)
+      return dome_error_set(err, EINVAL, "--snapshot-bytes: expected at least 1K");
   }
   if ((rc = duration_field(fields, "session_idle", &quota.session_idle_ms, err)) < 0) return rc;
   if ((rc = duration_field(fields, "session_lifetime", &quota.session_lifetime_ms, err)) < 0) return rc;

@@ -183,9 +183,11 @@ static json_t *rules_apply(struct domed *domed, const struct control_request *re
   rules->version = version;
   snprintf(rules->name, sizeof rules->name, "%s", name);
   domed_rules_install(domed, rules);
+  json_t *sessions =
+      domed_sessions_rules_changed(domed); /* under the lock: one version reaches them at a time */
   pthread_mutex_unlock(&rules_apply_lock);
   domed_log("info", "rules", "applied version=%d name=%s", version, name);
-  return json_pack("{s:i,s:s,s:b}", "version", version, "name", name, "active", 1);
+  return json_pack("{s:i,s:s,s:b,s:o}", "version", version, "name", name, "active", 1, "sessions", sessions);
 }
 
 static json_t *rules_command(struct domed *domed, const struct control_request *request, const char *verb,
@@ -252,11 +254,12 @@ static json_t *rules_command(struct domed *domed, const struct control_request *
     /* one switch: the shadow's compiled rules become the active ones, the shadow ends */
     struct domed_rules *promoted = domed_shadow_take(domed, name);
     domed_rules_install(domed, promoted);
+    json_t *sessions = domed_sessions_rules_changed(domed);
     pthread_mutex_unlock(&rules_apply_lock);
     domed_log("info", "rules", "promoted version=%d name=%s", version, name);
     json_decref(report);
-    return json_pack("{s:i,s:s,s:b,s:i}", "version", version, "name", name, "active", 1, "previous_version",
-                     previous);
+    return json_pack("{s:i,s:s,s:b,s:i,s:o}", "version", version, "name", name, "active", 1,
+                     "previous_version", previous, "sessions", sessions);
   }
   if (strcmp(verb, "show") == 0) {
     int version = (int)json_integer_value(json_object_get(request->args, "version"));

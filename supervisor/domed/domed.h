@@ -418,6 +418,7 @@ int domed_request_refused(void *context, const mcp_identity *identity, const cha
 /* Serve `audit.stream` on a control connection until the client leaves. */
 json_t *domed_audit_stream(struct domed *domed, const struct control_request *request, dome_error *err);
 
+struct domed_kernel_run;
 /* One execute_code call, already authorized. Returns the CallToolResult (new reference) or NULL with
  * *rpc_error and *err. exec_id names the execution in the journal. */
 struct domed_execution {
@@ -430,9 +431,10 @@ struct domed_execution {
   mcp_call *call;
   uint64_t decision_ticket; /* of the call's authz.decision: every later sync of the call covers it */
   /* A sandbox session's jail (domed/sessions.c) runs with call NULL: cancel_fd ends it, nothing is
-   * streamed, and on_jail_started gets the host pid of the jail's init once its namespaces exist. */
+   * streamed, and on_jail_started gets the host pid of the jail's init once its namespaces exist, and the
+   * kernel layer's attachment of its cgroup (ruleset, reason; level NULL: no kernel layer). */
   int cancel_fd;
-  void (*on_jail_started)(void *context, pid_t init_pid);
+  void (*on_jail_started)(void *context, pid_t init_pid, const struct domed_kernel_run *kernel_run);
   void *jail_context;
 };
 json_t *domed_execute(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
@@ -446,6 +448,16 @@ bool domed_session_handles(const char *name, json_t *arguments);
  * *rpc_error and *err (fail closed: a journal failure). */
 json_t *domed_session_call(struct domed *domed, const char *name, const struct domed_execution *execution,
                            int *rpc_error, dome_error *err);
+/* After the active rules changed (rules apply, promote): every live session's jail gets the new version's
+ * kernel network tables in place (its ruleset swapped), or is ended (session.closed reason "rules changed:
+ * ...") when the version changes its file rules, which a running jail's Landlock cannot take; each is
+ * journalled as session.rules {session_id, outcome: updated|unchanged|closed, policy_version,
+ * previous_version, reason?}. Returns those outcomes as an array (new reference). */
+json_t *domed_sessions_rules_changed(struct domed *domed);
+/* Why a snapshot does not keep the session's interpreter on this host (the outcome of `criu check`, run
+ * once: CRIU missing, the kernel features it lacks, or that checkpointing a session's jail is not built);
+ * a static string. */
+const char *domed_sessions_kernel_state_reason(void);
 /* The session tools' definitions appended to `tools` (inputSchema, outputSchema). */
 void domed_session_tools(json_t *tools, const struct control_quota *quota);
 /* The inputSchema of session tool `name` (new reference), NULL for any other name: what types its
@@ -492,6 +504,15 @@ struct domed_kernel_run {
   const char *reason; /* why ruleset 0: "quota" (the capability's quota denies egress), else "policy" */
   struct domed_kernel_run *next;
 };
+/* Install `rules` compiled for `principal` into the kernel ruleset `ruleset` (one a running jail of that
+ * agent is attached to), so that every jail attached to it enforces them from the next connect on (the
+ * tables switch in one map update: dome_kernel_install_tables). The slot then counts as holding
+ * rules->version. Returns 1 (installed, or the slot already held that version), 0 (no kernel layer, or
+ * ruleset 0: that jail denies every connect whatever the rules say), -EINVAL (rules without kernel
+ * policies), -ENOENT (the ruleset is not that agent's), -errno of the compiler or of a map update. */
+int domed_kernel_update_ruleset(struct domed *domed, uint32_t ruleset,
+                                const struct domed_principal *principal, struct domed_rules *rules,
+                                dome_error *err);
 void domed_kernel_init(struct domed *domed); /* never fatal: logs the level or why it is missing */
 void domed_kernel_cleanup(struct domed *domed);
 /* Attach the programs to a jail's leaf (the jail's on_cgroup_ready hook). 0 when unavailable. */

@@ -85,7 +85,8 @@ static void kernel_report(void *context, bool finish, struct exec_kernel_report 
 
 static int egress_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
   struct adapter *a = context;
-  if (a->execution->on_jail_started) a->execution->on_jail_started(a->execution->jail_context, child_pid);
+  if (a->execution->on_jail_started)
+    a->execution->on_jail_started(a->execution->jail_context, child_pid, &a->kernel_run);
   if (!a->egress.wanted) return 0;
   return domed_egress_namespaces_ready(&a->egress, child_pid, err);
 }

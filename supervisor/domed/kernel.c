@@ -244,6 +244,36 @@ int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const
   return 0;
 }
 
+int domed_kernel_update_ruleset(struct domed *domed, uint32_t ruleset,
+                                const struct domed_principal *principal, struct domed_rules *rules,
+                                dome_error *err) {
+  struct domed_kernel *k = domed->kernel;
+  if (k == NULL || ruleset == 0) return 0;
+  if (ruleset > RULESET_SLOTS || rules == NULL || rules->kernel_policies == NULL)
+    return dome_error_set(err, EINVAL, "kernel ruleset %u cannot take rules version %d", ruleset,
+                          rules ? rules->version : 0);
+  pthread_mutex_lock(&k->lock);
+  struct ruleset_slot *slot = &k->slots[ruleset - 1];
+  int rc = 0;
+  if (!slot->installed || strcmp(slot->agent, principal->agent) != 0)
+    rc = dome_error_set(err, ENOENT, "kernel ruleset %u is not agent `%s`'s", ruleset, principal->agent);
+  else if (slot->version != rules->version) {
+    struct dome_rule_tables tables;
+    rc = domed_compile_tables(domed, rules, principal->agent, principal->capabilities, principal->gateway,
+                              &tables, err);
+    /* one map update: every jail attached to the slot sees the old tables or the new, never a mix */
+    if (rc == 0) rc = dome_kernel_install_tables(k->kernel, ruleset, &tables, err);
+    dome_rule_tables_free(&tables);
+    if (rc == 0) {
+      slot->version = rules->version;
+      slot->used = ++k->tick;
+    }
+  }
+  pthread_mutex_unlock(&k->lock);
+  if (rc < 0) return dome_error_wrap(err, "kernel rules for agent `%s`", principal->agent);
+  return 1;
+}
+
 void domed_kernel_finish(struct domed *domed, struct domed_kernel_run *run) {
   struct domed_kernel *k = domed->kernel;
   if (k == NULL || run->attachment == NULL) return;

@@ -37,11 +37,15 @@ void domed_session_tools(json_t *tools, const struct control_quota *quota) {
       "Start a sandbox session: one isolated sandbox that lives across calls, with a live Python "
       "interpreter (a Jupyter kernel: variables and imports persist between execute_code calls that name "
       "its session_id) and a persistent /workspace. It is closed after %llu s unused or %llu s in all "
-      "(or by close_session); at most %llu at once per agent. Limits as execute_code's, for the whole "
-      "session.",
+      "(or by close_session); at most %llu at once per agent. `limits` bound the whole session (memory, "
+      "CPUs, processes of everything it runs); `cgroup` is what the kernel holds for it, read back.",
       (unsigned long long)(quota->session_idle_ms / 1000),
       (unsigned long long)(quota->session_lifetime_ms / 1000), (unsigned long long)quota->sessions);
   json_t *limits = json_pack("{s:s}", "type", "object");
+  json_t *number_or_null = json_pack("{s:[ss]}", "type", "number", "null");
+  json_t *cgroup = json_pack("{s:s,s:{s:O,s:O,s:O}}", "type", "object", "properties", "memory_bytes",
+                             number_or_null, "cpus", number_or_null, "pids", number_or_null);
+  json_decref(number_or_null);
   json_array_append_new(
       tools,
       tool("create_session", "Create a sandbox session", description,
@@ -51,9 +55,10 @@ void domed_session_tools(json_t *tools, const struct control_quota *quota) {
                                    "close the session after this many seconds unused (lowers the quota's)",
                                    "exclusiveMinimum", 0),
                          NULL),
-           output_schema(json_pack("{s:{s:s},s:{s:s},s:o,s:{s:s},s:{s:s}}", "session_id", "type", "string",
-                                   "image", "type", "string", "limits", limits, "expires_at", "type",
-                                   "string", "ready_ms", "type", "integer"),
+           output_schema(json_pack("{s:{s:s},s:{s:s},s:o,s:o,s:{s:s},s:{s:s},s:{s:s,s:{s:s}}}", "session_id",
+                                   "type", "string", "image", "type", "string", "limits", limits, "cgroup",
+                                   cgroup, "expires_at", "type", "string", "ready_ms", "type", "integer",
+                                   "phases_ms", "type", "object", "additionalProperties", "type", "integer"),
                          json_pack("[ssss]", "session_id", "image", "limits", "expires_at")),
            false, false));
   json_array_append_new(tools, tool("close_session", "Close a sandbox session",
@@ -126,13 +131,19 @@ void domed_session_tools(json_t *tools, const struct control_quota *quota) {
       tools,
       tool("snapshot_session", "Snapshot a session's files",
            "Keep the session's /workspace (regular files and directories; not the interpreter's variables) "
-           "as a snapshot that fork_session can start a new session from. Bounded by the workspace size.",
-           object_schema(json_pack("{s:o,s:o}", "session_id", session_id_property(), "name",
-                                   string_property("a label for the snapshot")),
+           "as a snapshot that fork_session can start a new session from. Bounded by the workspace size and "
+           "the agent's snapshot quota; kernel_state says whether the interpreter was kept and why not.",
+           object_schema(json_pack("{s:o,s:o,s:{s:s,s:s}}", "session_id", session_id_property(), "name",
+                                   string_property("a label for the snapshot"), "kernel", "type", "boolean",
+                                   "description",
+                                   "true: also keep the interpreter's state (CRIU), or fail where the host "
+                                   "cannot; absent or false: /workspace only"),
                          json_pack("[s]", "session_id")),
            output_schema(
-               json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:s}}", "snapshot_id", "type", "string", "session_id",
-                         "type", "string", "files", "type", "integer", "bytes", "type", "integer"),
+               json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s,s:{s:{s:s},s:{s:s}}}}", "snapshot_id",
+                         "type", "string", "session_id", "type", "string", "files", "type", "integer",
+                         "bytes", "type", "integer", "kernel_state", "type", "object", "properties", "kept",
+                         "type", "boolean", "reason", "type", "string"),
                json_pack("[ss]", "snapshot_id", "session_id")),
            false, false));
   json_array_append_new(

@@ -14,7 +14,11 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/eventfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +27,7 @@
 #include "supervisor/common/utf8.h"
 #include "supervisor/domed/domed.h"
 #include "supervisor/guards/guard.h"
+#include "supervisor/jail/jail.h"
 #include "supervisor/session/session.h"
 
 #define KERNEL_START_MS 60000u     /* the kernel's first answer after the jail exists */
@@ -44,6 +49,12 @@ struct domed_session {
   char socket_dir[64], runner_path[96];
   struct session_kernel *kernel;
   pthread_mutex_t cell_lock; /* one cell at a time */
+  /* the kernel layer of its jail (under lock): known once the jail started */
+  bool kernel_known;
+  uint32_t ruleset;           /* 0: every connect denied whatever the rules */
+  const char *ruleset_reason; /* why 0: "quota" (egress denied) or "policy"; NULL: no kernel layer */
+  int policy_version;         /* the rules version its kernel tables hold */
+  pthread_mutex_t rules_lock; /* one rules update at a time */
   /* the jail's execution */
   mcp_identity identity;
   json_t *tool;
@@ -109,10 +120,13 @@ static void sha256_hex(const void *data, size_t length, char hex[65]) {
 
 /* ---- the jail of a session ----------------------------------------------------------------------- */
 
-static void jail_started(void *context, pid_t init_pid) {
+static void jail_started(void *context, pid_t init_pid, const struct domed_kernel_run *kernel_run) {
   struct domed_session *s = context;
   pthread_mutex_lock(&s->lock);
   s->init_pid = init_pid;
+  s->kernel_known = true;
+  s->ruleset = kernel_run->ruleset;
+  s->ruleset_reason = kernel_run->level == NULL ? NULL : kernel_run->reason;
   pthread_cond_broadcast(&s->changed);
   pthread_mutex_unlock(&s->lock);
 }
@@ -172,10 +186,12 @@ static void session_free(struct domed_session *s) {
   if (s->end_fd >= 0) close(s->end_fd);
   json_decref(s->tool);
   json_decref(s->arguments);
+  json_decref(s->entry.detail);
   domed_rules_release(s->rules);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->changed);
   pthread_mutex_destroy(&s->cell_lock);
+  pthread_mutex_destroy(&s->rules_lock);
   sodium_memzero(s->key, sizeof s->key);
   free(s);
 }
@@ -423,6 +439,54 @@ static void iso_time(uint64_t ms, char out[32]) {
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* What the kernel holds for the session's cgroup (read back from its files, not from the quota):
+ * {memory_bytes, cpus, pids}, null members where unlimited. New reference, or NULL with *err. */
+static json_t *cgroup_held(pid_t init_pid, dome_error *err) {
+  struct jail_cgroup_limits held;
+  if (jail_cgroup_limits_of(init_pid, &held, err) < 0) {
+    dome_error_wrap(err, "the session's cgroup limits cannot be read back");
+    return NULL;
+  }
+  json_t *object =
+      json_pack("{s:o,s:o,s:o}", "memory_bytes",
+                held.memory_bytes >= (uint64_t)INT64_MAX / 2 ? json_null()
+                                                             : json_integer((json_int_t)held.memory_bytes),
+                "cpus", held.cpus > 0 ? json_real(held.cpus) : json_null(), "pids",
+                held.pids == UINT64_MAX ? json_null() : json_integer((json_int_t)held.pids));
+  if (object == NULL) dome_error_set(err, ENOMEM, "cgroup limits");
+  return object;
+}
+
+static json_t *session_rules_apply(struct domed *domed, struct domed_session *s, struct domed_rules *rules);
+
+/* Where a session's start went, in milliseconds since create_session began (`started_ms`, CLOCK_REALTIME):
+ * jail (its root visible to domed), python (the launcher's interpreter running), runner (the process
+ * runner serving), imported (ipykernel imported), ready (the kernel answered on shell and iopub). The
+ * launcher's marks come from its phases.json, read with the file tools' rules from the jail's /tmp before
+ * any code of the agent ran; a mark it did not leave is left out. New reference. */
+static json_t *start_phases(struct domed_session *s, uint64_t started_ms, uint64_t jail_ms,
+                            uint64_t ready_ms) {
+  json_t *phases = json_pack("{s:I,s:I}", "jail", (json_int_t)jail_ms, "ready", (json_int_t)ready_ms);
+  int tmp = openat(s->root_fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  char *text = NULL;
+  size_t length = 0;
+  dome_error ignored = {0};
+  if (tmp >= 0 && session_file_read(tmp, ".dome-session/phases.json", 4096, &text, &length, &ignored) == 0) {
+    json_t *marks = json_loadb(text, length, 0, NULL);
+    static const char *const names[] = {"python", "runner", "imported"};
+    static const char *const keys[] = {"start", "runner", "imported"};
+    for (size_t i = 0; i < 3; i++) {
+      double at = json_number_value(json_object_get(marks, keys[i])) * 1000.0;
+      if (at >= (double)started_ms && at < (double)started_ms + KERNEL_START_MS)
+        json_object_set_new(phases, names[i], json_integer((json_int_t)(at - (double)started_ms)));
+    }
+    json_decref(marks);
+  }
+  free(text);
+  if (tmp >= 0) close(tmp);
+  return phases;
+}
+
 static json_t *create_session(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
                               dome_error *err) {
   json_t *arguments = execution->arguments;
@@ -437,7 +501,9 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   json_t *image = json_object_get(arguments, "image");
   if (image && (!json_is_string(image) || strcmp(json_string_value(image), domed->config.image) != 0))
     return tool_error("invalid arguments: `image`: only `%s` is served here", domed->config.image);
-  struct control_quota quota = execution->quota;
+  /* the session's whole cgroup: --session-memory/--session-cpus/--session-pids where set */
+  struct control_quota quota;
+  control_quota_for_session(&execution->quota, &quota);
   json_t *idle = json_object_get(arguments, "idle_timeout_s");
   if (idle) {
     if (!json_is_number(idle) || json_number_value(idle) <= 0 || json_number_value(idle) > 86400)
@@ -459,6 +525,7 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->changed, NULL);
   pthread_mutex_init(&s->cell_lock, NULL);
+  pthread_mutex_init(&s->rules_lock, NULL);
   s->identity = *execution->identity;
   s->tool = json_incref(execution->tool);
   s->quota = quota;
@@ -466,6 +533,7 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   s->quota.timeout_ms = quota.session_lifetime_ms + 5000;
   s->rules = execution->rules;
   if (s->rules) atomic_fetch_add(&s->rules->refs, 1);
+  s->policy_version = s->rules ? s->rules->version : 0;
   s->decision_ticket = execution->decision_ticket;
   snprintf(s->exec_id, sizeof s->exec_id, "%s", execution->exec_id);
   session_new_id(s->entry.id);
@@ -476,13 +544,14 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   s->entry.idle_ms = quota.session_idle_ms;
   s->entry.lifetime_ms = quota.session_lifetime_ms;
   s->entry.owner = s;
+  s->entry.detail = json_pack("{s:o}", "limits", limits_of(&quota));
   s->entry.busy = 1; /* until it answers: not idle, not listed as usable */
   char *connection = session_connection_file(s->key);
   s->arguments = json_pack("{s:s,s:s,s:s?,s:o}", "language", "python", "code", session_launcher_source,
                            "stdin", connection, "env", session_launcher_env());
   if (connection) sodium_memzero(connection, strlen(connection));
   free(connection);
-  if (s->end_fd < 0 || s->arguments == NULL) {
+  if (s->end_fd < 0 || s->arguments == NULL || s->entry.detail == NULL) {
     session_free(s);
     dome_error_set(err, ENOMEM, "session");
     return NULL;
@@ -496,7 +565,7 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
     if (rc < 0) return NULL;
     return tool_error("%s", quota_err.message);
   }
-  uint64_t started = session_monotonic_ms();
+  uint64_t started = session_monotonic_ms(), started_real = session_realtime_ms();
   int rc = pthread_create(&s->thread, NULL, session_thread, s);
   if (rc != 0) {
     session_table_take(&sessions.table, s->entry.id, NULL);
@@ -507,12 +576,28 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   s->thread_started = true;
   dome_error start_err = {0};
   rc = wait_for_root(s, started + KERNEL_START_MS, &start_err);
+  uint64_t jail_ms = session_monotonic_ms() - started;
+  json_t *held = NULL;
+  if (rc == 0 && (held = cgroup_held(s->init_pid, &start_err)) == NULL) rc = dome_error_code(&start_err);
+  if (held) {
+    pthread_mutex_lock(&sessions.table.lock);
+    json_object_set_new(s->entry.detail, "cgroup", held);
+    pthread_mutex_unlock(&sessions.table.lock);
+  }
   if (rc == 0) {
     snprintf(s->socket_dir, sizeof s->socket_dir, "/proc/self/fd/%d" SESSION_SOCKET_DIR, s->root_fd);
     snprintf(s->runner_path, sizeof s->runner_path, "%s/run", s->socket_dir);
     /* the kernel's answer, or the session's end (its jail failed) or the caller's cancellation */
     rc = session_kernel_connect(s->socket_dir, s->key, KERNEL_START_MS, s->end_fd, &s->kernel, &start_err);
     if (rc == -ECANCELED && mcp_call_cancel_fd(execution->call) >= 0) rc = -ECHILD;
+  }
+  if (rc == 0) { /* rules applied while the jail started reach it now */
+    struct domed_rules *active = domed_rules_acquire(domed);
+    json_t *update = session_rules_apply(domed, s, active);
+    domed_rules_release(active);
+    if (update && strcmp(json_string_value(json_object_get(update, "outcome")), "closed") == 0)
+      rc = dome_error_set(&start_err, ESTALE, "%s", json_string_value(json_object_get(update, "reason")));
+    json_decref(update);
   }
   uint64_t ready_ms = session_monotonic_ms() - started;
   if (rc < 0) {
@@ -531,6 +616,7 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
     if (journal_call_event(domed, execution, event, err) < 0) return NULL;
     return tool_error("create_session failed: %s", start_err.message);
   }
+  json_t *phases = start_phases(s, started_real, jail_ms, ready_ms);
   char expires[32];
   iso_time(s->entry.created_ms + quota.session_lifetime_ms, expires);
   json_t *limits = limits_of(&quota);
@@ -538,19 +624,22 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   json_object_set_new(event, "capability", json_string(capability));
   json_object_set_new(event, "image", json_string(domed->config.image));
   json_object_set(event, "limits", limits);
+  json_object_set(event, "cgroup", held);
   json_object_set_new(event, "jail_exec_id", json_string(s->exec_id));
   json_object_set_new(event, "ready_ms", json_integer((json_int_t)ready_ms));
+  json_object_set(event, "phases_ms", phases);
   if (journal_call_event(domed, execution, event, err) < 0) {
     session_table_take(&sessions.table, s->entry.id, NULL);
     s->entry.busy = 0;
     session_end(s, "session.closed", "journal failure");
     json_decref(limits);
+    json_decref(phases);
     *rpc_error = MCP_INTERNAL_ERROR;
     return NULL;
   }
-  json_t *structured =
-      json_pack("{s:s,s:s,s:o,s:s,s:I}", "session_id", s->entry.id, "image", domed->config.image, "limits",
-                limits, "expires_at", expires, "ready_ms", (json_int_t)ready_ms);
+  json_t *structured = json_pack("{s:s,s:s,s:o,s:O,s:s,s:I,s:o}", "session_id", s->entry.id, "image",
+                                 domed->config.image, "limits", limits, "cgroup", held, "expires_at", expires,
+                                 "ready_ms", (json_int_t)ready_ms, "phases_ms", phases);
   session_table_put(&sessions.table, &s->entry);
   return tool_result(structured);
 }
@@ -960,8 +1049,6 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
 
 /* ---- snapshots (file-only) ------------------------------------------------------------------------ */
 
-#define SNAPSHOTS_PER_AGENT 16
-
 /* The file of a snapshot: <state_dir>/snapshots/<16 hex digits of the agent's SHA-256>-<id>.zst, so that
  * an agent's snapshots are counted and found by name, and an id names one agent's snapshot only. */
 static int snapshot_path(struct domed *domed, const char *agent, const char *id, char *path, size_t size,
@@ -978,69 +1065,229 @@ static int snapshot_path(struct domed *domed, const char *agent, const char *id,
   return 0;
 }
 
-static unsigned snapshot_count(const char *prefix) {
+/* The agent's snapshots beneath `prefix` (snapshot_path's): how many, and their bytes as stored. */
+static void snapshot_usage(const char *prefix, unsigned *count, uint64_t *bytes) {
   char dir[1300];
   snprintf(dir, sizeof dir, "%s", prefix);
+  *count = 0;
+  *bytes = 0;
   char *slash = strrchr(dir, '/');
-  if (slash == NULL) return 0;
+  if (slash == NULL) return;
   *slash = '\0';
   const char *name_prefix = slash + 1;
-  unsigned count = 0;
+  size_t prefix_length = strlen(name_prefix), length;
   DIR *d = opendir(dir);
-  for (struct dirent *e; d && (e = readdir(d));)
-    if (strncmp(e->d_name, name_prefix, strlen(name_prefix)) == 0 && strstr(e->d_name, ".zst") &&
-        !strstr(e->d_name, ".tmp"))
-      count++;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (strncmp(e->d_name, name_prefix, prefix_length) != 0 || (length = strlen(e->d_name)) < 4 ||
+        strcmp(e->d_name + length - 4, ".zst") != 0)
+      continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) continue;
+    (*count)++;
+    *bytes += (uint64_t)st.st_size;
+  }
   if (d) closedir(d);
-  return count;
+}
+
+/* ---- the kernel's state: CRIU ---------------------------------------------------------------------- */
+
+#define CRIU_PATH "/usr/sbin/criu"
+
+static pthread_once_t criu_once = PTHREAD_ONCE_INIT;
+static char criu_reason[512];
+
+/* Whether this host can checkpoint a process tree at all: `criu check` (CRIU's own probe of the kernel
+ * features it needs, https://criu.org/Checking_the_kernel), run once, at most 10 s. The reason a
+ * session's kernel is not kept goes to criu_reason. */
+static void criu_probe(void) {
+  if (access(CRIU_PATH, X_OK) != 0) {
+    snprintf(criu_reason, sizeof criu_reason, "CRIU is not installed (%s: Debian's criu)", CRIU_PATH);
+    return;
+  }
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) < 0) {
+    snprintf(criu_reason, sizeof criu_reason, "criu check: pipe: %s", strerror(errno));
+    return;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  char *const argv[] = {CRIU_PATH, "check", NULL};
+  char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C", NULL};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, CRIU_PATH, &actions, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  char output[4096];
+  size_t used = 0;
+  uint64_t deadline = session_monotonic_ms() + 10000;
+  while (rc == 0 && used + 1 < sizeof output) {
+    uint64_t now = session_monotonic_ms();
+    struct pollfd p = {.fd = pipe_fds[0], .events = POLLIN};
+    if (now >= deadline || poll(&p, 1, (int)(deadline - now)) <= 0) {
+      kill(pid, SIGKILL);
+      break;
+    }
+    ssize_t n = read(pipe_fds[0], output + used, sizeof output - 1 - used);
+    if (n <= 0) break;
+    used += (size_t)n;
+  }
+  output[used] = '\0';
+  close(pipe_fds[0]);
+  int status = 0;
+  if (rc == 0) waitpid(pid, &status, 0);
+  if (rc != 0) {
+    snprintf(criu_reason, sizeof criu_reason, "criu check could not run: %s", strerror(rc));
+    return;
+  }
+  /* the most telling line: the first error CRIU names that is not only its exit status */
+  const char *why = NULL;
+  for (char *line = strtok(output, "\n"); line; line = strtok(NULL, "\n"))
+    if (strstr(line, "Error") && !strstr(line, "exited, status")) {
+      why = strstr(line, "): ") ? strstr(line, "): ") + 3 : line;
+      break;
+    }
+  struct utsname host;
+  uname(&host);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    snprintf(
+        criu_reason, sizeof criu_reason,
+        "criu check passes on this host, but checkpointing a session's kernel inside its jail is not built");
+  else
+    snprintf(criu_reason, sizeof criu_reason, "criu check fails on kernel %.64s: %.300s", host.release,
+             why ? why : "no reason given");
+}
+
+const char *domed_sessions_kernel_state_reason(void) {
+  pthread_once(&criu_once, criu_probe);
+  return criu_reason;
+}
+
+/* ---- snapshots (files; the kernel's state where CRIU can keep it) ------------------------------------ */
+
+/* Write `meta` beside a snapshot (<prefix><id>.json, 0600, temporary file then rename): what
+ * `dome sessions snapshots` lists without opening the archives. */
+static int snapshot_meta_write(const char *path, json_t *meta, dome_error *err) {
+  char temporary[1300];
+  snprintf(temporary, sizeof temporary, "%s.tmp", path);
+  int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return dome_error_set_errno(err, errno, "snapshot `%s`", temporary);
+  char *text = json_dumps(meta, JSON_COMPACT);
+  size_t length = text ? strlen(text) : 0;
+  bool written = text && write(fd, text, length) == (ssize_t)length && fsync(fd) == 0;
+  free(text);
+  close(fd);
+  if (!written || rename(temporary, path) < 0) {
+    int e = errno ? errno : EIO;
+    unlink(temporary);
+    return dome_error_set_errno(err, e, "snapshot `%s`", path);
+  }
+  return 0;
 }
 
 static json_t *snapshot_session(struct domed *domed, const struct domed_execution *execution,
                                 struct domed_session *s, dome_error *err) {
   json_t *name = json_object_get(execution->arguments, "name");
+  json_t *kernel = json_object_get(execution->arguments, "kernel");
   const char *key;
   json_t *value;
-  json_object_foreach(execution->arguments, key,
-                      value) if (strcmp(key, "session_id") != 0 &&
-                                 strcmp(key, "name") !=
-                                     0) return tool_error("invalid arguments: unknown argument `%.64s`", key);
+  json_object_foreach(execution->arguments, key, value) {
+    if (strcmp(key, "session_id") != 0 && strcmp(key, "name") != 0 && strcmp(key, "kernel") != 0)
+      return tool_error("invalid arguments: unknown argument `%.64s`", key);
+  }
   if (name && (!json_is_string(name) || json_string_length(name) > 128))
     return tool_error("invalid arguments: `name` must be a string of at most 128 bytes");
-  char prefix[1200], path[1200], id[SESSION_ID_SIZE + 1];
-  if (snapshot_path(domed, s->entry.agent, NULL, prefix, sizeof prefix, err) < 0) return NULL;
-  if (snapshot_count(prefix) >= SNAPSHOTS_PER_AGENT)
-    return tool_error("snapshot quota reached: at most %d snapshots per agent", SNAPSHOTS_PER_AGENT);
+  if (kernel && !json_is_boolean(kernel)) return tool_error("invalid arguments: `kernel` must be a boolean");
+  const char *kernel_reason = domed_sessions_kernel_state_reason();
+  json_t *event = session_event("session.snapshot", s, execution->identity);
+  if (json_is_true(kernel)) { /* asked for what this host cannot do: refused, nothing written */
+    char message[700];
+    snprintf(message, sizeof message,
+             "the interpreter's state cannot be kept on this host (%s); without `kernel` the snapshot keeps "
+             "/workspace only",
+             kernel_reason);
+    domed_audit_set_text(event, "error", message, strlen(message));
+    if (journal_call_event(domed, execution, event, err) < 0) return NULL;
+    return tool_error("snapshot_session: %s", message);
+  }
+  const struct control_quota *quota = &execution->quota;
+  char prefix[1200], path[1200] = "", meta_path[1300] = "", id[SESSION_ID_SIZE + 1];
+  if (snapshot_path(domed, s->entry.agent, NULL, prefix, sizeof prefix, err) < 0) {
+    json_decref(event);
+    return NULL;
+  }
+  unsigned count = 0;
+  uint64_t stored = 0;
+  snapshot_usage(prefix, &count, &stored);
+  dome_error tool_err = {0};
+  int rc = 0;
+  if (count >= quota->snapshots)
+    rc =
+        dome_error_set(&tool_err, EDQUOT,
+                       "snapshot quota reached: agent `%s` keeps %u of %llu snapshots allowed for capability "
+                       "`%s` (dome quotas set --snapshots; dome sessions snapshots --delete)",
+                       s->entry.agent, count, (unsigned long long)quota->snapshots, s->entry.capability);
   unsigned char bytes[16];
   randombytes_buf(bytes, sizeof bytes);
   memcpy(id, "snap_", 5);
   sodium_bin2hex(id + 5, sizeof id - 5, bytes, sizeof bytes);
-  if (snapshot_path(domed, s->entry.agent, id, path, sizeof path, err) < 0) return NULL;
+  json_object_set_new(event, "snapshot_id", json_string(id));
+  if (rc == 0 && snapshot_path(domed, s->entry.agent, id, path, sizeof path, err) < 0) {
+    json_decref(event);
+    return NULL;
+  }
+  if (path[0]) snprintf(meta_path, sizeof meta_path, "%.*s.json", (int)(strlen(path) - 4), path);
   char created[32];
   iso_time(session_realtime_ms(), created);
   json_t *header =
       json_pack("{s:s,s:s,s:s,s:s,s:s?}", "snapshot_id", id, "agent", s->entry.agent, "session_id",
                 s->entry.id, "created_at", created, "name", json_string_value(name));
   json_t *summary = NULL;
-  dome_error tool_err = {0};
-  pthread_mutex_lock(&s->cell_lock); /* no cell writes while the files are read */
-  int rc =
-      session_snapshot_write(s->workspace_fd, path, s->quota.workspace_bytes, header, &summary, &tool_err);
-  pthread_mutex_unlock(&s->cell_lock);
+  if (rc == 0) {
+    pthread_mutex_lock(&s->cell_lock); /* no cell writes while the files are read */
+    rc = session_snapshot_write(s->workspace_fd, path, s->quota.workspace_bytes, header, &summary, &tool_err);
+    pthread_mutex_unlock(&s->cell_lock);
+  }
+  uint64_t this_stored = (uint64_t)json_integer_value(json_object_get(summary, "stored_bytes"));
+  if (rc == 0 && stored + this_stored > quota->snapshot_bytes) {
+    unlink(path);
+    rc = dome_error_set(&tool_err, EDQUOT,
+                        "snapshot byte quota reached: agent `%s` keeps %llu bytes of snapshots and this one "
+                        "takes %llu, %llu allowed for capability `%s` (dome quotas set --snapshot-bytes)",
+                        s->entry.agent, (unsigned long long)stored, (unsigned long long)this_stored,
+                        (unsigned long long)quota->snapshot_bytes, s->entry.capability);
+  }
+  json_t *kernel_state = json_pack("{s:b,s:s}", "kept", 0, "reason", kernel_reason);
+  if (rc == 0) {
+    json_t *meta = json_deep_copy(header);
+    json_object_update(meta, summary);
+    json_object_set(meta, "kernel_state", kernel_state);
+    json_object_set_new(meta, "capability", json_string(s->entry.capability));
+    rc = snapshot_meta_write(meta_path, meta, &tool_err);
+    json_decref(meta);
+    if (rc < 0) unlink(path);
+  }
   json_decref(header);
-  json_t *event = session_event("session.snapshot", s, execution->identity);
-  json_object_set_new(event, "snapshot_id", json_string(id));
   if (rc < 0) {
+    json_decref(summary);
+    json_decref(kernel_state);
     domed_audit_set_text(event, "error", tool_err.message, strlen(tool_err.message));
     if (journal_call_event(domed, execution, event, err) < 0) return NULL;
     return tool_error("snapshot_session: %s", tool_err.message);
   }
   json_object_update(event, summary);
+  json_object_set(event, "kernel_state", kernel_state);
   if (journal_call_event(domed, execution, event, err) < 0) {
     unlink(path);
+    unlink(meta_path);
     json_decref(summary);
+    json_decref(kernel_state);
     return NULL;
   }
-  json_t *structured = json_pack("{s:s,s:s}", "snapshot_id", id, "session_id", s->entry.id);
+  json_t *structured =
+      json_pack("{s:s,s:s,s:o}", "snapshot_id", id, "session_id", s->entry.id, "kernel_state", kernel_state);
   json_object_update(structured, summary);
   json_decref(summary);
   return tool_result(structured);
@@ -1102,12 +1349,225 @@ static json_t *fork_session(struct domed *domed, const struct domed_execution *e
   return created;
 }
 
+/* ---- rules changes -------------------------------------------------------------------------------- */
+
+static bool same_path_rules(const struct domed_path_rules *a, const struct domed_path_rules *b) {
+  size_t count_a, count_b;
+  const struct jail_path_rule *rules_a = domed_path_rules_list(a, &count_a);
+  const struct jail_path_rule *rules_b = domed_path_rules_list(b, &count_b);
+  if (count_a != count_b) return false;
+  for (size_t i = 0; i < count_a; i++)
+    if (strcmp(rules_a[i].path, rules_b[i].path) != 0 || rules_a[i].access != rules_b[i].access ||
+        rules_a[i].optional != rules_b[i].optional || rules_a[i].exact != rules_b[i].exact)
+      return false;
+  return true;
+}
+
+/* Bring the kernel rules of session `s` (held) to `rules`. The network tables of its jail's ruleset are
+ * swapped in place; its Landlock path rules were fixed when the jail started (Landlock only ever narrows a
+ * running process), so a version whose file rules differ from them ends the session. Returns NULL when
+ * there is nothing to do (already that version, or its jail is not started yet: create_session then
+ * brings it up to date), else the outcome: "updated", "unchanged" (its jail denies every connect whatever
+ * the rules: *reason says why) or "closed" (*reason: the session must end). *previous: the version its
+ * tables held. */
+static const char *session_rules_update(struct domed *domed, struct domed_session *s,
+                                        struct domed_rules *rules, char *reason, size_t size, int *previous) {
+  pthread_mutex_lock(&s->lock);
+  bool known = s->kernel_known;
+  uint32_t ruleset = s->ruleset;
+  const char *ruleset_reason = s->ruleset_reason;
+  pthread_mutex_unlock(&s->lock);
+  *previous = s->policy_version;
+  if (!known || rules == NULL || s->policy_version == rules->version) return NULL;
+  reason[0] = '\0';
+  json_t *record = control_agent_get(domed->store, s->entry.agent);
+  json_t *capabilities =
+      json_is_array(json_object_get(record, "capabilities")) ? json_object_get(record, "capabilities") : NULL;
+  json_t *owned = capabilities ? json_incref(capabilities) : json_array();
+  json_decref(record);
+  struct domed_principal principal = {
+      .agent = s->entry.agent, .capabilities = owned, .gateway = s->identity.gateway};
+  struct domed_path_rules *before = NULL, *after = NULL;
+  dome_error err = {0};
+  const char *outcome = "updated";
+  if (domed_kernel_path_rules(domed, &principal, s->rules, &before, &err) < 0 ||
+      domed_kernel_path_rules(domed, &principal, rules, &after, &err) < 0) {
+    outcome = "closed";
+    snprintf(reason, size, "rules changed: the file rules of version %d cannot be enforced: %.400s",
+             rules->version, err.message);
+  } else if (!same_path_rules(before, after)) {
+    outcome = "closed";
+    snprintf(reason, size,
+             "rules changed: version %d changes the file rules, which a running jail cannot take (Landlock)",
+             rules->version);
+  } else if (ruleset == 0) {
+    outcome = "unchanged";
+    snprintf(reason, size, "%s",
+             ruleset_reason == NULL ? "no kernel layer on this host: the jail has no network"
+             : strcmp(ruleset_reason, "quota") == 0
+                 ? "the capability's quota denies egress: every connect is denied"
+                 : "the jail started without network rules: every connect is denied");
+    s->policy_version = rules->version;
+  } else {
+    int rc = rules->kernel_policies
+                 ? domed_kernel_update_ruleset(domed, ruleset, &principal, rules, &err)
+                 : dome_error_set(&err, EINVAL, "version %d has no kernel rules", rules->version);
+    if (rc < 0) {
+      outcome = "closed";
+      snprintf(reason, size, "rules changed: the kernel rules of version %d could not be installed: %.400s",
+               rules->version, err.message);
+    } else {
+      s->policy_version = rules->version;
+    }
+  }
+  domed_path_rules_release(before);
+  domed_path_rules_release(after);
+  json_decref(owned);
+  return outcome;
+}
+
+/* Update one session (held) and journal it; ends it when its rules cannot change. The outcome as
+ * {session_id, agent, outcome, policy_version, previous_version, reason?}, or NULL when nothing was to do. */
+static json_t *session_rules_apply(struct domed *domed, struct domed_session *s, struct domed_rules *rules) {
+  char reason[600];
+  int previous = 0;
+  pthread_mutex_lock(&s->rules_lock);
+  const char *outcome = session_rules_update(domed, s, rules, reason, sizeof reason, &previous);
+  pthread_mutex_unlock(&s->rules_lock);
+  if (outcome == NULL) return NULL;
+  json_t *summary =
+      json_pack("{s:s,s:s,s:s,s:i,s:i}", "session_id", s->entry.id, "agent", s->entry.agent, "outcome",
+                outcome, "policy_version", rules->version, "previous_version", previous);
+  if (reason[0]) json_object_set_new(summary, "reason", json_string(reason));
+  json_t *event = session_event("session.rules", s, NULL);
+  json_object_update(event, summary);
+  json_object_set_new(event, "jail_exec_id", json_string(s->exec_id));
+  dome_error err = {0};
+  uint64_t ticket = 0;
+  if (domed_audit_append(domed, event, &ticket, &err) < 0 || domed_audit_sync(domed, ticket, &err) < 0)
+    domed_log("error", "session", "session=%s msg=\"session.rules not journalled: %s\"", s->entry.id,
+              err.message);
+  json_decref(event);
+  domed_log(strcmp(outcome, "closed") == 0 ? "warn" : "info", "session", "session=%s rules=%d outcome=%s%s%s",
+            s->entry.id, rules->version, outcome, reason[0] ? " reason=" : "", reason);
+  return summary;
+}
+
+json_t *domed_sessions_rules_changed(struct domed *domed) {
+  json_t *result = json_array();
+  struct domed_rules *rules = domed_rules_acquire(domed);
+  json_t *live = session_table_list(&sessions.table, NULL, session_monotonic_ms());
+  size_t i;
+  json_t *item;
+  json_array_foreach(live, i, item) {
+    const char *id = json_string_value(json_object_get(item, "session_id"));
+    struct session_entry *entry = session_table_hold(&sessions.table, id);
+    if (entry == NULL) continue; /* ended meanwhile */
+    json_t *summary = session_rules_apply(domed, entry->owner, rules);
+    session_table_unhold(&sessions.table, entry);
+    if (summary == NULL) continue;
+    if (strcmp(json_string_value(json_object_get(summary, "outcome")), "closed") == 0) {
+      struct session_entry *gone = session_table_take(&sessions.table, id, NULL);
+      if (gone)
+        session_end(gone->owner, "session.closed", json_string_value(json_object_get(summary, "reason")));
+    }
+    json_array_append_new(result, summary);
+  }
+  json_decref(live);
+  domed_rules_release(rules);
+  return result;
+}
+
 /* ---- control commands ---------------------------------------------------------------------------- */
+
+/* Every snapshot in the state directory (of `agent`, NULL: all), from their .json beside them, oldest
+ * first: [{snapshot_id, agent, capability, session_id, name?, created_at, files, directories, bytes,
+ * stored_bytes, kernel_state}]. */
+static json_t *snapshots_list(struct domed *domed, const char *agent, dome_error *err) {
+  char dir[1100];
+  snprintf(dir, sizeof dir, "%s/snapshots", domed->config.state_dir);
+  json_t *list = json_array();
+  DIR *d = opendir(dir);
+  if (d == NULL && errno != ENOENT) {
+    json_decref(list);
+    dome_error_set_errno(err, errno, "snapshots `%s`", dir);
+    return NULL;
+  }
+  size_t length;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if ((length = strlen(e->d_name)) < 5 || strcmp(e->d_name + length - 5, ".json") != 0) continue;
+    int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    json_t *meta = fd >= 0 ? json_loadfd(fd, 0, NULL) : NULL;
+    if (fd >= 0) close(fd);
+    const char *owner = json_string_value(json_object_get(meta, "agent"));
+    if (owner && (agent == NULL || strcmp(owner, agent) == 0)) json_array_append(list, meta);
+    json_decref(meta);
+  }
+  if (d) closedir(d);
+  /* oldest first: created_at is ISO 8601 UTC, ordered as text */
+  size_t n = json_array_size(list);
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0; j--) {
+      const char *a = json_string_value(json_object_get(json_array_get(list, j - 1), "created_at"));
+      const char *b = json_string_value(json_object_get(json_array_get(list, j), "created_at"));
+      if (a == NULL || b == NULL || strcmp(a, b) <= 0) break;
+      json_t *earlier = json_incref(json_array_get(list, j - 1));
+      json_array_set(list, j - 1, json_array_get(list, j));
+      json_array_set_new(list, j, earlier);
+    }
+  return json_pack("{s:o}", "snapshots", list);
+}
+
+/* Delete the snapshot `snapshot_id` (the operator's step): its archive and its .json, journalled as
+ * session.snapshot_deleted. -ENOENT when there is none, -EINVAL for an id that is not one. */
+static json_t *snapshot_delete(struct domed *domed, json_t *args, dome_error *err) {
+  const char *id = json_string_value(json_object_get(args, "snapshot_id"));
+  if (id == NULL || strncmp(id, "snap_", 5) != 0 || strlen(id) != SESSION_ID_SIZE ||
+      strspn(id + 5, "0123456789abcdef") != SESSION_ID_SIZE - 5) {
+    dome_error_set(err, EINVAL, "--delete: `%.64s` is not a snapshot id (snap_ and 32 hex digits)",
+                   id ? id : "");
+    return NULL;
+  }
+  json_t *listed = snapshots_list(domed, NULL, err);
+  if (listed == NULL) return NULL;
+  json_t *found = NULL, *entry;
+  size_t i;
+  json_array_foreach(json_object_get(listed, "snapshots"), i, entry) {
+    if (strcmp(json_string_value(json_object_get(entry, "snapshot_id")) ?: "", id) == 0)
+      found = json_incref(entry);
+  }
+  json_decref(listed);
+  if (found == NULL) {
+    dome_error_set(err, ENOENT, "no snapshot `%s`", id);
+    return NULL;
+  }
+  char path[1200], meta_path[1300];
+  const char *agent = json_string_value(json_object_get(found, "agent"));
+  if (snapshot_path(domed, agent, id, path, sizeof path, err) < 0) {
+    json_decref(found);
+    return NULL;
+  }
+  snprintf(meta_path, sizeof meta_path, "%.*s.json", (int)(strlen(path) - 4), path);
+  json_t *event =
+      json_pack("{s:s,s:s,s:s,s:O?,s:s}", "type", "session.snapshot_deleted", "snapshot_id", id, "agent",
+                agent, "session_id", json_object_get(found, "session_id"), "by", "operator");
+  uint64_t ticket = 0;
+  int rc = domed_audit_append(domed, event, &ticket, err);
+  if (rc == 0) rc = domed_audit_sync(domed, ticket, err);
+  json_decref(event);
+  if (rc == 0 && ((unlink(path) < 0 && errno != ENOENT) || unlink(meta_path) < 0))
+    rc = dome_error_set_errno(err, errno, "snapshot `%s`", id);
+  json_decref(found);
+  if (rc < 0) return NULL;
+  return json_pack("{s:s,s:b}", "snapshot_id", id, "deleted", 1);
+}
 
 json_t *domed_sessions_command(struct domed *domed, const char *command, json_t *args, dome_error *err) {
   (void)domed;
   const char *agent = json_string_value(json_object_get(args, "agent"));
   const char *id = json_string_value(json_object_get(args, "session_id"));
+  if (strcmp(command, "sessions.snapshots") == 0) return snapshots_list(domed, agent, err);
+  if (strcmp(command, "sessions.snapshot_delete") == 0) return snapshot_delete(domed, args, err);
   if (strcmp(command, "sessions.list") == 0)
     return json_pack("{s:o}", "sessions", session_table_list(&sessions.table, agent, session_monotonic_ms()));
   if (id == NULL) {

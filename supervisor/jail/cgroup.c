@@ -230,6 +230,78 @@ static int read_u64(struct cgroup_dir dir, const char *file, uint64_t *value) {
   return end == buffer ? -EINVAL : 0;
 }
 
+/* The directory of controller `name` ("" for the cgroup2 hierarchy) for `pid`, from /proc/<pid>/cgroup. */
+static int cgroup_of(pid_t pid, const char *mount, const char *name, char *out, size_t size,
+                     dome_error *err) {
+  char path[64], line[1024];
+  snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return dome_error_set_errno(err, errno == ENOENT ? ESRCH : errno, "`%s`", path);
+  int rc = dome_error_set(err, ENOENT, "`%s` names no %s cgroup", path, name[0] ? name : "cgroup2");
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *first = strchr(line, ':');
+    char *second = first ? strchr(first + 1, ':') : NULL;
+    if (second == NULL) continue;
+    *first = *second = '\0';
+    bool match = name[0] ? list_has(first + 1, name) : strcmp(line, "0") == 0 && first[1] == '\0';
+    if (!match) continue;
+    snprintf(out, size, "%s%s", mount, strcmp(second + 1, "/") == 0 ? "" : second + 1);
+    rc = 0;
+    break;
+  }
+  fclose(f);
+  return rc;
+}
+
+static int limit_u64(const char *dir, const char *file, uint64_t *value, dome_error *err) {
+  int rc = read_u64((struct cgroup_dir){dir, -1}, file, value);
+  return rc < 0 ? dome_error_set(err, -rc, "`%s/%s`: %s", dir, file,
+                                 rc == -EINVAL ? "not a number" : strerror(-rc))
+                : 0;
+}
+
+int jail_cgroup_limits_of(pid_t pid, struct jail_cgroup_limits *limits, dome_error *err) {
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  char dir[1100];
+  int rc;
+  *limits = (struct jail_cgroup_limits){0};
+  if (l->v2_controllers) {
+    if ((rc = cgroup_of(pid, l->v2_mount, "", dir, sizeof dir, err)) < 0) return rc;
+    if ((rc = limit_u64(dir, "memory.max", &limits->memory_bytes, err)) < 0) return rc;
+    if ((rc = limit_u64(dir, "pids.max", &limits->pids, err)) < 0) return rc;
+    char text[64];
+    if (read_file((struct cgroup_dir){dir, -1}, "cpu.max", text, sizeof text) < 0)
+      return dome_error_set(err, ENOENT, "`%s/cpu.max` cannot be read", dir);
+    unsigned long long quota = 0, period = 0;
+    if (strncmp(text, "max", 3) != 0 && (sscanf(text, "%llu %llu", &quota, &period) != 2 || period == 0))
+      return dome_error_set(err, EINVAL, "`%s/cpu.max`: not `QUOTA PERIOD`", dir);
+    limits->cpus = period ? (double)quota / (double)period : 0;
+    return 0;
+  }
+  static const char *const files[JAIL_V1_COUNT] = {"memory.limit_in_bytes", "pids.max", "cpu.cfs_quota_us",
+                                                   NULL};
+  for (int c = 0; c < JAIL_V1_CPUACCT; c++) {
+    if (l->v1_mount[c][0] == '\0')
+      return dome_error_set(err, ENOENT, "no %s controller mounted", v1_names[c]);
+    if ((rc = cgroup_of(pid, l->v1_mount[c], v1_names[c], dir, sizeof dir, err)) < 0) return rc;
+    if (c == JAIL_V1_MEMORY) rc = limit_u64(dir, files[c], &limits->memory_bytes, err);
+    if (c == JAIL_V1_PIDS) rc = limit_u64(dir, files[c], &limits->pids, err);
+    if (c == JAIL_V1_CPU) {
+      char text[64];
+      long long quota = -1;
+      uint64_t period = 0;
+      if (read_file((struct cgroup_dir){dir, -1}, files[c], text, sizeof text) < 0 ||
+          sscanf(text, "%lld", &quota) != 1)
+        return dome_error_set(err, EINVAL, "`%s/%s`: not a number", dir, files[c]);
+      if ((rc = limit_u64(dir, "cpu.cfs_period_us", &period, err)) < 0) return rc;
+      limits->cpus = quota > 0 && period > 0 ? (double)quota / (double)period : 0;
+    }
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
 /* Value of `key` in a flat-keyed file ("oom_kill 3\n"). */
 static uint64_t read_key(struct cgroup_dir dir, const char *file, const char *key) {
   char buffer[2048];

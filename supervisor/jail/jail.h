@@ -280,6 +280,24 @@ size_t jail_limit_notice(const struct jail_result *result, char *buffer, size_t 
 /* Free what jail_run allocated in *result and zero it. Safe on a zeroed or already released result. */
 void jail_result_release(struct jail_result *result);
 
+/* ---- limits of a running jail --------------------------------------------------------------------- */
+
+/* What the kernel holds for a cgroup: memory limit (bytes), CPU bandwidth (quota / period, CPUs) and
+ * pids.max; UINT64_MAX (memory, pids) or 0 (cpus) where the cgroup has no limit. */
+struct jail_cgroup_limits {
+  uint64_t memory_bytes;
+  double cpus;
+  uint64_t pids;
+};
+
+/* Read back the limits of the cgroup `pid` (a host pid, e.g. a jail's init) is in, from the kernel's files:
+ * cgroup v2 memory.max, cpu.max, pids.max on unified hosts; v1 memory.limit_in_bytes, cpu.cfs_quota_us /
+ * cpu.cfs_period_us and pids.max on hybrid hosts (admin-guide/cgroup-v2.rst, cgroup-v1/memory.rst,
+ * scheduler/sched-bwc.rst, cgroup-v1/pids.rst). The paths come from /proc/<pid>/cgroup, relative to the
+ * caller's cgroup namespace. Returns 0, -ESRCH (no such process), -ENOENT (a controller is not mounted or
+ * the cgroup is gone), -EINVAL (a file that is not a number); *err names the file. */
+int jail_cgroup_limits_of(pid_t pid, struct jail_cgroup_limits *limits, dome_error *err);
+
 /* ---- host probe (dome doctor) -------------------------------------------------------------------- */
 
 struct jail_host_report {

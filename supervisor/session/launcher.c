@@ -13,15 +13,23 @@
 #include "supervisor/common/cleanup.h"
 #include "supervisor/session/session.h"
 
-/* Runs as the jail's program (pid 2). The kernel gets its own process group, so that its interrupt
- * (ipykernel signals its own group) reaches the cell's processes and never the launcher; each runner
- * process gets one too, so that a timeout or a cancellation kills what it started. The launcher exits
- * with the kernel, which ends the jail. The kernel runs without its debugger (debugpy made unimportable):
- * it would listen on a TCP port, which the jail's kernel rules refuse; nor its IOPub pipe for forked
- * processes' output (a TCP socket on 127.0.0.1: ZeroMQ's address resolution asks for the interfaces over
- * netlink, which the jail's seccomp filter refuses, and ZeroMQ aborts on that refusal). */
+/* Runs as the jail's program (pid 2), and becomes the kernel: one interpreter, not a launcher beside it.
+ * It writes the connection file, serves the process runner from a thread, imports ipykernel and runs
+ * the kernel in its main thread; the jail ends when the kernel exits. pid 2 leads its own process group
+ * (the jail gives its program a new session), so the kernel's interrupt (ipykernel signals its own
+ * group) reaches the cell's processes; each runner process gets a group of its own, which neither the
+ * interrupt reaches nor outlives its timeout. Left out of the kernel, because a session does not use
+ * them and they cost start-up time: its debugger (debugpy: it would listen on a TCP port, which the jail's
+ * kernel rules refuse), jedi (IPython completes without it), IPython's terminal front end (prompt_toolkit;
+ * IPython imports it only for `embed`), the history database (sqlite; execution counts do not need it),
+ * and its IOPub pipe for forked processes' output (a TCP socket on 127.0.0.1: ZeroMQ's address resolution
+ * asks for the interfaces over netlink, which the jail's seccomp filter refuses, and ZeroMQ aborts on
+ * that refusal). The start-up marks (CLOCK_REALTIME seconds: start, runner, imported) go to
+ * SESSION_SOCKET_DIR/phases.json just before the kernel starts. */
 const char session_launcher_source[] =
-    "import json, os, select, signal, socket, subprocess, sys, threading, time\n"
+    "import sys, time\n"
+    "marks = {'start': time.time()}\n"
+    "import json, os, select, signal, socket, subprocess, threading, types\n"
     "D = '" SESSION_SOCKET_DIR
     "'\n"
     "os.makedirs(D, mode=0o700, exist_ok=True)\n"
@@ -29,15 +37,6 @@ const char session_launcher_source[] =
     "fd = os.open(D + '/connection.json', os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)\n"
     "os.write(fd, connection.encode()); os.close(fd)\n"
     "os.chdir('/workspace')\n"
-    "start = ('import sys; sys.modules[\"debugpy\"] = None; from ipykernel import iostream, kernelapp; '\n"
-    "         'iostream.IOPubThread._setup_pipe_in = lambda self: setattr(self, \"_pipe_flag\", False); '\n"
-    "         'kernelapp.launch_new_instance([\"-f\", sys.argv[1]])')\n"
-    "kernel = subprocess.Popen([sys.executable, '-c', start, D + '/connection.json'],\n"
-    "                          stdin=subprocess.DEVNULL, start_new_session=True)\n"
-    "def watch():\n"
-    "    kernel.wait()\n"
-    "    os._exit(0)\n"
-    "threading.Thread(target=watch, daemon=True).start()\n"
     "def pump(stream, buffer, limit, flags):\n"
     "    while True:\n"
     "        chunk = stream.read1(65536)\n"
@@ -77,12 +76,27 @@ const char session_launcher_source[] =
     "        except OSError: pass\n"
     "    finally:\n"
     "        c.close()\n"
-    "server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+    "def accept(server):\n"
+    "    while True:\n"
+    "        c, _ = server.accept()\n"
+    "        threading.Thread(target=serve, args=(c,), daemon=True).start()\n"
+    "server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)\n"
     "server.bind(D + '/run')\n"
     "server.listen(16)\n"
-    "while True:\n"
-    "    c, _ = server.accept()\n"
-    "    threading.Thread(target=serve, args=(c,), daemon=True).start()\n";
+    "threading.Thread(target=accept, args=(server,), daemon=True).start()\n"
+    "marks['runner'] = time.time()\n"
+    "sys.modules['debugpy'] = None\n"
+    "sys.modules['jedi'] = None\n"
+    "embed = types.ModuleType('IPython.terminal.embed')\n"
+    "def no_terminal(*args, **kwargs): raise RuntimeError('no terminal in a sandbox session')\n"
+    "embed.embed = embed.InteractiveShellEmbed = no_terminal\n"
+    "sys.modules['IPython.terminal.embed'] = embed\n"
+    "from ipykernel import iostream, kernelapp\n"
+    "iostream.IOPubThread._setup_pipe_in = lambda self: setattr(self, '_pipe_flag', False)\n"
+    "marks['imported'] = time.time()\n"
+    "with open(D + '/phases.json', 'w') as f: json.dump(marks, f)\n"
+    "sys.argv = ['ipykernel']\n"
+    "kernelapp.launch_new_instance(['-f', D + '/connection.json', '--HistoryManager.enabled=False'])\n";
 
 json_t *session_launcher_env(void) {
   /* Debian's matplotlib looks for its matplotlibrc in /etc, which the host-ro image does not lay out */

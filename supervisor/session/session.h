@@ -39,12 +39,14 @@
 
 /* ---- the program of a session's jail ------------------------------------------------------------- */
 
-/* The launcher (Python source run by /usr/bin/python3 -c inside the jail). It reads the kernel's
- * connection file from stdin, writes it into SESSION_SOCKET_DIR (0600), starts the kernel
- * (ipykernel's kernelapp, without its debugger) in its own process group and serves SESSION_SOCKET_DIR/run:
- * one JSON line {argv, timeout_ms, output_bytes} per connection, answered with {stdout, stderr,
- * exit_code, signal, timed_out, truncated} once the process (its whole process group) ended. It exits
- * when the kernel exits, which ends the jail. */
+/* The launcher (Python source run by /usr/bin/python3 -c inside the jail), which becomes the kernel. It
+ * reads the kernel's connection file from stdin, writes it into SESSION_SOCKET_DIR (0600), serves
+ * SESSION_SOCKET_DIR/run from a thread: one JSON line {argv, timeout_ms, output_bytes} per connection,
+ * answered with {stdout, stderr, exit_code, signal, timed_out, truncated} once the process (its whole
+ * process group) ended; writes its start-up marks to SESSION_SOCKET_DIR/phases.json ({start, runner,
+ * imported}: CLOCK_REALTIME seconds) and runs the kernel (ipykernel's kernelapp, without its debugger,
+ * jedi, the terminal front end and the history database) in its main thread. The jail ends when the
+ * kernel exits. */
 extern const char session_launcher_source[];
 
 /* The environment the launcher needs (IPython, Jupyter and matplotlib state in /tmp, not in the
@@ -162,6 +164,8 @@ struct session_entry {
   bool closing;         /* removed from use: no new call enters */
   bool lost;            /* its jail ended by itself (set under the table's lock): reaped as "lost" */
   void *owner;          /* the caller's session object */
+  json_t *detail;       /* the owner's, changed only under the table's lock: members added to its
+                           session_table_list item as they are (NULL: none) */
   struct session_entry *next;
 };
 
@@ -188,6 +192,11 @@ int session_table_add(struct session_table *table, struct session_entry *entry, 
 struct session_entry *session_table_get(struct session_table *table, const char *id, const char *agent);
 void session_table_put(struct session_table *table, struct session_entry *entry);
 
+/* As session_table_get for any agent, without refreshing last_used_ms (domed's own work on a session, e.g. a
+ * rules change, does not keep it from going idle); give it back with session_table_unhold. */
+struct session_entry *session_table_hold(struct session_table *table, const char *id);
+void session_table_unhold(struct session_table *table, struct session_entry *entry);
+
 /* Mark `id` (of `agent`, NULL: any) closing and unlink it; returns the entry (the caller ends it once its
  * busy count is 0 — session_table_wait_idle) or NULL. */
 struct session_entry *session_table_take(struct session_table *table, const char *id, const char *agent);
@@ -200,8 +209,9 @@ void session_table_wait_idle(struct session_table *table, struct session_entry *
 struct session_entry *session_table_take_expired(struct session_table *table, uint64_t now_ms,
                                                  const char **reason);
 
-/* Sessions of `agent` (NULL: all): [{session_id, agent, capability, created_at (ms), idle_ms (since last
- * use), busy}]. New reference. */
+/* Sessions of `agent` (NULL: all): [{session_id, agent, capability, created_at_ms, idle_ms (since last
+ * use), idle_timeout_ms, lifetime_ms, expires_at_ms, busy, and the members of the entry's detail}]. New
+ * reference. */
 json_t *session_table_list(struct session_table *table, const char *agent, uint64_t now_ms);
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in milliseconds. */

@@ -57,6 +57,23 @@ struct session_entry *session_table_get(struct session_table *table, const char 
   return found;
 }
 
+struct session_entry *session_table_hold(struct session_table *table, const char *id) {
+  pthread_mutex_lock(&table->lock);
+  struct session_entry *found = NULL;
+  for (struct session_entry *e = table->head; e && !found; e = e->next)
+    if (strcmp(e->id, id) == 0 && !e->closing) found = e;
+  if (found) found->busy++;
+  pthread_mutex_unlock(&table->lock);
+  return found;
+}
+
+void session_table_unhold(struct session_table *table, struct session_entry *entry) {
+  pthread_mutex_lock(&table->lock);
+  entry->busy--;
+  pthread_cond_broadcast(&idle_changed);
+  pthread_mutex_unlock(&table->lock);
+}
+
 void session_table_put(struct session_table *table, struct session_entry *entry) {
   pthread_mutex_lock(&table->lock);
   entry->busy--;
@@ -126,6 +143,7 @@ json_t *session_table_list(struct session_table *table, const char *agent, uint6
                         (json_int_t)(now_ms > e->last_used_ms ? now_ms - e->last_used_ms : 0),
                         "idle_timeout_ms", (json_int_t)e->idle_ms, "lifetime_ms", (json_int_t)e->lifetime_ms,
                         "expires_at_ms", (json_int_t)expires, "busy", e->busy > 0));
+    if (e->detail) json_object_update(json_array_get(list, json_array_size(list) - 1), e->detail);
   }
   pthread_mutex_unlock(&table->lock);
   return list;

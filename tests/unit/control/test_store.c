@@ -133,6 +133,37 @@ static void test_quotas(void **state) {
     assert_non_null(strstr(err.message, "--cpus"));
     json_decref(fields);
   }
+  /* the session's own cgroup quota: 0 defers to the capability's, bad values name their flag */
+  fields = json_pack("{s:s,s:s,s:s}", "session_memory", "300M", "session_cpus", "0.5", "session_pids", "40");
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), 0);
+  json_decref(fields);
+  struct control_quota session;
+  control_quota_get(store, "code-execution", &quota);
+  control_quota_for_session(&quota, &session);
+  assert_int_equal(session.memory_bytes, 300u << 20);
+  assert_true(session.cpus == 0.5);
+  assert_int_equal(session.pids, 40);
+  assert_int_equal(quota.memory_bytes, 512u << 20); /* the one-shot quota is its own */
+  assert_int_equal(quota.pids, 32);
+  static const char *const bad_session[][2] = {{"session_pids", "-1"},    {"session_pids", "12x"},
+                                               {"session_cpus", "0.001"}, {"session_cpus", "many"},
+                                               {"session_memory", "10"},  {"session_memory", "12Q"}};
+  for (size_t i = 0; i < sizeof bad_session / sizeof bad_session[0]; i++) {
+    fields = json_pack("{s:s}", bad_session[i][0], bad_session[i][1]);
+    assert_int_equal(control_quota_set(store, "code-execution", fields, &err), -EINVAL);
+    char flag[64];
+    snprintf(flag, sizeof flag, "--%s", bad_session[i][0]);
+    flag[9] = '-'; /* session_x -> session-x */
+    assert_non_null(strstr(err.message, flag));
+    json_decref(fields);
+  }
+  fields = json_pack("{s:i,s:i,s:i}", "session_memory", 0, "session_cpus", 0, "session_pids", 0);
+  assert_int_equal(control_quota_set(store, "code-execution", fields, &err), 0);
+  json_decref(fields);
+  control_quota_get(store, "code-execution", &quota);
+  control_quota_for_session(&quota, &session);
+  assert_int_equal(session.memory_bytes, 512u << 20);
+  assert_int_equal(session.pids, 32);
   fields = json_pack("{s:s}", "cpus", "2048");
   assert_int_equal(control_quota_set(store, "code-execution", fields, &err), 0);
   json_decref(fields);

@@ -241,6 +241,26 @@ static void test_table(void **state) {
   assert_ptr_equal(session_table_take_expired(&table, 11001, &reason), a);
   assert_string_equal(reason, "lifetime");
   session_table_put(&table, a);
+  /* domed's own hold (a rules change) keeps a session busy without making it look used; a detail is listed */
+  c->last_used_ms = 700;
+  c->detail = json_pack("{s:{s:i}}", "cgroup", "pids", 40);
+  assert_int_equal(session_table_add(&table, c, 2, &err), 0);
+  struct session_entry *held = session_table_hold(&table, c->id);
+  assert_ptr_equal(held, c);
+  assert_int_equal(c->last_used_ms, 700);
+  assert_null(session_table_take_expired(&table, 900, &reason)); /* busy: not idle */
+  list = session_table_list(&table, "alice", 900);
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(json_array_get(list, 0), "cgroup"), "pids")), 40);
+  json_decref(list);
+  session_table_unhold(&table, c);
+  assert_int_equal(c->last_used_ms, 700);
+  assert_ptr_equal(session_table_take_expired(&table, 900, &reason), c); /* idle since 700 */
+  assert_string_equal(reason, "idle");
+  assert_null(session_table_hold(&table, c->id)); /* taken: no longer held */
+  json_decref(c->detail);
+  c->detail = NULL;
+  c->closing = false;
   /* a lost one is reaped at once */
   c->last_used_ms = 5000;
   assert_int_equal(session_table_add(&table, c, 2, &err), 0);
