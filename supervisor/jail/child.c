@@ -617,6 +617,28 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
   _exit(0);
 }
 
+/* A prepared jail waits for its call for as long as the pool keeps it: the copy of the supervisor's fd table
+ * that clone3 gave it (listening and accepted sockets, the journal, other jails' pipes and control
+ * sockets being set up by other threads) would keep those open meanwhile, so that a neighbour's end of
+ * file or a client's closed connection never arrives. Close everything but our own channels at once. */
+static void close_inherited(const struct jail_plan *plan) {
+  int keep[4] = {plan->sync_fd, plan->stdout_fd, plan->stderr_fd, plan->status_fd};
+  for (int i = 1; i < 4; i++)
+    for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+      int t = keep[k];
+      keep[k] = keep[k - 1];
+      keep[k - 1] = t;
+    }
+  unsigned from = 0;
+  for (int i = 0; i < 4; i++) {
+    if (keep[i] < 0 || (unsigned)keep[i] < from) continue;
+    if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0) < 0)
+      fail(plan, errno, "close inherited fds", NULL);
+    from = (unsigned)keep[i] + 1;
+  }
+  if (syscall(SYS_close_range, from, ~0u, 0) < 0) fail(plan, errno, "close inherited fds", NULL);
+}
+
 void jail_child_main(const struct jail_plan *initial) {
   /* Our own copy: a prepared jail fills in the call's part when it arrives (receive_call). */
   struct jail_plan call = *initial;
@@ -626,6 +648,7 @@ void jail_child_main(const struct jail_plan *initial) {
    * change below, which clears it). */
   close(plan->supervisor_sync_fd);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (plan->prepared) close_inherited(plan);
   if (plan->network_namespace_helper) start_network_helper(plan);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. clone3 reset
    * the handled signals (CLONE_CLEAR_SIGHAND); ignored ones stay ignored across execve, so reset those. */

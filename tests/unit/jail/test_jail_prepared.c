@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -141,6 +142,23 @@ static void discard_leaves_nothing(void **state) {
   jail_prepared_discard(NULL);
 }
 
+/* A waiting jail holds no copy of the fds the supervisor had open when it was prepared (sockets of
+ * clients, other jails' pipes): closing our end of a pipe made before the prepare gives its reader end of
+ * file at once, not when the jail is used or discarded. */
+static void waiting_jail_holds_no_fd_of_ours(void **state) {
+  (void)state;
+  int ends[2];
+  assert_int_equal(pipe2(ends, O_CLOEXEC), 0);
+  struct jail_prepared *p = prepare();
+  close(ends[1]);
+  struct pollfd fd = {ends[0], POLLIN, 0};
+  assert_int_equal(poll(&fd, 1, 2000), 1);
+  char byte;
+  assert_int_equal(read(ends[0], &byte, 1), 0);
+  close(ends[0]);
+  jail_prepared_discard(p);
+}
+
 /* What a program can observe of its jail, with what differs between any two jails by nature blanked by
  * sed: device numbers and pipe inodes (the kernel's, global), the jail's host uid in tmpfs mount options
  * (unique per live jail), the link count of /proc (the host's process count) and file times. */
@@ -150,8 +168,10 @@ static const char observe[] =
     "/proc/self/status; echo ---init; grep -E '^(Name|State|Pid|PPid|Uid|CapEff|NoNewPrivs|Seccomp):' "
     "/proc/1/status; tr '\\0' ' ' < /proc/1/cmdline; wc -c < /proc/1/environ; echo ---env; env | sort; "
     "echo ---fds; ls -l /proc/self/fd | sed 's/.*[0-9] \\([0-9]* ->\\)/\\1/; s/\\[[0-9]*\\]/[]/'; "
-    "echo ---mounts; cut -d' ' -f3- /proc/self/mountinfo | sed 's/^[0-9]*:[0-9]* //; s/uid=[0-9]*,gid=[0-9]*/uid=N,gid=N/'; echo ---files; "
-    "ls -la /workspace /tmp / /dev | sed 's/ [A-Z][a-z][a-z] .[0-9] [0-9:]* / date /; / proc$/s/^\\(d[-rwx]*\\) *[0-9]*/\\1 N/'; cat "
+    "echo ---mounts; cut -d' ' -f3- /proc/self/mountinfo | sed 's/^[0-9]*:[0-9]* //; "
+    "s/uid=[0-9]*,gid=[0-9]*/uid=N,gid=N/'; echo ---files; "
+    "ls -la /workspace /tmp / /dev | sed 's/ [A-Z][a-z][a-z] .[0-9] [0-9:]* / date /; / "
+    "proc$/s/^\\(d[-rwx]*\\) *[0-9]*/\\1 N/'; cat "
     "/workspace/in.txt; "
     "echo ---ids; id; hostname; cat /proc/self/cgroup; ulimit -a; echo $$ $PPID; ls /proc | grep -c "
     "'^[0-9]'; "
@@ -361,10 +381,15 @@ static void call_block_round_trip(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(call_block_round_trip),       cmocka_unit_test(prepared_runs_and_leaves_nothing),
-      cmocka_unit_test(discard_leaves_nothing),      cmocka_unit_test(prepared_looks_like_fresh),
-      cmocka_unit_test(rules_follow_the_call),       cmocka_unit_test(quota_applies),
-      cmocka_unit_test(other_shape_gets_fresh_jail), cmocka_unit_test(dead_child_gets_fresh_jail),
+      cmocka_unit_test(call_block_round_trip),
+      cmocka_unit_test(prepared_runs_and_leaves_nothing),
+      cmocka_unit_test(discard_leaves_nothing),
+      cmocka_unit_test(waiting_jail_holds_no_fd_of_ours),
+      cmocka_unit_test(prepared_looks_like_fresh),
+      cmocka_unit_test(rules_follow_the_call),
+      cmocka_unit_test(quota_applies),
+      cmocka_unit_test(other_shape_gets_fresh_jail),
+      cmocka_unit_test(dead_child_gets_fresh_jail),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
