@@ -4,7 +4,9 @@
  * capability's memory, pids, cpus and workspace size; up to POOL_CLASSES classes, the least recently
  * used one giving way to a new shape; the default quota's shape is warmed from the start.
  *
- * - One refill thread prepares jails for every class below `pool_size`, most recently used first. It is
+ * - One refill thread prepares jails for every class below `pool_size`, most recently used first, at nice
+ *   REFILL_NICE so that it yields the CPU to the calls (jail_prepared_run gives the bound jail the
+ *   calling thread's priority). It is
  *   also the thread every prepared jail's child is tied to (the kernel's parent-death signal follows the
  *   creating thread), so it ends only after the last jail taken from the pool has finished.
  * - A call takes a ready jail of its class or, when there is none (a burst beyond the pool, a class not
@@ -17,11 +19,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "supervisor/domed/domed.h"
 #include "supervisor/jail/jail.h"
 
 #define POOL_CLASSES 4
+#define REFILL_NICE 10
 
 struct pool_class {
   bool used;
@@ -101,6 +107,9 @@ static struct pool_class *class_to_refill(struct domed_jail_pool *pool) {
 
 static void *refill_main(void *context) {
   struct domed_jail_pool *pool = context;
+  /* background work: preparing yields the CPU to the calls (a bound jail gets its caller's priority) */
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), REFILL_NICE) < 0)
+    domed_log("warn", "jail_pool", "msg=\"refill runs at the calls' priority\" errno=%d", errno);
   bool failing = false;
   pthread_mutex_lock(&pool->lock);
   while (!pool->stopping) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1034,6 +1035,14 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
   /* The call's quota, written again and read back, then its hooks (the kernel rules attached to the
    * leaf), all before anything of the call reaches the child. */
   if ((r = jail_cgroup_apply_limits(&s->leaf, &p->shape.limits, err)) < 0) goto out;
+  /* The scheduling priority of the calling thread, as a fresh jail's child inherits it (whoever prepared
+   * the jail may run at a lower one); the child is the jail's only process still. */
+  errno = 0;
+  int nice_value = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  if ((nice_value == -1 && errno != 0) || setpriority(PRIO_PROCESS, (id_t)s->pid, nice_value) < 0) {
+    r = dome_error_set_errno(err, errno, "set the priority of jail `%s`", result->jail_id);
+    goto out;
+  }
   if (c->on_cgroup_ready) {
     struct jail_cgroup cg = {s->leaf.v2_path, s->leaf.v2_fd, s->leaf.v2_id, result->jail_id};
     if ((r = c->on_cgroup_ready(c->hook_context, &cg, err)) < 0) goto out;

@@ -16,7 +16,9 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -175,7 +177,8 @@ static const char observe[] =
     "/workspace/in.txt; "
     "echo ---ids; id; hostname; cat /proc/self/cgroup; ulimit -a; echo $$ $PPID; ls /proc | grep -c "
     "'^[0-9]'; "
-    "echo ---write; touch /etc/x 2>&1; touch /workspace/y && echo y; cat /proc/self/attr/current 2>&1 | head "
+    "echo ---nice; cut -d' ' -f19 /proc/self/stat; echo ---write; touch /etc/x 2>&1; touch /workspace/y && "
+    "echo y; cat /proc/self/attr/current 2>&1 | head "
     "-1";
 
 static void prepared_looks_like_fresh(void **state) {
@@ -289,6 +292,42 @@ static void other_shape_gets_fresh_jail(void **state) {
   assert_null(none);
 }
 
+static void *prepare_niced(void *out) {
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+  char *argv[] = {"true", NULL};
+  struct jail_config shape;
+  config_for(&shape, argv);
+  dome_error err = {0};
+  if (jail_prepare(&shape, (struct jail_prepared **)out, &err) < 0) *(struct jail_prepared **)out = NULL;
+  /* stays until the jail has run: its child is tied to this thread */
+  while (*(struct jail_prepared *volatile *)out != NULL) usleep(1000);
+  return NULL;
+}
+
+/* A jail prepared at a lower priority (the pool's refill runs at nice 10) runs the program at the calling
+ * thread's, as a fresh jail would. */
+static void priority_follows_the_call(void **state) {
+  (void)state;
+  struct jail_prepared *p = NULL;
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, prepare_niced, &p), 0);
+  for (int i = 0; i < 2000 && p == NULL; i++) usleep(5000);
+  assert_non_null(p);
+  char *argv[] = {"sh", "-c", "cut -d' ' -f19 /proc/self/stat", NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  struct jail_result r;
+  dome_error err = {0};
+  struct jail_prepared *taken = p;
+  int rc = jail_prepared_run(taken, &c, &r, &err);
+  *(struct jail_prepared *volatile *)&p = NULL;
+  pthread_join(thread, NULL);
+  assert_int_equal(rc, 0);
+  assert_true(r.prepared);
+  assert_string_equal(r.stdout_data, "0\n");
+  jail_result_release(&r);
+}
+
 static void *prepare_and_exit(void *out) {
   char *argv[] = {"true", NULL};
   struct jail_config shape;
@@ -389,6 +428,7 @@ int main(void) {
       cmocka_unit_test(rules_follow_the_call),
       cmocka_unit_test(quota_applies),
       cmocka_unit_test(other_shape_gets_fresh_jail),
+      cmocka_unit_test(priority_follows_the_call),
       cmocka_unit_test(dead_child_gets_fresh_jail),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
