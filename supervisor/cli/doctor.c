@@ -42,6 +42,23 @@ static void print_journal_side(json_t *status) {
              dome_format_size((uint64_t)json_integer_value(bytes), used, sizeof used));
   printf("journal refused  %lld events (each failed its call closed)\n",
          (long long)json_integer_value(json_object_get(status, "journal_refused")));
+  json_t *pool = json_object_get(status, "jail_pool");
+  long long size = (long long)json_integer_value(json_object_get(pool, "pool_size"));
+  if (size == 0) {
+    printf("jail pool        off (pool_size = 0: every call builds its jail)\n");
+    return;
+  }
+  long long refills = (long long)json_integer_value(json_object_get(pool, "refills"));
+  double seconds = json_number_value(json_object_get(pool, "refill_seconds"));
+  printf(
+      "jail pool        %lld ready, %lld per limits class (pool_size); %lld hits, %lld misses, %lld "
+      "discarded; %lld prepared, %.1f ms each, %lld failed\n",
+      (long long)json_integer_value(json_object_get(pool, "ready")), size,
+      (long long)json_integer_value(json_object_get(pool, "hits")),
+      (long long)json_integer_value(json_object_get(pool, "misses")),
+      (long long)json_integer_value(json_object_get(pool, "discards")), refills,
+      refills ? seconds * 1e3 / (double)refills : 0.0,
+      (long long)json_integer_value(json_object_get(pool, "refill_failures")));
 }
 
 static int doctor_main(int argc, char **argv) {
@@ -109,6 +126,7 @@ static int doctor_main(int argc, char **argv) {
     if (status) {
       json_object_set(o, "blobs", json_object_get(status, "blobs"));
       json_object_set(o, "journal_refused", json_object_get(status, "journal_refused"));
+      json_object_set(o, "jail_pool", json_object_get(status, "jail_pool"));
       json_decref(status);
     }
     json_dumpf(o, stdout, JSON_COMPACT);

@@ -59,6 +59,8 @@ static void admin_begin(const struct control_request *request, json_t *event) {
  * (rc 0, the hook never called) is journalled now. Returns rc, or the journal's -errno (*err). */
 static int admin_end(struct domed *domed, int rc, dome_error *err) {
   if (rc == 0 && !admin_pending.journaled) rc = domed_admin_commit_hook(domed, err);
+  /* jails prepared before any administrative change are never used after it */
+  if (admin_pending.event) domed_jail_pool_invalidate(domed);
   json_decref(admin_pending.event);
   admin_pending.event = NULL;
   admin_pending.journaled = false;
@@ -484,6 +486,7 @@ json_t *domed_control_handle(void *context, const struct control_request *reques
       json_object_set_new(status, "blobs", domed_audit_blob_usage(domed));
       json_object_set_new(status, "journal_refused",
                           json_integer((json_int_t)atomic_load(&domed->metrics.journal_refused)));
+      json_object_set_new(status, "jail_pool", domed_jail_pool_status(domed));
       return status;
     }
     dome_error_set(err, EINVAL, "unknown command `%s`", command);

@@ -27,6 +27,7 @@ void domed_config_defaults(struct domed_config *config) {
   config->anomaly_risk_window_s = 3600;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   config->max_jails = cpus > 0 ? (unsigned)cpus : 1;
+  config->pool_size = config->max_jails < DOMED_POOL_SIZE_MAX ? config->max_jails : DOMED_POOL_SIZE_MAX;
   config->max_queue = 64;
   config->queue_timeout_s = 30;
   config->max_body_bytes = 4u << 20;
@@ -130,6 +131,8 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
     return set_string(c->path, sizeof c->path, key, value, err);
   }
   if (strcmp(key, "max_jails") == 0) return set_unsigned(&c->max_jails, key, value, 1, 4096, err);
+  if (strcmp(key, "pool_size") == 0)
+    return set_unsigned(&c->pool_size, key, value, 0, DOMED_POOL_SIZE_MAX, err);
   if (strcmp(key, "max_queue") == 0) return set_unsigned(&c->max_queue, key, value, 0, 1000000, err);
   if (strcmp(key, "queue_timeout_s") == 0) return set_unsigned(&c->queue_timeout_s, key, value, 1, 3600, err);
   if (strcmp(key, "http_timeout_s") == 0) return set_unsigned(&c->http_timeout_s, key, value, 1, 3600, err);

@@ -34,6 +34,8 @@ struct domed_config {
   char allowed_origins[1024]; /* allowed_origins = (loopback): comma-separated exact origins */
   char image[64];             /* image = host-ro */
   unsigned max_jails;         /* max_jails = number of CPUs: concurrent executions */
+  unsigned pool_size;         /* pool_size = number of CPUs: prepared jails kept per limits class of `image`
+                               * (0: none, every call builds its jail; at most DOMED_POOL_SIZE_MAX) */
   unsigned max_queue;         /* max_queue = 64: calls waiting for a jail before "overloaded" */
   unsigned queue_timeout_s;   /* queue_timeout_s = 30 */
   size_t max_body_bytes;      /* max_body = 4M */
@@ -194,6 +196,9 @@ void domed_metrics_observe_call(struct domed_metrics *metrics, uint64_t total_us
 
 /* ---- the daemon ---- */
 
+#define DOMED_POOL_SIZE_MAX 64u
+struct domed_jail_pool;
+
 struct domed {
   struct domed_config config;
   control_store *store;
@@ -216,9 +221,32 @@ struct domed {
   unsigned jails_running, jails_waiting;
   atomic_bool stopping;
   struct domed_metrics metrics;
-  struct domed_anomaly *anomaly; /* live anomaly detection (anomaly.c), NULL before start */
-  struct domed_risk *risk;       /* the agents' recent alerts (risk.c), NULL before start */
+  struct domed_anomaly *anomaly;     /* live anomaly detection (anomaly.c), NULL before start */
+  struct domed_risk *risk;           /* the agents' recent alerts (risk.c), NULL before start */
+  struct domed_jail_pool *jail_pool; /* prepared jails (jail_pool.c), NULL when pool_size is 0 */
 };
+
+/* ---- jail_pool.c: warm jails, prepared before their call (supervisor/jail's jail_prepare) ---- */
+
+struct jail_config;
+struct jail_result;
+/* Start the refill thread (none when pool_size is 0). Returns 0, or -errno (-ENOMEM, pthread_create). */
+int domed_jail_pool_start(struct domed *domed, dome_error *err);
+/* Discard every ready jail, wait for the jails taken from the pool to finish, join the thread, free. */
+void domed_jail_pool_stop(struct domed *domed);
+/* Every jail prepared so far is stale (an administrative change: rules, quotas, agents, tools): discard
+ * the ready ones now; a jail being prepared meanwhile is discarded when it is done. */
+void domed_jail_pool_invalidate(struct domed *domed);
+/* Run `config` as jail_run would: in a ready prepared jail of its limits class (prepared under the same
+ * rules_version and pool generation), else at once in a fresh jail; calls with an egress hook or a
+ * resolver always run fresh. Returns as jail_run; result->prepared tells which. */
+int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jail_config *config,
+                        struct jail_result *result, dome_error *err);
+/* The dome_jail_pool_* lines of /metrics. */
+void domed_jail_pool_metrics(struct domed *domed, FILE *out);
+/* {pool_size, ready, hits, misses, discards, refills, refill_failures, refill_seconds} for `status`
+ * (dome doctor). New reference. */
+json_t *domed_jail_pool_status(struct domed *domed);
 
 /* ---- anomaly.c: Sigma rules over every journalled event (docs/anomaly-detection.md) ---- */
 

@@ -99,6 +99,14 @@ static void egress_report(void *context, json_t *object) {
 
 /* Once exec.start is durable: the agent's file rules as the jail's Landlock path rules (none: the jail's
  * baseline) and its egress path. */
+/* The jail of the call: a prepared one of domed's pool when one of its limits class is ready. */
+static int run_jail(void *context, const struct jail_config *config, struct jail_result *result,
+                    dome_error *err) {
+  struct adapter *a = context;
+  return domed_jail_pool_run(a->domed, a->execution->rules ? a->execution->rules->version : 0, config, result,
+                             err);
+}
+
 static int before_jail(void *context, struct jail_config *config, dome_error *err) {
   struct adapter *a = context;
   int rc = domed_kernel_path_rules(a->domed, &a->principal, a->execution->rules, &a->path_rules, err);
@@ -231,6 +239,8 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
       .event_ms = domed->config.output_event_ms,
       .quiet_ms = domed->config.progress_quiet_ms,
       .extra_limits = extra_limits,
+      .run_jail = run_jail,
+      .run_jail_context = &a,
   };
   struct exec_sink sink = {.context = &a,
                            .append = sink_append,

@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
     return 125;
   }
   domed->gateways = gateways;
-  if ((rc = domed_sessions_start(domed, &err)) < 0) {
+  if ((rc = domed_sessions_start(domed, &err)) < 0 || (rc = domed_jail_pool_start(domed, &err)) < 0) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
   }
@@ -338,6 +338,8 @@ int main(int argc, char **argv) {
     mcp_server_cancel_all(domed->mcp);
   }
   mcp_server_stop(domed->mcp);
+  /* no call runs any more: the prepared jails go, and the refill thread they are tied to */
+  domed_jail_pool_stop(domed);
   /* every session's jail ends (session.closed reason=shutdown) while the kernel layer and the journal
    * are still there */
   domed_sessions_stop(domed);

@@ -103,6 +103,7 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
           "tools/call streams domed closed after sse_close_after_ms for the client to resume (SEP-1699).",
           stats.streams_polled);
   domed_egress_metrics(out);
+  domed_jail_pool_metrics(domed, out);
   domed_anomaly_metrics(domed, out);
   GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));
   GAUGE("dome_queued_calls", "Calls waiting for a jail slot.", atomic_load(&m->queued));

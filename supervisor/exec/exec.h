@@ -170,6 +170,11 @@ struct exec_request {
   void *tap_context;
   /* Extra limits recorded in the result's `limits` (e.g. mcp_output_bytes): an object, borrowed. */
   json_t *extra_limits;
+  /* Where the jail comes from: NULL runs jail_run (a fresh jail); otherwise called instead of jail_run with
+   * the complete config, and it must behave as jail_run (domed: a prepared jail of its pool). */
+  int (*run_jail)(void *context, const struct jail_config *config, struct jail_result *result,
+                  dome_error *err);
+  void *run_jail_context;
 };
 
 struct exec_outcome {

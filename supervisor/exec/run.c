@@ -361,7 +361,9 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   if (request->before_jail) rc = request->before_jail(request->before_jail_context, &config, err);
   if (request->egress) outcome->egress = request->egress->wanted;
   if (outcome->egress) config.on_namespaces_ready = on_namespaces_ready;
-  if (rc == 0) rc = jail_run(&config, &outcome->jail, err);
+  if (rc == 0)
+    rc = request->run_jail ? request->run_jail(request->run_jail_context, &config, &outcome->jail, err)
+                           : jail_run(&config, &outcome->jail, err);
   outcome->ran = rc == 0;
   if (request->egress && request->egress->finish) request->egress->finish(request->egress->context);
   outcome->kernel_start_ns = run.enforcement.start_ns;

@@ -556,6 +556,17 @@ int jail_cgroup_create_v1(struct jail_leaf *leaf, const struct jail_limits *limi
   return 0;
 }
 
+int jail_cgroup_apply_limits(const struct jail_leaf *leaf, const struct jail_limits *limits,
+                             dome_error *err) {
+  const struct jail_cgroup_layout *l = jail_cgroup_layout();
+  int r;
+  if (leaf->v2_path[0] && l->v2_controllers && (r = apply_v2(leaf, limits, err)) < 0)
+    return dome_error_wrap(err, "set limits of cgroup leaf `%s`", leaf->name);
+  if ((r = apply_v1(leaf, limits, err)) < 0)
+    return dome_error_wrap(err, "set limits of cgroup leaf `%s`", leaf->name);
+  return 0;
+}
+
 int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err) {
   char text[32];
   snprintf(text, sizeof text, "%d", (int)pid);

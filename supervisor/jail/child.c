@@ -10,7 +10,8 @@
  *  2. mounts in the new mount namespace, assembled under JAIL_STAGING.
  *  3. wait for the second SYNC_GO, which brings the v1 cgroup leaves the parent made meanwhile (we join
  *     them); the parent has placed us in the cgroup2 leaf if needed and run the
- *     on_namespaces_ready hook; new cgroup namespace (rooted at the leaves); workspace files (charged to
+ *     on_namespaces_ready hook; new cgroup namespace (rooted at the leaves); a prepared jail
+ *     (jail_prepare) stops here until its call arrives (receive_call); workspace files (charged to
  *     the jail); pivot_root: the host's tree is detached entirely, so no path (and no "..") leads back.
  *  4. rlimits, new session, the helper's network namespace joined, stdio, close every other fd (a leaked
  *     host fd is the CVE-2024-21626 escape), Landlock ruleset, capabilities and securebits, no_new_privs,
@@ -22,6 +23,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
 #include <linux/securebits.h>
@@ -435,6 +437,49 @@ static void setup_mounts(const struct jail_plan *plan) {
    * writer. (The few mount structures made above stay charged to the supervisor.) */
   wait_go_and_join_leaves(plan);
   if (unshare(CLONE_NEWCGROUP) < 0) fail(plan, errno, "unshare cgroup namespace", NULL);
+}
+
+/* A prepared jail (plan->prepared): report that we wait, then take the call's part of the plan from
+ * SYNC_BIND: the memfd of jail_call_encode, mapped privately and relocated, and the program's stdin. A
+ * closed control socket means the supervisor discarded us (or died): end without a word. Everything of
+ * the call is applied after this, in the same order as in a fresh jail. */
+static void receive_call(struct jail_plan *plan) {
+  struct jail_sync_message message;
+  memset(&message, 0, sizeof message);
+  message.kind = SYNC_PREPARED;
+  if (send(plan->sync_fd, &message, sizeof message, MSG_NOSIGNAL) != (ssize_t)sizeof message) _exit(127);
+  struct iovec iov = {&message, sizeof message};
+  union {
+    char buffer[CMSG_SPACE(sizeof(int) * 2)];
+    struct cmsghdr align;
+  } control;
+  struct msghdr msg = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = control.buffer,
+                       .msg_controllen = sizeof control.buffer};
+  ssize_t n;
+  do n = recvmsg(plan->sync_fd, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof message || message.kind != SYNC_BIND) _exit(127);
+  struct pollfd hangup = {plan->sync_fd, POLLRDHUP, 0};
+  if (poll(&hangup, 1, 0) > 0 && (hangup.revents & (POLLHUP | POLLRDHUP))) _exit(127);
+  int fds[2] = {-1, -1};
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+  if (cmsg && cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS &&
+      cmsg->cmsg_len == CMSG_LEN(sizeof fds))
+    memcpy(fds, CMSG_DATA(cmsg), sizeof fds);
+  if (fds[0] < 0 || fds[1] < 0 || (msg.msg_flags & MSG_CTRUNC)) fail(plan, EPROTO, "receive the call", NULL);
+  struct stat st;
+  if (fstat(fds[0], &st) < 0 || st.st_size <= 0) fail(plan, errno ? errno : EPROTO, "receive the call", NULL);
+  void *block = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fds[0], 0);
+  if (block == MAP_FAILED) fail(plan, errno, "map the call", NULL);
+  close(fds[0]);
+  if (jail_call_decode(block, (size_t)st.st_size, plan) < 0) fail(plan, EPROTO, "decode the call", NULL);
+  plan->stdin_fd = fds[1];
+}
+
+/* The workspace's files (written by us, so charged to the jail), then pivot_root into the new root. */
+static void enter_root(const struct jail_plan *plan) {
   apply_entries(plan, plan->workspace_entries, plan->workspace_entry_count);
   send_workspace(plan);
   if (chdir(JAIL_STAGING) < 0) fail(plan, errno, "chdir", JAIL_STAGING);
@@ -572,12 +617,38 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
   _exit(0);
 }
 
-void jail_child_main(const struct jail_plan *plan) {
+/* A prepared jail waits for its call for as long as the pool keeps it: the copy of the supervisor's fd table
+ * that clone3 gave it (listening and accepted sockets, the journal, other jails' pipes and control
+ * sockets being set up by other threads) would keep those open meanwhile, so that a neighbour's end of
+ * file or a client's closed connection never arrives. Close everything but our own channels at once. */
+static void close_inherited(const struct jail_plan *plan) {
+  int keep[4] = {plan->sync_fd, plan->stdout_fd, plan->stderr_fd, plan->status_fd};
+  for (int i = 1; i < 4; i++)
+    for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
+      int t = keep[k];
+      keep[k] = keep[k - 1];
+      keep[k - 1] = t;
+    }
+  unsigned from = 0;
+  for (int i = 0; i < 4; i++) {
+    if (keep[i] < 0 || (unsigned)keep[i] < from) continue;
+    if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0) < 0)
+      fail(plan, errno, "close inherited fds", NULL);
+    from = (unsigned)keep[i] + 1;
+  }
+  if (syscall(SYS_close_range, from, ~0u, 0) < 0) fail(plan, errno, "close inherited fds", NULL);
+}
+
+void jail_child_main(const struct jail_plan *initial) {
+  /* Our own copy: a prepared jail fills in the call's part when it arrives (receive_call). */
+  struct jail_plan call = *initial;
+  const struct jail_plan *plan = &call;
   /* Tied to the supervisor from the start: our copy of its end of the control socket goes (so a read
    * sees end-of-file when it dies), and the parent-death signal is armed (again after the credential
    * change below, which clears it). */
   close(plan->supervisor_sync_fd);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (plan->prepared) close_inherited(plan);
   if (plan->network_namespace_helper) start_network_helper(plan);
   /* The parent's signal state is not the program's: default dispositions, nothing blocked. clone3 reset
    * the handled signals (CLONE_CLEAR_SIGHAND); ignored ones stay ignored across execve, so reset those. */
@@ -605,6 +676,8 @@ void jail_child_main(const struct jail_plan *plan) {
   /* After the credential change, which clears it: the jail dies with the thread that runs jail_run. */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   setup_mounts(plan);
+  if (plan->prepared) receive_call(&call);
+  enter_root(plan);
 
   set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
   set_limit(plan, RLIMIT_NOFILE, plan->nofile_limit, "RLIMIT_NOFILE");

@@ -86,6 +86,10 @@ void jail_cgroup_sweep_stale(const struct jail_leaf *leaf);
  * mounts, so the two overlap. On failure returns -errno; what was created is removed by
  * jail_cgroup_destroy. Nothing to do (0) on unified hosts. */
 int jail_cgroup_create_v1(struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err);
+/* Write the limits again to every leaf of the jail (cgroup2 with controllers, and the v1 leaves made by
+ * jail_cgroup_create_v1) and read each back: -EIO when the kernel holds another value, -errno from the
+ * writes. Used when a prepared jail is bound to its call. */
+int jail_cgroup_apply_limits(const struct jail_leaf *leaf, const struct jail_limits *limits, dome_error *err);
 /* Place `pid` into the cgroup2 leaf when it was not cloned into it (clone_into_cgroup false); the v1
  * leaves are joined by the child itself through jail_cgroup_open_tasks. Returns 0 or -errno. */
 int jail_cgroup_attach(const struct jail_leaf *leaf, pid_t pid, bool clone_into_cgroup, dome_error *err);
@@ -183,10 +187,34 @@ struct jail_plan {
   /* clone3 made no network namespace: the child has a helper make it while it assembles its mounts, and
    * joins it before the second hand-over (see child.c). */
   bool network_namespace_helper;
+  /* jail_prepare: the call's part of the plan (program, environment, working directory, workspace entries,
+   * Landlock rules, stdin) is not known at clone time. After its mounts and cgroup namespace the child
+   * reports SYNC_PREPARED and waits for SYNC_BIND, which carries a memfd with that part (jail_call_encode)
+   * and the program's stdin; everything from the workspace files on is then done as in a fresh jail. */
+  bool prepared;
 };
 
+/* ---- the call's part of a plan, handed to a prepared jail (call.c) ---- */
+
+/* Encode the call-dependent fields of `plan` (argv, envp, search_path, working_directory, workspace
+ * entries, landlock rules) into a new memfd (close-on-exec, sealed against writes), position-independent:
+ * every pointer is stored as an offset from the block's start, 0 for NULL. Returns the fd, or -errno with
+ * *err naming the step (-ENOMEM, memfd_create/write errors, -E2BIG past JAIL_CALL_MAX_BYTES). */
+#define JAIL_CALL_MAX_BYTES (1ull << 30)
+int jail_call_encode(const struct jail_plan *plan, dome_error *err);
+/* In the child (system calls and string functions only): set those fields of `plan` to point into
+ * `block` (`size` bytes, a private writable mapping of the memfd), relocating the offsets in place. Returns
+ * 0, or -EINVAL when an offset or count lies outside the block or a string is not NUL-terminated in it. */
+int jail_call_decode(void *block, size_t size, struct jail_plan *plan);
+
 /* Messages on the control socket (SOCK_SEQPACKET). */
-enum jail_sync_kind { SYNC_GO = 1, SYNC_WORKSPACE = 2, SYNC_ERROR = 3 };
+enum jail_sync_kind {
+  SYNC_GO = 1,
+  SYNC_WORKSPACE = 2,
+  SYNC_ERROR = 3,
+  SYNC_PREPARED = 4, /* child -> parent: a prepared jail waits for its call */
+  SYNC_BIND = 5,     /* parent -> child: the call (memfd, then the program's stdin, SCM_RIGHTS) */
+};
 struct jail_sync_message {
   int kind;
   int errno_value;

@@ -246,6 +246,9 @@ struct jail_result {
     uint64_t timeout_ms, workspace_bytes, output_limit_bytes;
   } limits;
 
+  /* The program ran in a jail made before its call (jail_prepare), not in one made for it. */
+  bool prepared;
+
   /* Regular files created or modified under /workspace, relative paths, sorted. */
   char **output_paths;
   size_t output_path_count;
@@ -268,6 +271,49 @@ struct jail_result {
  * result->copy_out_errors and the other files are still copied.
  * Nothing is left behind (cgroup leaves, mounts, processes, fds, temporary files) in every case. */
 int jail_run(const struct jail_config *config, struct jail_result *result, dome_error *err);
+
+/* ---- prepared jails ------------------------------------------------------------------------------ */
+
+/* A jail made before its call: namespaces, ids, mounts (image, /tmp, /workspace, /dev, /proc), cgroup leaf
+ * with limits, network namespace, cgroup namespace; its child waits, before anything of a call exists in
+ * it (no workspace file, no program, no Landlock domain yet, every capability still held inside its own
+ * user namespace only). Single use: jail_prepared_run consumes it, and nothing of one call survives into
+ * another. Opaque. */
+struct jail_prepared;
+
+/* Make a prepared jail of the shape `config` gives: image, image_store, resolv_conf, hosts_dns,
+ * memory_bytes, pids, cpus and workspace_bytes (defaults filled in as jail_run does); every other field
+ * belongs to the call and is ignored here. Returns 0 with *prepared set once the jail's child waits, or a
+ * negative errno with *err naming the step (as jail_run; -EINVAL for a bad shape field or an
+ * on_namespaces_ready hook, which needs its namespace at clone time: such calls take jail_run). Nothing is
+ * left behind on failure.
+ * The jail's child dies with the thread that called jail_prepare (the kernel's parent-death signal follows
+ * the creating thread, prctl(2) PR_SET_PDEATHSIG): that thread must outlive the prepared jail, or the jail
+ * is found dead (jail_prepared_waiting false) and replaced by a fresh one. */
+int jail_prepare(const struct jail_config *config, struct jail_prepared **prepared, dome_error *err);
+
+/* Would `config` run in `prepared`: the same shape (see jail_prepare) and no on_namespaces_ready hook. */
+bool jail_prepared_fits(const struct jail_prepared *prepared, const struct jail_config *config);
+
+/* Is the prepared jail's child still waiting for its call (alive, nothing reported)? */
+bool jail_prepared_waiting(const struct jail_prepared *prepared);
+
+/* The jail's id ("jail-<pid>-<seq>", its cgroup leaf's name), fixed at jail_prepare. */
+const char *jail_prepared_id(const struct jail_prepared *prepared);
+
+/* Run `config` in `prepared` as jail_run would, and consume `prepared` (always: it is destroyed, whatever
+ * the outcome). The call is bound before anything of it reaches the jail: the limits are written again and
+ * read back (-EIO when the kernel holds another value), on_cgroup_ready runs (kernel rules attached to the
+ * leaf), then the program, environment, working directory, workspace files, Landlock rules and stdin are
+ * handed to the waiting child, which applies them in the same order as a fresh jail's child and execs the
+ * program. A prepared jail that does not fit `config` or no longer waits is discarded and the call runs in
+ * a fresh jail (jail_run; result->prepared false). Returns and fills *result as jail_run. */
+int jail_prepared_run(struct jail_prepared *prepared, const struct jail_config *config,
+                      struct jail_result *result, dome_error *err);
+
+/* Destroy a prepared jail unused: kill its child, remove its cgroup leaf, release its host id. NULL is a
+ * no-op. Nothing is left behind. */
+void jail_prepared_discard(struct jail_prepared *prepared);
 
 /* The lines a program's end by one of its limits adds to its stderr, each ending in '\n', in this order:
  *   "dome: killed: out of memory (limit 256 MiB)"           (oom_killed; limits.memory_bytes)

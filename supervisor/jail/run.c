@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -55,7 +56,7 @@ struct run_state {
   struct jail_landlock_rule landlock_rules[JAIL_MAX_PATH_RULES + 2];
   struct jail_leaf leaf;
   bool leaf_created;
-  int pidfd, workspace_fd, sync_fd;
+  int pidfd, workspace_fd, sync_fd, child_sync; /* child_sync: the child's end until clone3 */
   int stdin_read, stdin_write, stdout_read, stdout_write, stderr_read, stderr_write, status_read,
       status_write;
   pid_t pid;
@@ -76,9 +77,9 @@ static void run_state_release(struct run_state *s) {
   free(s->workspace_entries);
   jail_workspace_input_release(&s->workspace);
   jail_image_close(&s->image);
-  int *fds[] = {&s->pidfd,        &s->workspace_fd, &s->sync_fd,       &s->stdin_read,   &s->stdin_write,
-                &s->stdout_read,  &s->stdout_write, &s->stderr_read,   &s->stderr_write, &s->status_read,
-                &s->status_write, &s->oom_event_fd, &s->oom_control_fd};
+  int *fds[] = {&s->pidfd,       &s->workspace_fd, &s->sync_fd,      &s->child_sync,    &s->stdin_read,
+                &s->stdin_write, &s->stdout_read,  &s->stdout_write, &s->stderr_read,   &s->stderr_write,
+                &s->status_read, &s->status_write, &s->oom_event_fd, &s->oom_control_fd};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close_fd(fds[i]);
   free(s->out.data);
   free(s->err.data);
@@ -127,10 +128,8 @@ static void read_arg_areas(void) {
   process_facts.env_end = (uintptr_t)value[3];
 }
 
-static int validate(const struct jail_config *c, dome_error *err) {
-  if (!c->argv || !c->argv[0] || !c->argv[0][0]) return dome_error_set(err, EINVAL, "program: none given");
-  if (c->stdin_data && c->stdin_fd >= 0)
-    return dome_error_set(err, EINVAL, "stdin: both bytes and an fd given");
+/* The fields that fix a jail before its call (jail_prepare checks only these). */
+static int validate_shape(const struct jail_config *c, dome_error *err) {
   if (c->memory_bytes && c->memory_bytes < (4u << 20))
     return dome_error_set(err, EINVAL, "memory: %" PRIu64 " bytes is below the minimum of 4M",
                           c->memory_bytes);
@@ -142,12 +141,21 @@ static int validate(const struct jail_config *c, dome_error *err) {
                           "pids (--pids): %" PRIu32
                           " is below the minimum of %u (the jail's init and the program)",
                           c->pids, JAIL_MIN_PIDS);
+  if (c->workspace_bytes && c->workspace_bytes < 4096)
+    return dome_error_set(err, EINVAL, "workspace size: %" PRIu64 " bytes is below 4096", c->workspace_bytes);
+  return 0;
+}
+
+static int validate(const struct jail_config *c, dome_error *err) {
+  if (!c->argv || !c->argv[0] || !c->argv[0][0]) return dome_error_set(err, EINVAL, "program: none given");
+  if (c->stdin_data && c->stdin_fd >= 0)
+    return dome_error_set(err, EINVAL, "stdin: both bytes and an fd given");
+  int r = validate_shape(c, err);
+  if (r < 0) return r;
   if (c->output_limit > JAIL_MAX_OUTPUT_LIMIT_BYTES)
     return dome_error_set(err, EINVAL,
                           "output limit (--output-limit): %" PRIu64 " bytes is above the maximum of %lluM",
                           c->output_limit, JAIL_MAX_OUTPUT_LIMIT_BYTES >> 20);
-  if (c->workspace_bytes && c->workspace_bytes < 4096)
-    return dome_error_set(err, EINVAL, "workspace size: %" PRIu64 " bytes is below 4096", c->workspace_bytes);
   if (c->working_directory &&
       (c->working_directory[0] != '/' || strlen(c->working_directory) > 1024 ||
        strstr(c->working_directory, "/../") || strcmp(c->working_directory, "/..") == 0))
@@ -347,12 +355,13 @@ static int send_go_with_tasks(struct run_state *s, dome_error *err) {
 static int child_failure(struct jail_sync_message *failure, const struct jail_config *c, dome_error *err) {
   failure->text[sizeof failure->text - 1] = '\0';
   int e = failure->errno_value > 0 ? failure->errno_value : EIO;
+  const char *program = c->argv && c->argv[0] ? c->argv[0] : "";
   if (strncmp(failure->text, "program not found", 17) == 0 ||
       (strncmp(failure->text, "execute program", 15) == 0 && e == ENOENT))
-    return dome_error_set(err, ENOENT, "program `%s` not found in image `%s`", c->argv[0],
+    return dome_error_set(err, ENOENT, "program `%s` not found in image `%s`", program,
                           c->image ? c->image : JAIL_DEFAULT_IMAGE);
   if (strncmp(failure->text, "execute program", 15) == 0)
-    return dome_error_set_errno(err, e, "program `%s` in image `%s`: cannot execute", c->argv[0],
+    return dome_error_set_errno(err, e, "program `%s` in image `%s`: cannot execute", program,
                                 c->image ? c->image : JAIL_DEFAULT_IMAGE);
   return dome_error_set_errno(err, e, "set up jail: %s", failure->text);
 }
@@ -554,138 +563,169 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
   }
 }
 
-int jail_run(const struct jail_config *c, struct jail_result *result, dome_error *err) {
-  memset(result, 0, sizeof *result);
-  result->exit_code = -1;
-  int r = validate(c, err);
-  if (r < 0) return r;
-  uint64_t memory = c->memory_bytes ? c->memory_bytes : JAIL_DEFAULT_MEMORY_BYTES;
-  uint32_t pids = c->pids ? c->pids : JAIL_DEFAULT_PIDS;
-  double cpus = c->cpus > 0 ? c->cpus : JAIL_DEFAULT_CPUS;
-  uint64_t timeout_ms = c->timeout_ms ? c->timeout_ms : JAIL_DEFAULT_TIMEOUT_MS;
-  uint64_t workspace_bytes = c->workspace_bytes ? c->workspace_bytes : JAIL_DEFAULT_WORKSPACE_BYTES;
-  uint64_t output_limit = c->output_limit ? c->output_limit : JAIL_DEFAULT_OUTPUT_LIMIT_BYTES;
+/* The parts of a config that a jail fixes before its call: image, resolver, cgroup limits and workspace
+ * size (defaults filled in). A prepared jail serves only a call of an equal shape. */
+struct jail_shape {
+  const char *image;       /* JAIL_DEFAULT_IMAGE when unset */
+  const char *image_store; /* JAIL_DEFAULT_IMAGE_STORE when unset */
+  const char *resolv_conf; /* NULL: none */
+  bool hosts_dns;
+  struct jail_limits limits;
+  uint64_t workspace_bytes;
+};
+
+static void shape_of(const struct jail_config *c, struct jail_shape *shape) {
+  shape->image = c->image ? c->image : JAIL_DEFAULT_IMAGE;
+  shape->image_store = c->image_store ? c->image_store : JAIL_DEFAULT_IMAGE_STORE;
+  shape->resolv_conf = c->resolv_conf;
+  shape->hosts_dns = c->hosts_dns;
+  shape->limits.memory_bytes = c->memory_bytes ? c->memory_bytes : JAIL_DEFAULT_MEMORY_BYTES;
+  shape->limits.pids = c->pids ? c->pids : JAIL_DEFAULT_PIDS;
+  shape->limits.cpus = c->cpus > 0 ? c->cpus : JAIL_DEFAULT_CPUS;
+  shape->workspace_bytes = c->workspace_bytes ? c->workspace_bytes : JAIL_DEFAULT_WORKSPACE_BYTES;
+}
+
+static bool same_text(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool shape_equal(const struct jail_shape *a, const struct jail_shape *b) {
+  return same_text(a->image, b->image) && same_text(a->image_store, b->image_store) &&
+         same_text(a->resolv_conf, b->resolv_conf) && a->hosts_dns == b->hosts_dns &&
+         a->limits.memory_bytes == b->limits.memory_bytes && a->limits.pids == b->limits.pids &&
+         a->limits.cpus == b->limits.cpus && a->workspace_bytes == b->workspace_bytes;
+}
+
+/* The limits the run reports (result->limits), defaults filled in. */
+static void settle_limits(const struct jail_config *c, const struct jail_shape *shape,
+                          struct jail_result *result) {
   uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-  result->limits.memory_bytes = memory / page * page;
-  result->limits.pids = pids;
-  result->limits.cpus = cpus;
-  result->limits.timeout_ms = timeout_ms;
-  result->limits.workspace_bytes = workspace_bytes;
-  result->limits.output_limit_bytes = output_limit;
+  result->limits.memory_bytes = shape->limits.memory_bytes / page * page;
+  result->limits.pids = shape->limits.pids;
+  result->limits.cpus = shape->limits.cpus;
+  result->limits.timeout_ms = c->timeout_ms ? c->timeout_ms : JAIL_DEFAULT_TIMEOUT_MS;
+  result->limits.workspace_bytes = shape->workspace_bytes;
+  result->limits.output_limit_bytes = c->output_limit ? c->output_limit : JAIL_DEFAULT_OUTPUT_LIMIT_BYTES;
+}
 
-  struct run_state s = {.pidfd = -1,
-                        .workspace_fd = -1,
-                        .sync_fd = -1,
-                        .stdin_read = -1,
-                        .stdin_write = -1,
-                        .stdout_read = -1,
-                        .stdout_write = -1,
-                        .stderr_read = -1,
-                        .stderr_write = -1,
-                        .status_read = -1,
-                        .status_write = -1,
-                        .oom_event_fd = -1,
-                        .oom_control_fd = -1};
-  s.leaf.v2_fd = -1;
-  s.out.number = 1;
-  s.err.number = 2;
-  struct jail_plan plan = {0};
-  const struct sock_fprog *seccomp = NULL;
+static void run_state_init(struct run_state *s) {
+  memset(s, 0, sizeof *s);
+  int *fds[] = {&s->pidfd,       &s->workspace_fd, &s->sync_fd,      &s->child_sync,    &s->stdin_read,
+                &s->stdin_write, &s->stdout_read,  &s->stdout_write, &s->stderr_read,   &s->stderr_write,
+                &s->status_read, &s->status_write, &s->oom_event_fd, &s->oom_control_fd};
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) *fds[i] = -1;
+  s->leaf.v2_fd = -1;
+  s->out.number = 1;
+  s->err.number = 2;
+}
 
-  if ((r = jail_image_open(&s.image, c->image, c->image_store, err)) < 0) goto out;
-  if ((r = jail_image_set_resolver(&s.image, c->resolv_conf, c->hosts_dns, err)) < 0) goto out;
-  if ((r = jail_workspace_collect(&s.workspace, c, workspace_bytes, err)) < 0) goto out;
-  if ((r = plan_workspace(&s, err)) < 0) goto out;
-  if ((r = jail_seccomp_program(&seccomp, err)) < 0) goto out;
-
-  int abi = jail_landlock_abi();
-  result->landlock_abi = abi;
-  result->landlock = abi > 0;
+/* The call's part of the plan: workspace files, Landlock rules, the program, its environment and working
+ * directory. A fresh jail has it before clone3; a prepared one receives it encoded (jail_call_encode). */
+static int plan_call(struct run_state *s, const struct jail_config *c, uint64_t workspace_bytes, int abi,
+                     struct jail_plan *plan, dome_error *err) {
+  int r;
+  if ((r = jail_workspace_collect(&s->workspace, c, workspace_bytes, err)) < 0) return r;
+  if ((r = plan_workspace(s, err)) < 0) return r;
   const struct jail_path_rule *rules = c->path_rules ? c->path_rules : jail_baseline_path_rules;
   size_t rule_count = c->path_rules ? c->path_rule_count : jail_baseline_path_rule_count;
   size_t landlock_count = 0;
   for (size_t i = 0; i < rule_count; i++)
-    s.landlock_rules[landlock_count++] = (struct jail_landlock_rule){
+    s->landlock_rules[landlock_count++] = (struct jail_landlock_rule){
         rules[i].path, jail_landlock_access(rules[i].access, abi), rules[i].optional, rules[i].exact};
   /* The jail's own devices: /dev/null and friends are written by ordinary programs. */
-  s.landlock_rules[landlock_count++] =
+  s->landlock_rules[landlock_count++] =
       (struct jail_landlock_rule){"/dev", jail_landlock_access(JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, abi)};
-  s.landlock_rules[landlock_count++] =
+  s->landlock_rules[landlock_count++] =
       (struct jail_landlock_rule){"/proc", jail_landlock_access(JAIL_ACCESS_READ, abi)};
+  static char *const empty_env[] = {NULL};
+  s->argv_copy = copy_strings(c->argv);
+  s->env_copy = copy_strings(c->env ? c->env : empty_env);
+  if (s->argv_copy == NULL || s->env_copy == NULL)
+    return dome_error_set(err, ENOMEM, "copy the program's arguments");
+  plan->workspace_entries = s->workspace_entries;
+  plan->workspace_entry_count = s->workspace_entry_count;
+  plan->argv = s->argv_copy;
+  plan->envp = s->env_copy;
+  plan->search_path = search_path_of(s->env_copy);
+  plan->working_directory = c->working_directory ? c->working_directory : "/workspace";
+  plan->landlock_rules = s->landlock_rules;
+  plan->landlock_rule_count = landlock_count;
+  return 0;
+}
+
+/* The program's stdin: a pipe when there is input (bytes or a relayed fd), else the host's /dev/null. */
+static int open_stdin(struct run_state *s, const struct jail_config *c, dome_error *err) {
+  if (c->stdin_data || c->stdin_fd >= 0) {
+    int in_pipe[2];
+    if (pipe2(in_pipe, O_CLOEXEC) < 0) return dome_error_set_errno(err, errno, "create stdin pipe");
+    s->stdin_read = in_pipe[0];
+    s->stdin_write = in_pipe[1];
+  } else if ((s->stdin_read = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+    return dome_error_set_errno(err, errno, "open `/dev/null` for the program's stdin");
+  }
+  return 0;
+}
+
+/* Everything up to the second hand-over: image, cgroup leaf, channels, clone3, ids, v1 leaves. `prepared`:
+ * no call yet (c only gives the shape): no hooks, no program, no stdin; the child waits after its mounts. */
+static int start_jail(struct run_state *s, const struct jail_config *c, const struct jail_shape *shape,
+                      bool prepared, struct jail_result *result, dome_error *err) {
+  struct jail_plan plan = {0};
+  const struct sock_fprog *seccomp = NULL;
+  int r;
+  if ((r = jail_image_open(&s->image, shape->image, shape->image_store, err)) < 0) return r;
+  if ((r = jail_image_set_resolver(&s->image, shape->resolv_conf, shape->hosts_dns, err)) < 0) return r;
+  if ((r = jail_seccomp_program(&seccomp, err)) < 0) return r;
+  int abi = jail_landlock_abi();
+  result->landlock_abi = abi;
+  result->landlock = abi > 0;
+  if (!prepared && (r = plan_call(s, c, shape->workspace_bytes, abi, &plan, err)) < 0) return r;
 
   unsigned seq = atomic_fetch_add(&sequence, 1);
   snprintf(result->jail_id, sizeof result->jail_id, "jail-%d-%u", (int)getpid(), seq);
-  struct jail_limits limits = {memory, pids, cpus};
-  if ((r = jail_cgroup_create(&s.leaf, result->jail_id, &limits, err)) < 0) goto out;
-  s.leaf_created = true;
-  result->enforcement = jail_enforcement_level(s.leaf.v2_path[0] != '\0', abi);
-  if (c->on_cgroup_ready) {
-    struct jail_cgroup cg = {s.leaf.v2_path, s.leaf.v2_fd, s.leaf.v2_id, result->jail_id};
-    if ((r = c->on_cgroup_ready(c->hook_context, &cg, err)) < 0) goto out;
+  if ((r = jail_cgroup_create(&s->leaf, result->jail_id, &shape->limits, err)) < 0) return r;
+  s->leaf_created = true;
+  result->enforcement = jail_enforcement_level(s->leaf.v2_path[0] != '\0', abi);
+  if (!prepared && c->on_cgroup_ready) {
+    struct jail_cgroup cg = {s->leaf.v2_path, s->leaf.v2_fd, s->leaf.v2_id, result->jail_id};
+    if ((r = c->on_cgroup_ready(c->hook_context, &cg, err)) < 0) return r;
   }
 
-  /* Channels. All fds are close-on-exec in this process; the child dup2s its ends onto 0..3. */
-  int out_pipe[2], err_pipe[2], in_pipe[2], sync_pair[2], status_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) < 0 || (s.stdout_read = out_pipe[0], s.stdout_write = out_pipe[1], false) ||
-      pipe2(err_pipe, O_CLOEXEC) < 0 || (s.stderr_read = err_pipe[0], s.stderr_write = err_pipe[1], false) ||
+  /* Channels. All fds are close-on-exec in this process; the child dup2s its ends onto 0..4. */
+  int out_pipe[2], err_pipe[2], sync_pair[2], status_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) < 0 ||
+      (s->stdout_read = out_pipe[0], s->stdout_write = out_pipe[1], false) ||
+      pipe2(err_pipe, O_CLOEXEC) < 0 ||
+      (s->stderr_read = err_pipe[0], s->stderr_write = err_pipe[1], false) ||
       pipe2(status_pipe, O_CLOEXEC) < 0 ||
-      (s.status_read = status_pipe[0], s.status_write = status_pipe[1], false) ||
+      (s->status_read = status_pipe[0], s->status_write = status_pipe[1], false) ||
       socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) < 0 ||
-      (s.sync_fd = sync_pair[0], false)) {
-    r = dome_error_set_errno(err, errno, "create jail channels");
-    goto out;
-  }
-  int child_sync = sync_pair[1];
-  if (c->stdin_data || c->stdin_fd >= 0) {
-    if (pipe2(in_pipe, O_CLOEXEC) < 0) {
-      close(child_sync);
-      r = dome_error_set_errno(err, errno, "create stdin pipe");
-      goto out;
-    }
-    s.stdin_read = in_pipe[0];
-    s.stdin_write = in_pipe[1];
-  } else if ((s.stdin_read = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-    close(child_sync);
-    r = dome_error_set_errno(err, errno, "open `/dev/null` for the program's stdin");
-    goto out;
-  }
+      (s->sync_fd = sync_pair[0], s->child_sync = sync_pair[1], false))
+    return dome_error_set_errno(err, errno, "create jail channels");
+  if (!prepared && (r = open_stdin(s, c, err)) < 0) return r;
 
-  plan.root_is_tmpfs = s.image.host_ro;
-  plan.image_rootfs = s.image.rootfs;
-  plan.root_entries = s.image.entries;
-  plan.root_entry_count = s.image.entry_count;
-  plan.root_binds = s.image.binds;
-  plan.root_bind_count = s.image.bind_count;
+  plan.prepared = prepared;
+  plan.root_is_tmpfs = s->image.host_ro;
+  plan.image_rootfs = s->image.rootfs;
+  plan.root_entries = s->image.entries;
+  plan.root_entry_count = s->image.entry_count;
+  plan.root_binds = s->image.binds;
+  plan.root_bind_count = s->image.bind_count;
   /* Inodes bounded too (one per 2 KiB of size, at least 1024): empty files cost no bytes, and the
    * workspace is walked after the run. */
+  uint64_t workspace_bytes = shape->workspace_bytes;
   uint64_t inodes = workspace_bytes / 2048 > 1024 ? workspace_bytes / 2048 : 1024;
   snprintf(plan.tmpfs_options, sizeof plan.tmpfs_options, "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=1777",
            workspace_bytes, inodes);
   snprintf(plan.workspace_options, sizeof plan.workspace_options,
            "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=0755", workspace_bytes, inodes);
-  plan.workspace_entries = s.workspace_entries;
-  plan.workspace_entry_count = s.workspace_entry_count;
-  static char *const empty_env[] = {NULL};
-  s.argv_copy = copy_strings(c->argv);
-  s.env_copy = copy_strings(c->env ? c->env : empty_env);
-  if (s.argv_copy == NULL || s.env_copy == NULL) {
-    close(child_sync);
-    r = dome_error_set(err, ENOMEM, "copy the program's arguments");
-    goto out;
-  }
-  plan.argv = s.argv_copy;
-  plan.envp = s.env_copy;
-  plan.search_path = search_path_of(s.env_copy);
-  plan.working_directory = c->working_directory ? c->working_directory : "/workspace";
-  plan.stdin_fd = s.stdin_read;
-  plan.stdout_fd = s.stdout_write;
-  plan.stderr_fd = s.stderr_write;
-  plan.sync_fd = child_sync;
-  plan.supervisor_sync_fd = s.sync_fd;
-  plan.status_fd = s.status_write;
+  plan.stdin_fd = s->stdin_read;
+  plan.stdout_fd = s->stdout_write;
+  plan.stderr_fd = s->stderr_write;
+  plan.sync_fd = s->child_sync;
+  plan.supervisor_sync_fd = s->sync_fd;
+  plan.status_fd = s->status_write;
   plan.landlock_abi = abi;
-  plan.landlock_rules = s.landlock_rules;
-  plan.landlock_rule_count = landlock_count;
   plan.seccomp = seccomp;
   plan.fsize_limit = workspace_bytes;
   plan.nofile_limit = 1024;
@@ -702,21 +742,19 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
                CLONE_PIDFD | CLONE_CLEAR_SIGHAND; /* handlers back to SIG_DFL (Linux 5.5) */
   /* The network namespace: made by clone3 when on_namespaces_ready needs it at once, otherwise by the
    * child's helper beside the mounts (child.c, "the network namespace, made beside the mounts"). */
-  plan.network_namespace_helper = c->on_namespaces_ready == NULL && process_facts.ns_last_pid;
+  bool namespaces_hook = !prepared && c->on_namespaces_ready != NULL;
+  plan.network_namespace_helper = !namespaces_hook && process_facts.ns_last_pid;
   if (!plan.network_namespace_helper) args.flags |= CLONE_NEWNET;
-  args.pidfd = (uint64_t)(uintptr_t)&s.pidfd;
+  args.pidfd = (uint64_t)(uintptr_t)&s->pidfd;
   args.exit_signal = 0; /* no SIGCHLD: nobody else's waitpid(-1) can reap the jail */
-  bool into_cgroup = s.leaf.v2_fd >= 0;
+  bool into_cgroup = s->leaf.v2_fd >= 0;
   if (into_cgroup) {
     args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = (uint64_t)s.leaf.v2_fd;
+    args.cgroup = (uint64_t)s->leaf.v2_fd;
   }
   unsigned host_id = 0;
-  if ((r = jail_host_id_acquire(host_id_hint(getpid(), seq), &host_id, err)) < 0) {
-    close(child_sync);
-    goto out;
-  }
-  s.host_id = host_id;
+  if ((r = jail_host_id_acquire(host_id_hint(getpid(), seq), &host_id, err)) < 0) return r;
+  s->host_id = host_id;
   /* The new user namespace is owned by the effective ids of its creator, and per-user kernel budgets
    * used inside it (inotify instances and watches, queued signals, ...) are charged to that owner up the
    * chain: create it as the jail's own host uid/gid, not as root. Per-thread raw calls (glibc's wrappers
@@ -733,16 +771,13 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   int clone_error = cred_error ? cred_error : errno;
   if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
     abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
-  close(child_sync);
-  if (pid < 0) {
-    r = dome_error_set_errno(err, clone_error, "clone3 into new namespaces");
-    goto out;
-  }
-  s.pid = pid;
-  close_fd(&s.stdout_write);
-  close_fd(&s.stderr_write);
-  close_fd(&s.status_write);
-  close_fd(&s.stdin_read);
+  close_fd(&s->child_sync);
+  if (pid < 0) return dome_error_set_errno(err, clone_error, "clone3 into new namespaces");
+  s->pid = pid;
+  close_fd(&s->stdout_write);
+  close_fd(&s->stderr_write);
+  close_fd(&s->status_write);
+  close_fd(&s->stdin_read);
 
   /* The child brings up its loopback meanwhile (no ids needed for that). */
   char map[64];
@@ -750,82 +785,287 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   if ((r = write_proc(pid, "setgroups", "deny", err)) < 0 || (r = write_proc(pid, "uid_map", map, err)) < 0 ||
       (r = write_proc(pid, "gid_map", map, err)) < 0) {
     dome_error_wrap(err, "map ids of jail `%s`", result->jail_id);
-    r = child_failure_pending(&s, c, r, err);
-    goto out;
+    return child_failure_pending(s, c, r, err);
   }
   /* First hand-over: ids mapped; the child assembles its mounts while we make its v1 cgroup leaves. */
   struct jail_sync_message go = {.kind = SYNC_GO};
-  if (send(s.sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
+  if (send(s->sync_fd, &go, sizeof go, MSG_NOSIGNAL) != (ssize_t)sizeof go) {
     r = dome_error_set_errno(err, errno, "start jail `%s`", result->jail_id);
-    r = child_failure_pending(&s, c, r, err);
-    goto out;
+    return child_failure_pending(s, c, r, err);
   }
-  if ((r = jail_cgroup_create_v1(&s.leaf, &limits, err)) < 0) goto out;
-  if ((r = jail_cgroup_attach(&s.leaf, pid, into_cgroup, err)) < 0) goto out;
-  if (c->on_namespaces_ready && (r = c->on_namespaces_ready(c->hook_context, pid, err)) < 0) goto out;
+  if ((r = jail_cgroup_create_v1(&s->leaf, &shape->limits, err)) < 0) return r;
+  if ((r = jail_cgroup_attach(&s->leaf, pid, into_cgroup, err)) < 0) return r;
+  if (namespaces_hook && (r = c->on_namespaces_ready(c->hook_context, pid, err)) < 0) return r;
   /* Second hand-over, with the v1 leaves' `tasks` files for the child to join (see jail_cgroup_open_tasks);
-   * network ready; from here on the child works for the program. */
-  if ((r = send_go_with_tasks(&s, err)) < 0) {
+   * network ready; from here on the child works for the program (a prepared one first waits for it). */
+  if ((r = send_go_with_tasks(s, err)) < 0) {
     dome_error_wrap(err, "start jail `%s`", result->jail_id);
-    r = child_failure_pending(&s, c, r, err);
-    goto out;
+    return child_failure_pending(s, c, r, err);
   }
-  jail_cgroup_sweep_stale(&s.leaf); /* while the child finishes its set-up */
-  if ((r = await_setup(&s, c, result, err)) < 0) goto out;
+  jail_cgroup_sweep_stale(&s->leaf); /* while the child finishes its set-up */
+  return 0;
+}
 
-  s.out.fd = dome_steal_fd(&s.stdout_read);
-  s.err.fd = dome_steal_fd(&s.stderr_read);
-  bool sample_pids = !jail_cgroup_has_pids_peak(&s.leaf);
-  s.oom_event_fd = jail_cgroup_oom_eventfd(&s.leaf, &s.oom_control_fd);
-  supervise(&s, c, result, timeout_ms, output_limit, sample_pids);
-  close_fd(&s.out.fd);
-  close_fd(&s.err.fd);
+/* From the last hand-over to the collected result: set-up's end, the program's run, accounting, outputs. */
+static int run_program(struct run_state *s, const struct jail_config *c, struct jail_result *result,
+                       dome_error *err) {
+  int r;
+  if ((r = await_setup(s, c, result, err)) < 0) return r;
+  s->out.fd = dome_steal_fd(&s->stdout_read);
+  s->err.fd = dome_steal_fd(&s->stderr_read);
+  bool sample_pids = !jail_cgroup_has_pids_peak(&s->leaf);
+  s->oom_event_fd = jail_cgroup_oom_eventfd(&s->leaf, &s->oom_control_fd);
+  supervise(s, c, result, result->limits.timeout_ms, result->limits.output_limit_bytes, sample_pids);
+  close_fd(&s->out.fd);
+  close_fd(&s->err.fd);
 
   struct jail_cgroup_stats stats;
-  jail_cgroup_read_stats(&s.leaf, &stats);
+  jail_cgroup_read_stats(&s->leaf, &stats);
   result->cpu_ms = stats.cpu_ns / 1000000u;
   result->peak_memory_bytes = stats.peak_memory_bytes;
   if (stats.peak_pids > result->peak_pids) result->peak_pids = stats.peak_pids;
   result->oom_killed = result->oom_killed || stats.oom_killed;
   result->pids_limited = stats.pids_limited;
-  result->stdout_total_bytes = s.out.total;
-  result->stderr_total_bytes = s.err.total;
-  result->stdout_truncated = s.out.truncated;
-  result->stderr_truncated = s.err.truncated;
-  result->truncated = s.out.truncated || s.err.truncated;
-  result->stdout_data = s.out.data ? s.out.data : strdup("");
-  result->stdout_length = s.out.length;
-  result->stderr_data = s.err.data ? s.err.data : strdup("");
-  result->stderr_length = s.err.length;
-  s.out.data = s.err.data = NULL;
+  result->stdout_total_bytes = s->out.total;
+  result->stderr_total_bytes = s->err.total;
+  result->stdout_truncated = s->out.truncated;
+  result->stderr_truncated = s->err.truncated;
+  result->truncated = s->out.truncated || s->err.truncated;
+  result->stdout_data = s->out.data ? s->out.data : strdup("");
+  result->stdout_length = s->out.length;
+  result->stderr_data = s->err.data ? s->err.data : strdup("");
+  result->stderr_length = s->err.length;
+  s->out.data = s->err.data = NULL;
 
-  if (s.workspace_fd >= 0) {
+  if (s->workspace_fd >= 0) {
     struct jail_workspace_unlisted unlisted = {0};
-    r = jail_workspace_outputs(s.workspace_fd, &s.workspace, &result->output_paths,
+    r = jail_workspace_outputs(s->workspace_fd, &s->workspace, &result->output_paths,
                                &result->output_path_count, &unlisted, err);
     /* through the directory fd opened before the run, never c->workspace_dir again; at most the
      * workspace size in all */
     if (r == 0 && c->copy_out && c->workspace_dir)
-      r = jail_workspace_copy_out(s.workspace_fd, &s.workspace, workspace_bytes, &unlisted,
+      r = jail_workspace_copy_out(s->workspace_fd, &s->workspace, result->limits.workspace_bytes, &unlisted,
                                   result->output_paths, result->output_path_count, &result->copy_out_errors,
                                   &result->copy_out_error_count, err);
   }
+  return r;
+}
 
-out:
-  if (s.pid > 0 && !s.reaped) {
+/* Kill and reap what runs, remove the cgroup leaf, release everything; returns `r`, or the removal's error
+ * when `r` was 0. */
+static int end_jail(struct run_state *s, int r, dome_error *err) {
+  if (s->pid > 0 && !s->reaped) {
     siginfo_t info;
-    kill_jail(&s);
-    reap(&s, &info);
+    kill_jail(s);
+    reap(s, &info);
   }
-  close_fd(&s.workspace_fd); /* releases the workspace tmpfs before its memory cgroup goes */
-  if (s.leaf_created) {
+  close_fd(&s->workspace_fd); /* releases the workspace tmpfs before its memory cgroup goes */
+  if (s->leaf_created) {
     dome_error destroy_error = {0};
-    int d = jail_cgroup_destroy(&s.leaf, &destroy_error);
+    int d = jail_cgroup_destroy(&s->leaf, &destroy_error);
     if (d < 0 && r == 0) {
       *err = destroy_error;
       r = d;
     }
   }
-  run_state_release(&s);
+  run_state_release(s);
+  return r;
+}
+
+int jail_run(const struct jail_config *c, struct jail_result *result, dome_error *err) {
+  memset(result, 0, sizeof *result);
+  result->exit_code = -1;
+  int r = validate(c, err);
+  if (r < 0) return r;
+  struct jail_shape shape;
+  shape_of(c, &shape);
+  settle_limits(c, &shape, result);
+  struct run_state s;
+  run_state_init(&s);
+  r = start_jail(&s, c, &shape, false, result, err);
+  if (r == 0) r = run_program(&s, c, result, err);
+  return end_jail(&s, r, err);
+}
+
+/* ---- prepared jails ---- */
+
+struct jail_prepared {
+  struct run_state state;
+  struct jail_shape shape;
+  char *image, *image_store, *resolv_conf; /* the shape's own copies */
+  struct jail_result made;                 /* jail_id, enforcement, Landlock ABI */
+};
+
+static void prepared_free(struct jail_prepared *p) {
+  free(p->image);
+  free(p->image_store);
+  free(p->resolv_conf);
+  free(p);
+}
+
+/* Wait (bounded) for the child's SYNC_PREPARED. */
+static int await_prepared(struct run_state *s, dome_error *err) {
+  uint64_t deadline = now_ms() + SETUP_BUDGET_MS;
+  for (;;) {
+    uint64_t now = now_ms();
+    if (now >= deadline)
+      return dome_error_set(err, ETIMEDOUT, "prepare jail: no answer within %u ms", SETUP_BUDGET_MS);
+    struct pollfd fd = {s->sync_fd, POLLIN, 0};
+    int ready = poll(&fd, 1, (int)(deadline - now));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return dome_error_set_errno(err, errno, "prepare jail: poll");
+    if (ready == 0) continue;
+    struct jail_sync_message message;
+    ssize_t n = recv(s->sync_fd, &message, sizeof message, 0);
+    if (n < 0 && (errno == EINTR || errno == ECONNRESET)) continue;
+    if (n == (ssize_t)sizeof message && message.kind == SYNC_PREPARED) return 0;
+    if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) {
+      message.text[sizeof message.text - 1] = '\0';
+      return dome_error_set_errno(err, message.errno_value > 0 ? message.errno_value : EIO,
+                                  "prepare jail: %s", message.text);
+    }
+    return dome_error_set(err, EIO, "prepare jail: its first process ended during set-up");
+  }
+}
+
+int jail_prepare(const struct jail_config *config, struct jail_prepared **prepared, dome_error *err) {
+  *prepared = NULL;
+  int r = validate_shape(config, err);
+  if (r < 0) return r;
+  if (config->on_namespaces_ready)
+    return dome_error_set(err, EINVAL, "prepare jail: on_namespaces_ready needs a fresh jail (jail_run)");
+  struct jail_prepared *p = calloc(1, sizeof *p);
+  if (p == NULL) return dome_error_set(err, ENOMEM, "prepare jail: out of memory");
+  shape_of(config, &p->shape);
+  p->image = strdup(p->shape.image);
+  p->image_store = strdup(p->shape.image_store);
+  p->resolv_conf = config->resolv_conf ? strdup(config->resolv_conf) : NULL;
+  if (!p->image || !p->image_store || (config->resolv_conf && !p->resolv_conf)) {
+    prepared_free(p);
+    return dome_error_set(err, ENOMEM, "prepare jail: out of memory");
+  }
+  p->shape.image = p->image;
+  p->shape.image_store = p->image_store;
+  p->shape.resolv_conf = p->resolv_conf;
+  run_state_init(&p->state);
+  r = start_jail(&p->state, config, &p->shape, true, &p->made, err);
+  if (r == 0) r = await_prepared(&p->state, err);
+  if (r < 0) {
+    end_jail(&p->state, r, err);
+    prepared_free(p);
+    return r;
+  }
+  *prepared = p;
+  return 0;
+}
+
+bool jail_prepared_fits(const struct jail_prepared *prepared, const struct jail_config *config) {
+  if (prepared == NULL || config->on_namespaces_ready) return false;
+  struct jail_shape shape;
+  shape_of(config, &shape);
+  return shape_equal(&prepared->shape, &shape);
+}
+
+bool jail_prepared_waiting(const struct jail_prepared *prepared) {
+  if (prepared == NULL) return false;
+  /* The child sends nothing more until its call: anything readable (an error, end-of-file) or its exit
+   * means it no longer waits. */
+  struct pollfd fds[2] = {{prepared->state.pidfd, POLLIN, 0},
+                          {prepared->state.sync_fd, POLLIN | POLLRDHUP, 0}};
+  int ready = poll(fds, 2, 0);
+  return ready == 0;
+}
+
+const char *jail_prepared_id(const struct jail_prepared *prepared) {
+  return prepared ? prepared->made.jail_id : "";
+}
+
+void jail_prepared_discard(struct jail_prepared *prepared) {
+  if (prepared == NULL) return;
+  dome_error ignored = {0};
+  end_jail(&prepared->state, 0, &ignored);
+  prepared_free(prepared);
+}
+
+/* SYNC_BIND with the call's memfd and the program's stdin (SCM_RIGHTS). */
+static int send_bind(struct run_state *s, int call_fd, dome_error *err) {
+  struct jail_sync_message bind = {.kind = SYNC_BIND};
+  struct iovec iov = {&bind, sizeof bind};
+  int fds[2] = {call_fd, s->stdin_read};
+  union {
+    char buffer[CMSG_SPACE(sizeof fds)];
+    struct cmsghdr align;
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr msg = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = control.buffer,
+                       .msg_controllen = sizeof control.buffer};
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof fds);
+  memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
+  ssize_t n = sendmsg(s->sync_fd, &msg, MSG_NOSIGNAL);
+  if (n != (ssize_t)sizeof bind) return dome_error_set_errno(err, n < 0 ? errno : EIO, "hand the call over");
+  return 0;
+}
+
+int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, struct jail_result *result,
+                      dome_error *err) {
+  memset(result, 0, sizeof *result);
+  result->exit_code = -1;
+  int r = validate(c, err);
+  if (r < 0) {
+    jail_prepared_discard(p);
+    return r;
+  }
+  /* Uncertain is unusable: another shape, or a child that no longer waits, gives way to a fresh jail. */
+  if (!jail_prepared_fits(p, c) || !jail_prepared_waiting(p)) {
+    jail_prepared_discard(p);
+    return jail_run(c, result, err);
+  }
+  struct run_state *s = &p->state;
+  memcpy(result->jail_id, p->made.jail_id, sizeof result->jail_id);
+  result->enforcement = p->made.enforcement;
+  result->landlock = p->made.landlock;
+  result->landlock_abi = p->made.landlock_abi;
+  result->prepared = true;
+  settle_limits(c, &p->shape, result);
+  /* The call's quota, written again and read back, then its hooks (the kernel rules attached to the
+   * leaf), all before anything of the call reaches the child. */
+  if ((r = jail_cgroup_apply_limits(&s->leaf, &p->shape.limits, err)) < 0) goto out;
+  /* The scheduling priority of the calling thread, as a fresh jail's child inherits it (whoever prepared
+   * the jail may run at a lower one); the child is the jail's only process still. */
+  errno = 0;
+  int nice_value = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  if ((nice_value == -1 && errno != 0) || setpriority(PRIO_PROCESS, (id_t)s->pid, nice_value) < 0) {
+    r = dome_error_set_errno(err, errno, "set the priority of jail `%s`", result->jail_id);
+    goto out;
+  }
+  if (c->on_cgroup_ready) {
+    struct jail_cgroup cg = {s->leaf.v2_path, s->leaf.v2_fd, s->leaf.v2_id, result->jail_id};
+    if ((r = c->on_cgroup_ready(c->hook_context, &cg, err)) < 0) goto out;
+  }
+  struct jail_plan call = {0};
+  if ((r = plan_call(s, c, p->shape.workspace_bytes, p->made.landlock_abi, &call, err)) < 0) goto out;
+  if ((r = open_stdin(s, c, err)) < 0) goto out;
+  int call_fd = jail_call_encode(&call, err);
+  if (call_fd < 0) {
+    r = call_fd;
+    goto out;
+  }
+  r = send_bind(s, call_fd, err);
+  close(call_fd);
+  close_fd(&s->stdin_read);
+  if (r < 0) {
+    dome_error_wrap(err, "start jail `%s`", result->jail_id);
+    r = child_failure_pending(s, c, r, err);
+    goto out;
+  }
+  r = run_program(s, c, result, err);
+out:
+  r = end_jail(s, r, err);
+  prepared_free(p);
   return r;
 }

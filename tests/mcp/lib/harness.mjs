@@ -117,8 +117,12 @@ export class Domed {
   constructor(extraArgs = []) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dome-mcp-'));
     this.socket = path.join(this.dir, 'control.sock');
+    // DOME_TEST_POOL_SIZE (tests/run --pool-size N): every private domed runs with that pool_size unless the
+    // suite sets its own; unset, domed's default (the number of CPUs) applies.
+    const pool = process.env.DOME_TEST_POOL_SIZE && !extraArgs.includes('--pool-size')
+      ? ['--pool-size', process.env.DOME_TEST_POOL_SIZE] : [];
     this.args = ['--listen', '127.0.0.1:0', '--state-dir', path.join(this.dir, 'state'), '--journal-dir',
-      path.join(this.dir, 'journal'), '--control-socket', this.socket, ...extraArgs];
+      path.join(this.dir, 'journal'), '--control-socket', this.socket, ...pool, ...extraArgs];
     this.log = '';
     this.ports = new Set();
   }
@@ -245,6 +249,19 @@ export async function settledLeaves(pid, owner = pid, most = 0, ms = 5000) {
   return leaves;
 }
 
+// Whether the leaf holds only a jail of domed's pool waiting for its call (or one still being set up): its
+// processes are copies of domed not yet renamed `init` (the jail's init takes that name before the program
+// exists). Such leaves are domed's pool, not leftovers; they go when domed drains its pool on SIGTERM.
+function waitingJail(dir) {
+  let pids = [];
+  try { pids = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').trim().split('\n').filter(Boolean); } catch { return false; }
+  return pids.length > 0 && pids.every((p) => {
+    try { return fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'domed'; } catch { return false; }
+  });
+}
+
+// The cgroup leaves of `owner`'s jails beneath `pid`'s cgroups, without the jails of its pool that wait for
+// a call (waitingJail).
 export function cgroupLeaves(pid, owner = pid) {
   const leaves = [];
   let lines = [];
@@ -259,7 +276,9 @@ export function cgroupLeaves(pid, owner = pid) {
       for (const dir of [base, path.join(base, "dome")]) {
         let entries = [];
         try { entries = fs.readdirSync(dir, { withFileTypes: true }); } catch { continue; }
-        for (const entry of entries) if (entry.isDirectory() && entry.name.startsWith(`jail-${owner}-`)) leaves.push(path.join(dir, entry.name));
+        for (const entry of entries)
+          if (entry.isDirectory() && entry.name.startsWith(`jail-${owner}-`) && !waitingJail(path.join(dir, entry.name)))
+            leaves.push(path.join(dir, entry.name));
       }
     } catch { /* not mounted */ }
   }

@@ -1,0 +1,350 @@
+/* Warm jails: prepared, single-use jails (supervisor/jail's jail_prepare) kept ready per limits class, so
+ * that an execute_code call only binds one to its agent (limits read back, kernel rules attached, Landlock,
+ * environment, program) instead of building it. A class is the shape of a jail: domed's image and the
+ * capability's memory, pids, cpus and workspace size; up to POOL_CLASSES classes, the least recently
+ * used one giving way to a new shape; the default quota's shape is warmed from the start.
+ *
+ * - One refill thread prepares jails for every class below `pool_size`, most recently used first, at nice
+ *   REFILL_NICE so that it yields the CPU to the calls (jail_prepared_run gives the bound jail the
+ *   calling thread's priority). It is
+ *   also the thread every prepared jail's child is tied to (the kernel's parent-death signal follows the
+ *   creating thread), so it ends only after the last jail taken from the pool has finished.
+ * - A call takes a ready jail of its class or, when there is none (a burst beyond the pool, a class not
+ *   seen yet, a call whose jail needs an egress path or a resolver), runs in a fresh jail at once: it
+ *   never waits for the refill.
+ * - Every administrative change (rules, quotas, agents, tools: domed_jail_pool_invalidate) and a change of
+ *   the active rules version make the jails prepared before it stale: they are discarded, never used.
+ * - A jail that does not fit or no longer waits is discarded by jail_prepared_run and the call runs fresh.
+ * - domed_jail_pool_stop (SIGTERM) discards every ready jail and joins the thread: nothing is left. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "supervisor/domed/domed.h"
+#include "supervisor/jail/jail.h"
+
+#define POOL_CLASSES 4
+#define REFILL_NICE 10
+
+struct pool_class {
+  bool used;
+  struct {
+    char image[64];
+    uint64_t memory_bytes, workspace_bytes;
+    uint32_t pids;
+    double cpus;
+  } shape;
+  uint64_t last_used;
+  int rules_version; /* of the last call: a change discards the class's jails */
+  struct jail_prepared *ready[DOMED_POOL_SIZE_MAX];
+  uint64_t generation[DOMED_POOL_SIZE_MAX]; /* pool generation each ready jail was prepared in */
+  unsigned count;
+};
+
+struct domed_jail_pool {
+  pthread_mutex_t lock;
+  pthread_cond_t wake; /* the refill has work, or stop */
+  pthread_cond_t idle; /* a taken jail finished */
+  pthread_t thread;
+  bool stopping;
+  unsigned size; /* pool_size: ready jails kept per class */
+  uint64_t generation;
+  uint64_t clock;
+  unsigned in_use; /* taken jails still running */
+  struct pool_class classes[POOL_CLASSES];
+  atomic_uint_fast64_t hits, misses, discards, refills, refill_failures, refill_us;
+};
+
+static void shape_fill(struct pool_class *c, const struct jail_config *config) {
+  snprintf(c->shape.image, sizeof c->shape.image, "%s", config->image ? config->image : JAIL_DEFAULT_IMAGE);
+  c->shape.memory_bytes = config->memory_bytes ? config->memory_bytes : JAIL_DEFAULT_MEMORY_BYTES;
+  c->shape.workspace_bytes = config->workspace_bytes ? config->workspace_bytes : JAIL_DEFAULT_WORKSPACE_BYTES;
+  c->shape.pids = config->pids ? config->pids : JAIL_DEFAULT_PIDS;
+  c->shape.cpus = config->cpus > 0 ? config->cpus : JAIL_DEFAULT_CPUS;
+}
+
+static bool shape_matches(const struct pool_class *c, const struct jail_config *config) {
+  struct pool_class probe;
+  shape_fill(&probe, config);
+  return c->used && strcmp(c->shape.image, probe.shape.image) == 0 &&
+         c->shape.memory_bytes == probe.shape.memory_bytes &&
+         c->shape.workspace_bytes == probe.shape.workspace_bytes && c->shape.pids == probe.shape.pids &&
+         c->shape.cpus == probe.shape.cpus;
+}
+
+static void shape_config(const struct pool_class *c, struct jail_config *config) {
+  jail_config_init(config);
+  config->image = c->shape.image;
+  config->memory_bytes = c->shape.memory_bytes;
+  config->workspace_bytes = c->shape.workspace_bytes;
+  config->pids = c->shape.pids;
+  config->cpus = c->shape.cpus;
+}
+
+/* Move every ready jail of `c` to `out` (at *count); the caller discards them outside the lock. */
+static void empty_class(struct pool_class *c, struct jail_prepared **out, size_t *count) {
+  for (unsigned i = 0; i < c->count; i++) out[(*count)++] = c->ready[i];
+  c->count = 0;
+}
+
+static void discard_all(struct domed_jail_pool *pool, struct jail_prepared **list, size_t count) {
+  for (size_t i = 0; i < count; i++) jail_prepared_discard(list[i]);
+  atomic_fetch_add(&pool->discards, count);
+}
+
+/* The class most in need of a jail (used, below size, most recently used), or NULL. Lock held. */
+static struct pool_class *class_to_refill(struct domed_jail_pool *pool) {
+  struct pool_class *best = NULL;
+  for (size_t i = 0; i < POOL_CLASSES; i++) {
+    struct pool_class *c = &pool->classes[i];
+    if (c->used && c->count < pool->size && (best == NULL || c->last_used > best->last_used)) best = c;
+  }
+  return best;
+}
+
+static void *refill_main(void *context) {
+  struct domed_jail_pool *pool = context;
+  /* background work: preparing yields the CPU to the calls (a bound jail gets its caller's priority) */
+  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), REFILL_NICE) < 0)
+    domed_log("warn", "jail_pool", "msg=\"refill runs at the calls' priority\" errno=%d", errno);
+  bool failing = false;
+  pthread_mutex_lock(&pool->lock);
+  while (!pool->stopping) {
+    struct pool_class *c = class_to_refill(pool);
+    if (c == NULL) {
+      pthread_cond_wait(&pool->wake, &pool->lock);
+      continue;
+    }
+    struct pool_class wanted = *c;
+    uint64_t generation = pool->generation;
+    pthread_mutex_unlock(&pool->lock);
+    struct jail_config shape;
+    shape_config(&wanted, &shape);
+    struct jail_prepared *prepared = NULL;
+    dome_error err = {0};
+    uint64_t start = domed_now_us();
+    int rc = jail_prepare(&shape, &prepared, &err);
+    atomic_fetch_add(&pool->refill_us, domed_now_us() - start);
+    if (rc < 0) {
+      atomic_fetch_add(&pool->refill_failures, 1);
+      if (!failing)
+        domed_log("warn", "jail_pool", "msg=\"cannot prepare a jail; calls run in fresh jails\" error=\"%s\"",
+                  err.message);
+      failing = true;
+    } else {
+      failing = false;
+      atomic_fetch_add(&pool->refills, 1);
+    }
+    pthread_mutex_lock(&pool->lock);
+    if (rc < 0) {
+      /* do not spin on a host that refuses: try again in a second or when woken */
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until);
+      until.tv_sec += 1;
+      if (!pool->stopping) pthread_cond_timedwait(&pool->wake, &pool->lock, &until);
+      continue;
+    }
+    /* the class may have been replaced, or the pool invalidated, while we prepared */
+    bool keep = !pool->stopping && generation == pool->generation && c->used &&
+                strcmp(c->shape.image, wanted.shape.image) == 0 &&
+                c->shape.memory_bytes == wanted.shape.memory_bytes &&
+                c->shape.workspace_bytes == wanted.shape.workspace_bytes &&
+                c->shape.pids == wanted.shape.pids && c->shape.cpus == wanted.shape.cpus &&
+                c->count < pool->size;
+    if (keep) {
+      c->ready[c->count] = prepared;
+      c->generation[c->count] = generation;
+      c->count++;
+      continue;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    discard_all(pool, &prepared, 1);
+    pthread_mutex_lock(&pool->lock);
+  }
+  struct jail_prepared *left[POOL_CLASSES * DOMED_POOL_SIZE_MAX];
+  size_t count = 0;
+  for (size_t i = 0; i < POOL_CLASSES; i++) empty_class(&pool->classes[i], left, &count);
+  pthread_mutex_unlock(&pool->lock);
+  discard_all(pool, left, count);
+  /* the jails taken from the pool are tied to this thread: end only after the last has finished */
+  pthread_mutex_lock(&pool->lock);
+  while (pool->in_use > 0) pthread_cond_wait(&pool->idle, &pool->lock);
+  pthread_mutex_unlock(&pool->lock);
+  return NULL;
+}
+
+int domed_jail_pool_start(struct domed *domed, dome_error *err) {
+  domed->jail_pool = NULL;
+  if (domed->config.pool_size == 0) return 0;
+  struct domed_jail_pool *pool = calloc(1, sizeof *pool);
+  if (pool == NULL) return dome_error_set(err, ENOMEM, "jail pool: out of memory");
+  pool->size = domed->config.pool_size;
+  /* warm from the start for the default quota's shape (a capability without limits of its own) */
+  struct jail_config shape;
+  jail_config_init(&shape);
+  shape.image = domed->config.image;
+  pool->classes[0].used = true;
+  shape_fill(&pool->classes[0], &shape);
+  struct domed_rules *rules = domed_rules_acquire(domed);
+  pool->classes[0].rules_version = rules ? rules->version : 0;
+  domed_rules_release(rules);
+  pthread_mutex_init(&pool->lock, NULL);
+  pthread_cond_init(&pool->wake, NULL);
+  pthread_cond_init(&pool->idle, NULL);
+  int rc = pthread_create(&pool->thread, NULL, refill_main, pool);
+  if (rc != 0) {
+    free(pool);
+    return dome_error_set_errno(err, rc, "jail pool: start the refill thread");
+  }
+  domed->jail_pool = pool;
+  return 0;
+}
+
+void domed_jail_pool_stop(struct domed *domed) {
+  struct domed_jail_pool *pool = domed->jail_pool;
+  if (pool == NULL) return;
+  pthread_mutex_lock(&pool->lock);
+  pool->stopping = true;
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->lock);
+  pthread_join(pool->thread, NULL);
+  domed_log("info", "jail_pool", "msg=drained hits=%llu misses=%llu discards=%llu refills=%llu",
+            (unsigned long long)atomic_load(&pool->hits), (unsigned long long)atomic_load(&pool->misses),
+            (unsigned long long)atomic_load(&pool->discards),
+            (unsigned long long)atomic_load(&pool->refills));
+  pthread_cond_destroy(&pool->wake);
+  pthread_cond_destroy(&pool->idle);
+  pthread_mutex_destroy(&pool->lock);
+  free(pool);
+  domed->jail_pool = NULL;
+}
+
+void domed_jail_pool_invalidate(struct domed *domed) {
+  struct domed_jail_pool *pool = domed->jail_pool;
+  if (pool == NULL) return;
+  struct jail_prepared *stale[POOL_CLASSES * DOMED_POOL_SIZE_MAX];
+  size_t count = 0;
+  pthread_mutex_lock(&pool->lock);
+  pool->generation++;
+  for (size_t i = 0; i < POOL_CLASSES; i++) empty_class(&pool->classes[i], stale, &count);
+  pthread_cond_signal(&pool->wake);
+  pthread_mutex_unlock(&pool->lock);
+  discard_all(pool, stale, count);
+}
+
+int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jail_config *config,
+                        struct jail_result *result, dome_error *err) {
+  struct domed_jail_pool *pool = domed->jail_pool;
+  /* A jail with an egress path needs its network namespace at clone time; a resolver changes its /etc. */
+  if (pool == NULL || config->on_namespaces_ready || config->resolv_conf || config->hosts_dns)
+    return jail_run(config, result, err);
+  struct jail_prepared *stale[DOMED_POOL_SIZE_MAX + 1];
+  size_t stale_count = 0;
+  struct jail_prepared *prepared = NULL;
+  pthread_mutex_lock(&pool->lock);
+  struct pool_class *c = NULL;
+  for (size_t i = 0; i < POOL_CLASSES && c == NULL; i++)
+    if (shape_matches(&pool->classes[i], config)) c = &pool->classes[i];
+  if (c == NULL && !pool->stopping) {
+    /* a new shape takes a free class, else the least recently used one's place */
+    c = &pool->classes[0];
+    for (size_t i = 0; i < POOL_CLASSES; i++) {
+      if (!pool->classes[i].used) {
+        c = &pool->classes[i];
+        break;
+      }
+      if (pool->classes[i].last_used < c->last_used) c = &pool->classes[i];
+    }
+    empty_class(c, stale, &stale_count);
+    memset(c, 0, sizeof *c);
+    c->used = true;
+    shape_fill(c, config);
+    c->rules_version = rules_version;
+  }
+  if (c) {
+    c->last_used = ++pool->clock;
+    if (c->rules_version != rules_version) { /* prepared under other rules: never used */
+      empty_class(c, stale, &stale_count);
+      c->rules_version = rules_version;
+    }
+    while (c->count > 0 && prepared == NULL) {
+      struct jail_prepared *top = c->ready[--c->count];
+      if (c->generation[c->count] == pool->generation)
+        prepared = top;
+      else
+        stale[stale_count++] = top;
+    }
+    if (prepared) pool->in_use++;
+    pthread_cond_signal(&pool->wake);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  discard_all(pool, stale, stale_count);
+  if (prepared == NULL) {
+    atomic_fetch_add(&pool->misses, 1);
+    return jail_run(config, result, err);
+  }
+  int rc = jail_prepared_run(prepared, config, result, err);
+  if (result->prepared) {
+    atomic_fetch_add(&pool->hits, 1);
+  } else { /* it no longer waited, or did not fit: discarded, and the call ran fresh */
+    atomic_fetch_add(&pool->misses, 1);
+    atomic_fetch_add(&pool->discards, 1);
+  }
+  pthread_mutex_lock(&pool->lock);
+  pool->in_use--;
+  pthread_cond_broadcast(&pool->idle);
+  pthread_mutex_unlock(&pool->lock);
+  return rc;
+}
+
+static unsigned ready_count(struct domed_jail_pool *pool) {
+  unsigned ready = 0;
+  pthread_mutex_lock(&pool->lock);
+  for (size_t i = 0; i < POOL_CLASSES; i++) ready += pool->classes[i].count;
+  pthread_mutex_unlock(&pool->lock);
+  return ready;
+}
+
+void domed_jail_pool_metrics(struct domed *domed, FILE *out) {
+  struct domed_jail_pool *pool = domed->jail_pool;
+  unsigned long long ready = pool ? ready_count(pool) : 0;
+  unsigned long long hits = pool ? atomic_load(&pool->hits) : 0,
+                     misses = pool ? atomic_load(&pool->misses) : 0;
+  unsigned long long discards = pool ? atomic_load(&pool->discards) : 0;
+  unsigned long long refills = pool ? atomic_load(&pool->refills) : 0;
+  unsigned long long failures = pool ? atomic_load(&pool->refill_failures) : 0;
+  double refill_s = pool ? (double)atomic_load(&pool->refill_us) / 1e6 : 0;
+  fprintf(out,
+          "# HELP dome_jail_pool_size Prepared jails ready now (all limits classes).\n"
+          "# TYPE dome_jail_pool_size gauge\ndome_jail_pool_size %llu\n"
+          "# HELP dome_jail_pool_target Prepared jails kept per limits class (pool_size; 0: no pool).\n"
+          "# TYPE dome_jail_pool_target gauge\ndome_jail_pool_target %u\n"
+          "# HELP dome_jail_pool_hits_total Executions that ran in a prepared jail.\n"
+          "# TYPE dome_jail_pool_hits_total counter\ndome_jail_pool_hits_total %llu\n"
+          "# HELP dome_jail_pool_misses_total Executions of a pooled shape that ran in a fresh jail.\n"
+          "# TYPE dome_jail_pool_misses_total counter\ndome_jail_pool_misses_total %llu\n"
+          "# HELP dome_jail_pool_discards_total Prepared jails destroyed unused (stale, replaced, dead).\n"
+          "# TYPE dome_jail_pool_discards_total counter\ndome_jail_pool_discards_total %llu\n"
+          "# HELP dome_jail_pool_refills_total Jails the refill prepared.\n"
+          "# TYPE dome_jail_pool_refills_total counter\ndome_jail_pool_refills_total %llu\n"
+          "# HELP dome_jail_pool_refill_failures_total Jails the refill could not prepare.\n"
+          "# TYPE dome_jail_pool_refill_failures_total counter\ndome_jail_pool_refill_failures_total %llu\n"
+          "# HELP dome_jail_pool_refill_seconds_sum Time the refill spent preparing jails.\n"
+          "# TYPE dome_jail_pool_refill_seconds_sum counter\ndome_jail_pool_refill_seconds_sum %.6f\n",
+          ready, pool ? pool->size : 0u, hits, misses, discards, refills, failures, refill_s);
+}
+
+json_t *domed_jail_pool_status(struct domed *domed) {
+  struct domed_jail_pool *pool = domed->jail_pool;
+  if (pool == NULL) return json_pack("{s:i}", "pool_size", 0);
+  return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "pool_size", (int)pool->size, "ready",
+                   (json_int_t)ready_count(pool), "hits", (json_int_t)atomic_load(&pool->hits), "misses",
+                   (json_int_t)atomic_load(&pool->misses), "discards",
+                   (json_int_t)atomic_load(&pool->discards), "refills",
+                   (json_int_t)atomic_load(&pool->refills), "refill_failures",
+                   (json_int_t)atomic_load(&pool->refill_failures), "refill_seconds",
+                   (double)atomic_load(&pool->refill_us) / 1e6);
+}

@@ -1,0 +1,435 @@
+/* Prepared jails (jail_prepare, jail_prepared_run, jail_prepared_discard), as root like every jail test:
+ * a program in a prepared jail sees exactly what it sees in a fresh one (its /proc view, environment,
+ * open fds, mounts, files, limits); each call's own path rules and limits apply, never a neighbour's; a
+ * prepared jail whose shape differs or whose child died gives way to a fresh jail; a discarded one leaves
+ * no cgroup leaf, process or fd. Also the call block the supervisor hands over (jail_call_encode/decode). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "supervisor/jail/internal.h"
+#include "supervisor/jail/jail.h"
+
+static char *const path_env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "AGENT=a", NULL};
+
+static int open_fds(void) {
+  int count = 0;
+  DIR *d = opendir("/proc/self/fd");
+  while (d && readdir(d)) count++;
+  if (d) closedir(d);
+  return count;
+}
+
+/* Where the jail `id`'s cgroup2 leaf is, if it exists now: beneath our own cgroup2 directory, or its
+ * `dome` parent at the top of the hierarchy. "" when neither exists. */
+static void cgroup2_leaf(const char *id, char *path, size_t size) {
+  char line[512], self[512] = "";
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "0::", 3) == 0) {
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(self, sizeof self, "%.500s", strcmp(line + 3, "/") == 0 ? "" : line + 3);
+    }
+  if (f) fclose(f);
+  const char *mounts[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+  for (size_t m = 0; m < 2; m++) {
+    const char *forms[] = {"%s%s/%s", "%s%s/dome/%s"};
+    for (size_t k = 0; k < 2; k++) {
+      snprintf(path, size, forms[k], mounts[m], self, id);
+      struct stat st;
+      if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return;
+    }
+  }
+  path[0] = '\0';
+}
+
+struct hook_log {
+  char cgroup_path[700];
+  int calls;
+};
+
+static int on_cgroup(void *context, const struct jail_cgroup *leaf, dome_error *err) {
+  (void)err;
+  struct hook_log *log = context;
+  snprintf(log->cgroup_path, sizeof log->cgroup_path, "%s", leaf->path);
+  log->calls++;
+  return 0;
+}
+
+static void config_for(struct jail_config *c, char **argv) {
+  jail_config_init(c);
+  c->argv = argv;
+  c->env = path_env;
+  c->memory_bytes = 128ull << 20;
+  c->pids = 32;
+}
+
+static struct jail_prepared *prepare(void) {
+  char *argv[] = {"true", NULL};
+  struct jail_config shape;
+  config_for(&shape, argv);
+  struct jail_prepared *p = NULL;
+  dome_error err = {0};
+  int r = jail_prepare(&shape, &p, &err);
+  if (r < 0) fprintf(stderr, "jail_prepare -> %d: %s\n", r, err.message);
+  assert_int_equal(r, 0);
+  assert_non_null(p);
+  assert_true(jail_prepared_waiting(p));
+  return p;
+}
+
+static void prepared_runs_and_leaves_nothing(void **state) {
+  (void)state;
+  int fds_before = open_fds();
+  struct jail_prepared *p = prepare();
+  char leaf[700];
+  cgroup2_leaf(jail_prepared_id(p), leaf, sizeof leaf);
+  assert_true(leaf[0] != '\0'); /* the leaf exists while the jail waits */
+  char *argv[] = {"sh", "-c", "cat /workspace/in.txt; cat; echo err >&2; exit 3", NULL};
+  struct jail_input_file files[] = {{"in.txt", "file\n", 5, 0}};
+  struct hook_log log = {0};
+  struct jail_config c;
+  config_for(&c, argv);
+  c.input_files = files;
+  c.input_file_count = 1;
+  c.stdin_data = "stdin\n";
+  c.stdin_length = 6;
+  c.hook_context = &log;
+  c.on_cgroup_ready = on_cgroup;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_prepared_run(p, &c, &r, &err), 0);
+  assert_true(r.prepared);
+  assert_int_equal(r.exit_code, 3);
+  assert_string_equal(r.stdout_data, "file\nstdin\n");
+  assert_string_equal(r.stderr_data, "err\n");
+  assert_int_equal(log.calls, 1);
+  assert_string_equal(log.cgroup_path, leaf);
+  struct stat st;
+  assert_int_equal(stat(leaf, &st), -1);
+  assert_int_equal(r.limits.pids, 32);
+  jail_result_release(&r);
+  assert_int_equal(open_fds(), fds_before);
+}
+
+static void discard_leaves_nothing(void **state) {
+  (void)state;
+  int fds_before = open_fds();
+  struct jail_prepared *p = prepare();
+  char id[32], leaf[700];
+  snprintf(id, sizeof id, "%s", jail_prepared_id(p));
+  cgroup2_leaf(id, leaf, sizeof leaf);
+  assert_true(leaf[0] != '\0');
+  jail_prepared_discard(p);
+  char after[700];
+  cgroup2_leaf(id, after, sizeof after);
+  assert_string_equal(after, "");
+  assert_int_equal(open_fds(), fds_before);
+  jail_prepared_discard(NULL);
+}
+
+/* A waiting jail holds no copy of the fds the supervisor had open when it was prepared (sockets of
+ * clients, other jails' pipes): closing our end of a pipe made before the prepare gives its reader end of
+ * file at once, not when the jail is used or discarded. */
+static void waiting_jail_holds_no_fd_of_ours(void **state) {
+  (void)state;
+  int ends[2];
+  assert_int_equal(pipe2(ends, O_CLOEXEC), 0);
+  struct jail_prepared *p = prepare();
+  close(ends[1]);
+  struct pollfd fd = {ends[0], POLLIN, 0};
+  assert_int_equal(poll(&fd, 1, 2000), 1);
+  char byte;
+  assert_int_equal(read(ends[0], &byte, 1), 0);
+  close(ends[0]);
+  jail_prepared_discard(p);
+}
+
+/* What a program can observe of its jail, with what differs between any two jails by nature blanked by
+ * sed: device numbers and pipe inodes (the kernel's, global), the jail's host uid in tmpfs mount options
+ * (unique per live jail), the link count of /proc (the host's process count) and file times. */
+static const char observe[] =
+    "grep -E '^(Name|Umask|State|Tgid|Pid|PPid|Uid|Gid|Groups|NStgid|NSpid|CapInh|CapPrm|CapEff|CapBnd|"
+    "CapAmb|NoNewPrivs|Seccomp|Seccomp_filters|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt|Cpus_allowed_list):' "
+    "/proc/self/status; echo ---init; grep -E '^(Name|State|Pid|PPid|Uid|CapEff|NoNewPrivs|Seccomp):' "
+    "/proc/1/status; tr '\\0' ' ' < /proc/1/cmdline; wc -c < /proc/1/environ; echo ---env; env | sort; "
+    "echo ---fds; ls -l /proc/self/fd | sed 's/.*[0-9] \\([0-9]* ->\\)/\\1/; s/\\[[0-9]*\\]/[]/'; "
+    "echo ---mounts; cut -d' ' -f3- /proc/self/mountinfo | sed 's/^[0-9]*:[0-9]* //; "
+    "s/uid=[0-9]*,gid=[0-9]*/uid=N,gid=N/'; echo ---files; "
+    "ls -la /workspace /tmp / /dev | sed 's/ [A-Z][a-z][a-z] .[0-9] [0-9:]* / date /; / "
+    "proc$/s/^\\(d[-rwx]*\\) *[0-9]*/\\1 N/'; cat "
+    "/workspace/in.txt; "
+    "echo ---ids; id; hostname; cat /proc/self/cgroup; ulimit -a; echo $$ $PPID; ls /proc | grep -c "
+    "'^[0-9]'; "
+    "echo ---nice; cut -d' ' -f19 /proc/self/stat; echo ---write; touch /etc/x 2>&1; touch /workspace/y && "
+    "echo y; cat /proc/self/attr/current 2>&1 | head "
+    "-1";
+
+static void prepared_looks_like_fresh(void **state) {
+  (void)state;
+  char *argv[] = {"sh", "-c", (char *)observe, NULL};
+  struct jail_input_file files[] = {{"in.txt", "file\n", 5, 0}};
+  struct jail_config c;
+  config_for(&c, argv);
+  c.input_files = files;
+  c.input_file_count = 1;
+  struct jail_result fresh, pooled;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &fresh, &err), 0);
+  assert_false(fresh.prepared);
+  struct jail_prepared *p = prepare();
+  assert_int_equal(jail_prepared_run(p, &c, &pooled, &err), 0);
+  assert_true(pooled.prepared);
+  assert_int_equal(fresh.exit_code, 0);
+  assert_int_equal(pooled.exit_code, 0);
+  if (strcmp(fresh.stdout_data, pooled.stdout_data) != 0)
+    fprintf(stderr, "fresh:\n%s\nprepared:\n%s\n", fresh.stdout_data, pooled.stdout_data);
+  assert_string_equal(fresh.stdout_data, pooled.stdout_data);
+  assert_string_equal(fresh.stderr_data, pooled.stderr_data);
+  /* the comparison has teeth: the view holds what the jail is made of */
+  assert_non_null(strstr(pooled.stdout_data, "NoNewPrivs:\t1"));
+  assert_non_null(strstr(pooled.stdout_data, "AGENT=a"));
+  assert_non_null(strstr(pooled.stdout_data, "/workspace"));
+  assert_non_null(strstr(pooled.stdout_data, "\nfile\n"));
+  assert_non_null(strstr(pooled.stdout_data, "sandbox"));
+  assert_memory_equal(&fresh.limits, &pooled.limits, sizeof fresh.limits);
+  assert_int_equal(fresh.enforcement, pooled.enforcement);
+  jail_result_release(&fresh);
+  jail_result_release(&pooled);
+}
+
+/* Calls alternate between two agents, each on a prepared jail of the same shape: A may write /workspace,
+ * B may only read it. Each call gets its own rules, never the other's. */
+static void rules_follow_the_call(void **state) {
+  (void)state;
+  struct jail_path_rule rules_a[] = {{"/", JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, false, false},
+                                     {"/workspace", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false},
+                                     {"/tmp", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false}};
+  struct jail_path_rule rules_b[] = {{"/", JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, false, false},
+                                     {"/tmp", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false}};
+  char *argv[] = {"sh", "-c",
+                  "ls /workspace; echo x > /workspace/out 2>/dev/null && echo wrote || echo refused", NULL};
+  if (jail_landlock_abi() <= 0) {
+    fprintf(stderr, "no Landlock on this kernel: the path rules cannot be enforced\n");
+    fail();
+  }
+  for (int round = 0; round < 4; round++) {
+    bool agent_a = round % 2 == 0;
+    struct jail_config c;
+    config_for(&c, argv);
+    c.path_rules = agent_a ? rules_a : rules_b;
+    c.path_rule_count = agent_a ? 3 : 2;
+    struct jail_result r;
+    dome_error err = {0};
+    assert_int_equal(jail_prepared_run(prepare(), &c, &r, &err), 0);
+    assert_true(r.prepared);
+    /* never a file of an earlier call in the workspace, and the call's own rule decides */
+    assert_string_equal(r.stdout_data, agent_a ? "wrote\n" : "refused\n");
+    jail_result_release(&r);
+  }
+}
+
+/* The memory limit of the shape applies (read back at the bind): a program beyond it is OOM-killed. */
+static void quota_applies(void **state) {
+  (void)state;
+  char *argv[] = {"python3", "-c", "b = bytearray(300 << 20); print(len(b))", NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_prepared_run(prepare(), &c, &r, &err), 0);
+  assert_true(r.prepared);
+  assert_true(r.oom_killed);
+  assert_int_equal(r.limits.memory_bytes, 128ull << 20);
+  jail_result_release(&r);
+}
+
+/* Another shape (a different memory limit) never runs in the prepared jail: it gets a fresh one. */
+static void other_shape_gets_fresh_jail(void **state) {
+  (void)state;
+  struct jail_prepared *p = prepare();
+  char id[32];
+  snprintf(id, sizeof id, "%s", jail_prepared_id(p));
+  char *argv[] = {"echo", "ok", NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  c.memory_bytes = 96ull << 20;
+  assert_false(jail_prepared_fits(p, &c));
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_prepared_run(p, &c, &r, &err), 0);
+  assert_false(r.prepared);
+  assert_string_not_equal(r.jail_id, id);
+  assert_string_equal(r.stdout_data, "ok\n");
+  assert_int_equal(r.limits.memory_bytes, 96ull << 20);
+  char leaf[700];
+  cgroup2_leaf(id, leaf, sizeof leaf);
+  assert_string_equal(leaf, ""); /* the unused prepared jail is gone */
+  jail_result_release(&r);
+  /* an on_namespaces_ready hook needs its namespace at clone time: no prepared jail for it */
+  char *true_argv[] = {"true", NULL};
+  struct jail_config shape;
+  config_for(&shape, true_argv);
+  shape.on_namespaces_ready = (int (*)(void *, pid_t, dome_error *))1;
+  struct jail_prepared *none = NULL;
+  assert_int_equal(jail_prepare(&shape, &none, &err), -EINVAL);
+  assert_null(none);
+}
+
+static void *prepare_niced(void *out) {
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+  char *argv[] = {"true", NULL};
+  struct jail_config shape;
+  config_for(&shape, argv);
+  dome_error err = {0};
+  if (jail_prepare(&shape, (struct jail_prepared **)out, &err) < 0) *(struct jail_prepared **)out = NULL;
+  /* stays until the jail has run: its child is tied to this thread */
+  while (*(struct jail_prepared *volatile *)out != NULL) usleep(1000);
+  return NULL;
+}
+
+/* A jail prepared at a lower priority (the pool's refill runs at nice 10) runs the program at the calling
+ * thread's, as a fresh jail would. */
+static void priority_follows_the_call(void **state) {
+  (void)state;
+  struct jail_prepared *p = NULL;
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, prepare_niced, &p), 0);
+  for (int i = 0; i < 2000 && p == NULL; i++) usleep(5000);
+  assert_non_null(p);
+  char *argv[] = {"sh", "-c", "cut -d' ' -f19 /proc/self/stat", NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  struct jail_result r;
+  dome_error err = {0};
+  struct jail_prepared *taken = p;
+  int rc = jail_prepared_run(taken, &c, &r, &err);
+  *(struct jail_prepared *volatile *)&p = NULL;
+  pthread_join(thread, NULL);
+  assert_int_equal(rc, 0);
+  assert_true(r.prepared);
+  assert_string_equal(r.stdout_data, "0\n");
+  jail_result_release(&r);
+}
+
+static void *prepare_and_exit(void *out) {
+  char *argv[] = {"true", NULL};
+  struct jail_config shape;
+  config_for(&shape, argv);
+  dome_error err = {0};
+  if (jail_prepare(&shape, (struct jail_prepared **)out, &err) < 0) *(struct jail_prepared **)out = NULL;
+  return NULL;
+}
+
+/* The child dies with the thread that prepared it: the prepared jail no longer waits and the call runs in
+ * a fresh jail. */
+static void dead_child_gets_fresh_jail(void **state) {
+  (void)state;
+  struct jail_prepared *p = NULL;
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, prepare_and_exit, &p), 0);
+  pthread_join(thread, NULL);
+  assert_non_null(p);
+  for (int i = 0; i < 200 && jail_prepared_waiting(p); i++) usleep(5000);
+  assert_false(jail_prepared_waiting(p));
+  char *argv[] = {"echo", "ok", NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_prepared_run(p, &c, &r, &err), 0);
+  assert_false(r.prepared);
+  assert_string_equal(r.stdout_data, "ok\n");
+  jail_result_release(&r);
+}
+
+/* The call block: everything survives the trip, pointers relocated into the block; a block whose
+ * offsets point outside it is refused. */
+static void call_block_round_trip(void **state) {
+  (void)state;
+  char *argv[] = {"python3", "-c", "print(1)", NULL};
+  char *env[] = {"PATH=/bin", "A=", NULL};
+  struct jail_plan_entry entries[] = {{PLAN_DIR, "/tmp/workspace/d", NULL, NULL, 0, 0755},
+                                      {PLAN_FILE, "/tmp/workspace/d/f", NULL, "data", 4, 0600},
+                                      {PLAN_FILE, "/tmp/workspace/e", NULL, NULL, 0, 0644}};
+  struct jail_landlock_rule rules[] = {{"/workspace", 7, false, false}, {"/opt", 1, true, true}};
+  struct jail_plan plan = {.argv = argv,
+                           .envp = env,
+                           .search_path = "/bin",
+                           .working_directory = "/workspace/d",
+                           .workspace_entries = entries,
+                           .workspace_entry_count = 3,
+                           .landlock_rules = rules,
+                           .landlock_rule_count = 2};
+  dome_error err = {0};
+  int fd = jail_call_encode(&plan, &err);
+  assert_true(fd >= 0);
+  struct stat st;
+  assert_int_equal(fstat(fd, &st), 0);
+  size_t size = (size_t)st.st_size;
+  char *block = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  assert_true(block != MAP_FAILED);
+  assert_int_equal(write(fd, "x", 1), -1); /* sealed */
+  char *spare = malloc(size);
+  memcpy(spare, block, size);
+  struct jail_plan out = {0};
+  assert_int_equal(jail_call_decode(block, size, &out), 0);
+  assert_string_equal(out.argv[2], "print(1)");
+  assert_null(out.argv[3]);
+  assert_string_equal(out.envp[1], "A=");
+  assert_null(out.envp[2]);
+  assert_string_equal(out.search_path, "/bin");
+  assert_string_equal(out.working_directory, "/workspace/d");
+  assert_int_equal(out.workspace_entry_count, 3);
+  assert_string_equal(out.workspace_entries[1].path, "/tmp/workspace/d/f");
+  assert_memory_equal(out.workspace_entries[1].data, "data", 4);
+  assert_int_equal(out.workspace_entries[1].mode, 0600);
+  assert_null(out.workspace_entries[2].data);
+  assert_int_equal(out.landlock_rule_count, 2);
+  assert_string_equal(out.landlock_rules[1].path, "/opt");
+  assert_true(out.landlock_rules[1].optional && out.landlock_rules[1].exact);
+  assert_true(out.argv[0] >= block && out.argv[0] < block + size);
+  /* a truncated block and an offset beyond the end are refused */
+  struct jail_plan refused = {0};
+  memcpy(block, spare, size);
+  assert_int_equal(jail_call_decode(block, size - 8, &refused), -EINVAL);
+  memcpy(block, spare, size);
+  uint64_t beyond = size + 64;
+  memcpy(block + 2 * sizeof(uint64_t), &beyond, sizeof beyond); /* argv's offset */
+  assert_int_equal(jail_call_decode(block, size, &refused), -EINVAL);
+  free(spare);
+  munmap(block, size);
+  close(fd);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(call_block_round_trip),
+      cmocka_unit_test(prepared_runs_and_leaves_nothing),
+      cmocka_unit_test(discard_leaves_nothing),
+      cmocka_unit_test(waiting_jail_holds_no_fd_of_ours),
+      cmocka_unit_test(prepared_looks_like_fresh),
+      cmocka_unit_test(rules_follow_the_call),
+      cmocka_unit_test(quota_applies),
+      cmocka_unit_test(other_shape_gets_fresh_jail),
+      cmocka_unit_test(priority_follows_the_call),
+      cmocka_unit_test(dead_child_gets_fresh_jail),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
