@@ -50,6 +50,9 @@ struct domed_config {
   int64_t token_ttl_s;             /* token_ttl = (none): lifetime of tokens issued without --ttl, seconds */
   char metrics_token[256];         /* metrics_token = (none): bearer token /metrics requires */
   char metrics_listen[256];        /* metrics_listen = (none): ADDR:PORT serving /metrics and /healthz only */
+  char console_listen[256];        /* console_listen = (none): ADDR:PORT serving /console only (it is also on
+                                      listen) */
+  unsigned console_idle_s;         /* console_idle_s = 900: a console login ends after this long unused */
   char allowed_hosts[1024];  /* allowed_hosts = (loopback + listen address): comma-separated Host values */
   unsigned shutdown_grace_s; /* shutdown_grace_s = 10: running jails may finish, then are killed */
   /* journal_commit_window_ms = 2: an event no call waits for yet (an execution's output, denial and
@@ -214,9 +217,21 @@ struct domed {
   unsigned jails_running, jails_waiting;
   atomic_bool stopping;
   struct domed_metrics metrics;
-  struct domed_anomaly *anomaly; /* live anomaly detection (anomaly.c), NULL before start */
-  struct domed_risk *risk;       /* the agents' recent alerts (risk.c), NULL before start */
+  struct domed_anomaly *anomaly;              /* live anomaly detection (anomaly.c), NULL before start */
+  struct domed_risk *risk;                    /* the agents' recent alerts (risk.c), NULL before start */
+  struct console_sessions *console_sessions;  /* operator logins (console.c) */
+  struct console_login_limit *console_logins; /* failed logins per source (console.c) */
 };
+
+/* ---- console.c: /console and its API (docs/console.md) ---- */
+
+/* The mcp_handlers console handler: the built-in files, and the JSON API for logged-in operators. */
+int domed_console(void *context, const mcp_console_request *request, mcp_console_reply *reply);
+/* Make the session table (console_idle_s) and the login limit. -ENOMEM. */
+int domed_console_start(struct domed *domed, dome_error *err);
+void domed_console_stop(struct domed *domed);
+/* End every console session of `operator_name` (revoked). */
+void domed_console_logout_operator(struct domed *domed, const char *operator_name);
 
 /* ---- anomaly.c: Sigma rules over every journalled event (docs/anomaly-detection.md) ---- */
 
