@@ -113,8 +113,13 @@ function proofControls(container) {
   return pasted;
 }
 
+function mark(node, kind) {
+  node.classList.remove('ok', 'error', 'muted');
+  node.classList.add(kind);
+}
+
 function show(node, result) {
-  node.className = result.ok ? 'ok' : 'error';
+  mark(node, result.ok ? 'ok' : 'error');
   node.textContent = result.ok
     ? `verified: event #${result.seq} is in the journal (tree size ${result.treeSize}, signed by key ${result.keyId})`
     : `FAILED: ${result.reason}`;
@@ -133,14 +138,14 @@ function timeline(container, execId) {
       const result = el('span', { class: 'proof-result', role: 'status' });
       const verify = el('button', { type: 'button', class: 'verify', 'data-seq': event.seq }, 'Verify proof');
       verify.addEventListener('click', async () => {
-        result.className = 'muted';
+        mark(result, 'muted');
         result.textContent = 'checking…';
         try {
           const proof = await api(`proof?seq=${event.seq}`);
           pasted.value = JSON.stringify(proof, null, 2);
           show(result, await verifyProof(proof, (await journalKey()).key));
         } catch (error) {
-          if (!onUnauthorized(error)) { result.className = 'error'; result.textContent = error.message; }
+          if (!onUnauthorized(error)) { mark(result, 'error'); result.textContent = error.message; }
         }
       });
       list.append(el('li', { 'data-type': event.type, 'data-seq': event.seq },
