@@ -1,4 +1,5 @@
-// Rules: the stored versions and the line diff between two of them.
+// Rules: the stored versions, the line diff between two of them, and the simulation of a candidate
+// (pasted or uploaded) against the recorded requests: its DecisionDiffs (`dome rules simulate`).
 import { api } from './api.js';
 import { clear, el, time } from './dom.js';
 import { navigate, onUnauthorized } from './app.js';
@@ -27,7 +28,8 @@ export function rulesView(container, parts, params) {
   const body = el('tbody', { id: 'rules-rows' });
   const diff = el('section', { id: 'rules-diff' });
   container.append(el('h1', {}, 'Rules'), status,
-    el('table', {}, el('thead', {}, el('tr', {}, ['version', 'name', 'created', 'active', 'bytes'].map((h) => el('th', { scope: 'col' }, h)))), body), diff);
+    el('table', {}, el('thead', {}, el('tr', {}, ['version', 'name', 'created', 'active', 'bytes'].map((h) => el('th', { scope: 'col' }, h)))), body), diff,
+    simulation());
   api('rules').then(async (answer) => {
     status.textContent = `${answer.versions.length} versions`;
     for (const v of answer.versions)
@@ -50,4 +52,37 @@ export function rulesView(container, parts, params) {
         : el('div', {}, el('pre', {}, a.text), el('pre', {}, b.text)));
   }).catch((error) => { if (!onUnauthorized(error)) status.textContent = error.message; });
   return null;
+}
+
+const DIFF_COLUMNS = ['seq', 'time', 'type', 'agent', 'action', 'resource', 'change', 'was', 'now'];
+
+function simulation() {
+  const candidate = el('textarea', { id: 'candidate', 'aria-label': 'Candidate rules (Cedar)', spellcheck: 'false' });
+  const upload = el('input', { id: 'candidate-file', type: 'file', accept: '.cedar,text/plain' });
+  upload.addEventListener('change', async () => { if (upload.files[0]) candidate.value = await upload.files[0].text(); });
+  const run = el('button', { type: 'button', id: 'simulate' }, 'Simulate against history');
+  const summary = el('p', { id: 'simulate-summary', role: 'status' });
+  const body = el('tbody', { id: 'simulate-rows' });
+  run.addEventListener('click', async () => {
+    summary.textContent = 'simulating…';
+    clear(body);
+    try {
+      const report = await api('rules/simulate', { method: 'POST', body: { text: candidate.value } });
+      const s = report.summary;
+      summary.textContent = `${s.evaluated} recorded requests evaluated: ${s.unchanged} unchanged, ${s.allow_to_deny} allow → deny, ${s.deny_to_allow} deny → allow, ${s.errors} errors` +
+        (report.diffs_truncated ? ` (showing the first ${report.diffs.length} DecisionDiffs)` : '');
+      for (const d of report.diffs)
+        body.append(el('tr', { 'data-seq': d.seq, 'data-change': d.change },
+          el('td', {}, d.seq), el('td', {}, time(d.time)), el('td', {}, d.type), el('td', {}, d.agent ?? ''), el('td', {}, d.action),
+          el('td', {}, d.resource), el('td', { class: d.change === 'allow_to_deny' ? 'deny' : 'allow' }, d.change.replace(/_/g, ' ')),
+          el('td', {}, `${d.old?.decision} (${(d.old?.determining || []).join(', ') || 'none'})`),
+          el('td', {}, `${d.new?.decision} (${(d.new?.determining || []).join(', ') || 'none'})`)));
+    } catch (error) {
+      if (!onUnauthorized(error)) summary.textContent = error.message;
+    }
+  });
+  return el('section', { id: 'rules-simulate' }, el('h2', {}, 'Simulate a candidate'),
+    el('p', {}, el('label', { for: 'candidate' }, 'Paste Cedar rules, or '), el('label', { for: 'candidate-file' }, 'upload a file: '), upload),
+    candidate, el('p', {}, run), summary,
+    el('table', {}, el('thead', {}, el('tr', {}, DIFF_COLUMNS.map((h) => el('th', { scope: 'col' }, h)))), body));
 }

@@ -15,6 +15,7 @@
 #include "supervisor/audit/journal.h"
 #include "supervisor/console/console.h"
 #include "supervisor/domed/domed.h"
+#include "supervisor/replay/replay.h"
 
 #define API_PREFIX "/console/api/"
 #define SEARCH_LIMIT_MAX 1000
@@ -474,6 +475,37 @@ static int rules(struct domed *domed, const char *rest, mcp_console_reply *reply
   return reply_json(reply, 200, body);
 }
 
+#define SIMULATE_DIFFS_MAX 500
+
+/* POST /console/api/rules/simulate {"text": candidate rules}: the DecisionDiffs of the candidate
+ * against every recorded request (`dome rules simulate`), the first SIMULATE_DIFFS_MAX of them. Changes
+ * nothing; journalled as console.action with the candidate's digest. */
+static int rules_simulate(struct domed *domed, const struct console_session *session,
+                          const mcp_console_request *request, mcp_console_reply *reply) {
+  json_error_t parse_error;
+  json_t *body = json_loadb(request->body, request->length, 0, &parse_error);
+  const char *text = json_string_value(json_object_get(body, "text"));
+  if (text == NULL) {
+    json_decref(body);
+    return reply_error(reply, 400, "body: expected {\"text\": \"<Cedar policies>\"}");
+  }
+  size_t length = json_string_length(json_object_get(body, "text"));
+  dome_error err = {0};
+  json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "console.action", "operator", session->operator_name,
+                            "role", session->role, "action", "rules.simulate");
+  domed_audit_set_text(event, "candidate", text, length);
+  if (journal_console(domed, event, &err) < 0) {
+    json_decref(body);
+    return reply_error(reply, 503, "the journal cannot record the action");
+  }
+  json_t *report = NULL;
+  int rc = replay_simulate_rules_text(text, length, "candidate.cedar", domed->config.journal_dir,
+                                      SIMULATE_DIFFS_MAX, &report, &err);
+  json_decref(body);
+  if (rc < 0) return reply_error(reply, rc == -EINVAL ? 400 : 503, err.message);
+  return reply_json(reply, 200, report);
+}
+
 /* ---- routing ---- */
 
 static bool mutating(const char *method) {
@@ -519,6 +551,8 @@ static int api(struct domed *domed, const mcp_console_request *request, mcp_cons
   if (strcmp(route, "agents") == 0 && get) return agents(domed, reply);
   if (strncmp(route, "agents/", 7) == 0 && strcmp(request->method, "POST") == 0)
     return agent_action(domed, &session, route + 7, reply);
+  if (strcmp(route, "rules/simulate") == 0 && strcmp(request->method, "POST") == 0)
+    return rules_simulate(domed, &session, request, reply);
   if (strcmp(route, "rules") == 0 && get) return rules(domed, "", reply);
   if (strncmp(route, "rules/", 6) == 0 && get) return rules(domed, route + 6, reply);
   return reply_error(reply, 404, "no such console API");
