@@ -24,7 +24,7 @@ const LONG = 2000;
 // A long value shown truncated, with a button that shows it whole (as text).
 export function longText(value, tag = 'pre') {
   const text = String(value ?? '');
-  const node = el(tag, {}, text.length > LONG ? text.slice(0, LONG) + '…' : text);
+  const node = el(tag, { tabindex: tag === 'pre' ? 0 : null }, text.length > LONG ? text.slice(0, LONG) + '…' : text);
   if (text.length <= LONG) return node;
   const more = el('button', { type: 'button', onclick: () => { node.textContent = text; more.remove(); } },
     `show all ${text.length} characters`);

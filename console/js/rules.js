@@ -48,8 +48,8 @@ export function rulesView(container, parts, params) {
     const lines = diffLines(a.text.split('\n'), b.text.split('\n'));
     clear(diff).append(el('h2', {}, `Diff v${from} → v${to}`),
       el('p', {}, el('label', { for: 'diff-from' }, 'from '), fromSelect, ' ', el('label', { for: 'diff-to' }, 'to '), toSelect, ' ', show),
-      lines ? el('pre', { id: 'diff-text' }, lines.map(([mark, text]) => el('div', { class: mark === '+' ? 'diff-add' : mark === '-' ? 'diff-del' : '' }, `${mark} ${text}`)))
-        : el('div', {}, el('pre', {}, a.text), el('pre', {}, b.text)));
+      lines ? el('pre', { id: 'diff-text', tabindex: 0 }, lines.map(([mark, text]) => el('div', { class: mark === '+' ? 'diff-add' : mark === '-' ? 'diff-del' : '' }, `${mark} ${text}`)))
+        : el('div', {}, el('pre', { tabindex: 0 }, a.text), el('pre', { tabindex: 0 }, b.text)));
   }).catch((error) => { if (!onUnauthorized(error)) status.textContent = error.message; });
   return null;
 }

@@ -47,7 +47,7 @@ export class Browser {
             binary: CHROMIUM,
             // root on this host: no sandbox; nothing leaves loopback
             args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1280,900',
-              `--user-data-dir=${this.profile}`, '--no-first-run', '--disable-extensions', '--disable-background-networking',
+              `--user-data-dir=${this.profile}`, '--no-first-run', '--enable-precise-memory-info', '--disable-extensions', '--disable-background-networking',
               '--disable-component-update', '--disable-sync', '--metrics-recording-only', '--no-default-browser-check'],
           },
         },
@@ -85,6 +85,13 @@ export class Browser {
   type(element, text) { return this.command('POST', `/element/${element}/value`, { text }); }
   clearField(element) { return this.command('POST', `/element/${element}/clear`, {}); }
   text(element) { return this.command('GET', `/element/${element}/text`); }
+  // A Chrome DevTools Protocol command through chromedriver (goog/cdp/execute).
+  cdp(cmd, params = {}) { return this.command('POST', '/goog/cdp/execute', { cmd, params }); }
+  // The page's JavaScript heap in use after a garbage collection, bytes.
+  async heapUsed() {
+    await this.cdp('HeapProfiler.collectGarbage');
+    return (await this.cdp('Runtime.getHeapUsage')).usedSize;
+  }
   // The open dialog's text, or null when there is none.
   async dialog() {
     try { return await this.command('GET', '/alert/text'); } catch (error) { if (error.code === 'no such alert') return null; throw error; }
