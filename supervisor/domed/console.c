@@ -266,70 +266,33 @@ static bool parse_time_query(const mcp_console_request *request, const char *nam
   return true;
 }
 
-/* Search the ends of executions: agent, since/until (RFC 3339), exit (a number or "nonzero"),
- * denials=1 / redactions=1 (at least one), limit (newest first, at most SEARCH_LIMIT_MAX). */
+/* Search the ends of executions (console_index.c): agent, since/until (RFC 3339), exit (a number or
+ * "nonzero"), denials=1 / redactions=1 (at least one), limit (newest first, at most SEARCH_LIMIT_MAX). */
 static int executions_search(struct domed *domed, const mcp_console_request *request,
                              mcp_console_reply *reply) {
   int rc = 0;
-  journal_filter filter = {.agent = query(request, "agent"), .type = "exec."};
-  if (!parse_time_query(request, "since", &filter.since_ns, reply, &rc) ||
-      !parse_time_query(request, "until", &filter.until_ns, reply, &rc))
+  struct domed_execution_query search = {.agent = query(request, "agent"), .limit = 100};
+  if (!parse_time_query(request, "since", &search.since_ns, reply, &rc) ||
+      !parse_time_query(request, "until", &search.until_ns, reply, &rc))
     return rc;
   uint64_t limit = 100;
   if (query(request, "limit") && (!parse_unsigned(query(request, "limit"), &limit) || limit == 0))
     return reply_error(reply, 400, "limit: expected a positive number");
-  if (limit > SEARCH_LIMIT_MAX) limit = SEARCH_LIMIT_MAX;
+  search.limit = limit > SEARCH_LIMIT_MAX ? SEARCH_LIMIT_MAX : (size_t)limit;
   const char *exit_text = query(request, "exit");
-  bool nonzero = exit_text && strcmp(exit_text, "nonzero") == 0;
   uint64_t exit_code = 0;
-  if (exit_text && !nonzero && !parse_unsigned(exit_text, &exit_code))
+  search.exit_given = exit_text != NULL;
+  search.nonzero = exit_text && strcmp(exit_text, "nonzero") == 0;
+  if (exit_text && !search.nonzero && !parse_unsigned(exit_text, &exit_code))
     return reply_error(reply, 400, "exit: expected a number or `nonzero`");
-  bool want_denials = query(request, "denials") != NULL,
-       want_redactions = query(request, "redactions") != NULL;
-  journal_reader *reader = NULL;
+  search.exit_code = (int64_t)exit_code;
+  search.denials = query(request, "denials") != NULL;
+  search.redactions = query(request, "redactions") != NULL;
+  json_t *found = NULL;
   dome_error err = {0};
-  if (journal_reader_open(domed->config.journal_dir, &filter, &reader, &err) < 0)
+  if (domed_console_index_search(domed, &search, &found, &err) < 0)
     return reply_error(reply, 503, err.message);
-  json_t *redactions = json_object(); /* exec_id -> count, until its end */
-  json_t *found = json_array();       /* oldest first; at most `limit` kept */
-  journal_record record;
-  while ((rc = journal_reader_next(reader, true, &record, &err)) == 1) {
-    json_t *event = record.event;
-    const char *type = json_string_value(json_object_get(event, "type"));
-    const char *exec_id = json_string_value(json_object_get(event, "exec_id"));
-    if (type && exec_id && strcmp(type, "exec.redaction") == 0) {
-      json_int_t count = json_integer_value(json_object_get(redactions, exec_id));
-      json_object_set_new(redactions, exec_id, json_integer(count + 1));
-    } else if (type && exec_id && strcmp(type, "exec.end") == 0) {
-      json_int_t redacted = json_integer_value(json_object_get(redactions, exec_id));
-      json_object_del(redactions, exec_id);
-      json_int_t code = json_integer_value(json_object_get(event, "exit_code"));
-      json_int_t denials = json_integer_value(json_object_get(event, "denials"));
-      bool keep = (!exit_text || (nonzero ? code != 0 : code == (json_int_t)exit_code)) &&
-                  (!want_denials || denials > 0) && (!want_redactions || redacted > 0);
-      if (keep) {
-        json_t *summary =
-            json_pack("{s:s,s:O?,s:O?,s:I,s:O?,s:O?,s:O?,s:I,s:I}", "exec_id", exec_id, "agent",
-                      json_object_get(event, "agent"), "tool", json_object_get(event, "tool"), "seq",
-                      (json_int_t)record.seq, "time", json_object_get(event, "time"), "exit_code",
-                      json_object_get(event, "exit_code"), "duration_ms",
-                      json_object_get(event, "duration_ms"), "denials", denials, "redactions", redacted);
-        json_array_append_new(found, summary);
-        if (json_array_size(found) > limit) json_array_remove(found, 0);
-      }
-    }
-    json_decref(event);
-  }
-  journal_reader_close(reader);
-  json_decref(redactions);
-  if (rc < 0) {
-    json_decref(found);
-    return reply_error(reply, 503, err.message);
-  }
-  json_t *newest_first = json_array();
-  for (size_t i = json_array_size(found); i-- > 0;) json_array_append(newest_first, json_array_get(found, i));
-  json_decref(found);
-  return reply_json(reply, 200, json_pack("{s:o}", "executions", newest_first));
+  return reply_json(reply, 200, json_pack("{s:o}", "executions", found));
 }
 
 static bool exec_id_valid(const char *id) {
@@ -602,10 +565,11 @@ int domed_console_start(struct domed *domed, dome_error *err) {
   domed->console_logins = console_login_limit_new();
   if (domed->console_sessions == NULL || domed->console_logins == NULL)
     return dome_error_set(err, ENOMEM, "console: out of memory");
-  return 0;
+  return domed_console_index_start(domed, err);
 }
 
 void domed_console_stop(struct domed *domed) {
+  domed_console_index_stop(domed);
   console_sessions_free(domed->console_sessions);
   console_login_limit_free(domed->console_logins);
   domed->console_sessions = NULL;

@@ -221,6 +221,7 @@ struct domed {
   struct domed_risk *risk;                    /* the agents' recent alerts (risk.c), NULL before start */
   struct console_sessions *console_sessions;  /* operator logins (console.c) */
   struct console_login_limit *console_logins; /* failed logins per source (console.c) */
+  struct domed_console_index *console_index; /* the executions search's index (console_index.c) */
 };
 
 /* ---- console.c: /console and its API (docs/console.md) ---- */
@@ -230,6 +231,25 @@ int domed_console(void *context, const mcp_console_request *request, mcp_console
 /* Make the session table (console_idle_s) and the login limit. -ENOMEM. */
 int domed_console_start(struct domed *domed, dome_error *err);
 void domed_console_stop(struct domed *domed);
+/* console_index.c: the ends of executions for the console's search, newest DOMED_CONSOLE_INDEX_MAX
+ * kept in memory; older ones are found by a scan of the journal. */
+#define DOMED_CONSOLE_INDEX_MAX 200000
+struct domed_execution_query {
+  const char *agent;          /* exact, or NULL */
+  int64_t since_ns, until_ns; /* Unix ns; 0: no bound */
+  bool exit_given, nonzero;   /* exit status: exit_code, or any but 0 with nonzero */
+  int64_t exit_code;
+  bool denials, redactions; /* at least one kernel denial / redaction */
+  size_t limit;             /* most results, newest first */
+};
+/* Read what the journal holds since the last search into the index, then *found (new reference): an
+ * array of {exec_id, agent, tool, seq, time, exit_code?, duration_ms, denials, redactions}, newest
+ * first. Returns 0, or the journal reader's -errno with *err. */
+int domed_console_index_search(struct domed *domed, const struct domed_execution_query *query, json_t **found,
+                               dome_error *err);
+/* Make the index and start reading the existing journal into it in the background. -ENOMEM. */
+int domed_console_index_start(struct domed *domed, dome_error *err);
+void domed_console_index_stop(struct domed *domed);
 /* End every console session of `operator_name` (revoked). */
 void domed_console_logout_operator(struct domed *domed, const char *operator_name);
 
