@@ -377,9 +377,15 @@ static int journal_key(struct domed *domed, mcp_console_reply *reply) {
 /* ---- agents ---- */
 
 static int agents(struct domed *domed, mcp_console_reply *reply) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  dome_error err = {0};
+  json_t *activity =
+      domed_console_index_activity(domed, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, &err);
+  if (activity == NULL) return reply_error(reply, 503, err.message);
   return reply_json(reply, 200,
-                    json_pack("{s:o,s:o}", "agents", control_agent_list(domed->store), "quotas",
-                              control_quota_list(domed->store)));
+                    json_pack("{s:o,s:o,s:o}", "agents", control_agent_list(domed->store), "quotas",
+                              control_quota_list(domed->store), "activity", activity));
 }
 
 /* POST /console/api/agents/<name>/(suspend|resume): operator role only. The console.action record is

@@ -186,6 +186,42 @@ int domed_console_index_search(struct domed *domed, const struct domed_execution
   return 0;
 }
 
+json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_error *err) {
+  struct domed_console_index *index = domed->console_index;
+  const int64_t minute_ns = INT64_C(60000000000);
+  pthread_mutex_lock(&index->lock);
+  int rc = catch_up(domed, index, err);
+  json_t *activity = json_object();
+  for (size_t i = index->count; rc == 0 && i-- > 0;) {
+    const struct summary *s = &index->ring[(index->head + i) % DOMED_CONSOLE_INDEX_MAX];
+    if (s->time_ns < now_ns - 60 * minute_ns) break;
+    const char *agent = name_of(index, s->agent);
+    json_t *entry = json_object_get(activity, agent);
+    if (entry == NULL) {
+      json_t *minutes = json_array();
+      for (int m = 0; m < 60; m++) json_array_append_new(minutes, json_integer(0));
+      entry = json_pack("{s:o,s:I,s:I,s:I,s:I}", "per_minute", minutes, "executions", (json_int_t)0, "failed",
+                        (json_int_t)0, "denials", (json_int_t)0, "redactions", (json_int_t)0);
+      json_object_set_new(activity, agent, entry);
+    }
+    int64_t age = (now_ns - s->time_ns) / minute_ns;
+    size_t slot = age < 0 ? 59 : (size_t)(59 - (age > 59 ? 59 : age));
+    json_t *minutes = json_object_get(entry, "per_minute");
+    json_array_set_new(minutes, slot, json_integer(json_integer_value(json_array_get(minutes, slot)) + 1));
+    static const char *const counters[] = {"executions", "failed", "denials", "redactions"};
+    json_int_t add[] = {1, s->has_exit && s->exit_code == 0 ? 0 : 1, s->denials, s->redactions};
+    for (size_t c = 0; c < 4; c++)
+      json_object_set_new(entry, counters[c],
+                          json_integer(json_integer_value(json_object_get(entry, counters[c])) + add[c]));
+  }
+  pthread_mutex_unlock(&index->lock);
+  if (rc < 0) {
+    json_decref(activity);
+    return NULL;
+  }
+  return activity;
+}
+
 static void *warm_up(void *context) {
   struct domed *domed = context;
   struct domed_console_index *index = domed->console_index;

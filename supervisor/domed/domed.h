@@ -221,7 +221,7 @@ struct domed {
   struct domed_risk *risk;                    /* the agents' recent alerts (risk.c), NULL before start */
   struct console_sessions *console_sessions;  /* operator logins (console.c) */
   struct console_login_limit *console_logins; /* failed logins per source (console.c) */
-  struct domed_console_index *console_index; /* the executions search's index (console_index.c) */
+  struct domed_console_index *console_index;  /* the executions search's index (console_index.c) */
 };
 
 /* ---- console.c: /console and its API (docs/console.md) ---- */
@@ -247,6 +247,10 @@ struct domed_execution_query {
  * first. Returns 0, or the journal reader's -errno with *err. */
 int domed_console_index_search(struct domed *domed, const struct domed_execution_query *query, json_t **found,
                                dome_error *err);
+/* The last hour of executions per agent, from the index: {agent: {per_minute: [60 counts, oldest
+ * first, the last the current minute], executions, failed (exit not 0 or no exit), denials, redactions}}
+ * (new reference), or NULL with *err. */
+json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_error *err);
 /* Make the index and start reading the existing journal into it in the background. -ENOMEM. */
 int domed_console_index_start(struct domed *domed, dome_error *err);
 void domed_console_index_stop(struct domed *domed);
