@@ -142,6 +142,30 @@ const char *control_token_refusal_name(enum control_token_refusal refusal);
 json_t *control_agent_authenticate_at(control_store *store, const char *token, int64_t now,
                                       struct control_token_check *check, dome_error *err);
 
+/* --- console operators (operators.json): people who read the console, not agents --- */
+
+#define CONTROL_OPERATOR_TOKEN_PREFIX "domeop_"
+
+/* True for the roles "auditor" (reads everything) and "operator" (also suspends and resumes agents). */
+bool control_operator_role_valid(const char *role);
+
+/* Add operator `name` with `role`; writes the one-time login token ("domeop_" + 43 base64url
+ * characters) into token[CONTROL_TOKEN_SIZE]; only its BLAKE2b-256 hash is kept. Errors: -EINVAL bad
+ * name ("--name: ...") or role ("--role: ..."), -EEXIST name taken (revoked names stay taken), -errno
+ * writing operators.json. */
+int control_operator_add(control_store *store, const char *name, const char *role,
+                         char token[CONTROL_TOKEN_SIZE], dome_error *err);
+/* Revoke operator `name` (final): its token stops opening the console. -ENOENT unknown, -errno writing. */
+int control_operator_revoke(control_store *store, const char *name, dome_error *err);
+/* Array of {name, role, status, created, updated}: never the token hash. New reference. */
+json_t *control_operator_list(control_store *store);
+/* One operator as listed, or NULL when unknown. New reference. */
+json_t *control_operator_get(control_store *store, const char *name);
+/* Resolve a login token: a new reference to the record (as listed) of an active operator, or NULL with
+ * -EACCES in *err: "invalid login token" (malformed, unknown) or "operator `x` is revoked". Compares the
+ * hash with every record in constant time (sodium_memcmp). */
+json_t *control_operator_authenticate(control_store *store, const char *token, dome_error *err);
+
 /* --- quotas per capability --- */
 
 struct control_quota {

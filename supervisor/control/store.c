@@ -156,6 +156,8 @@ int control_store_open(const char *state_dir, control_store **out, dome_error *e
   if ((rc = control_store_load_json(store, "tools.json", json_object(), &store->tools, err)) < 0) goto fail;
   if ((rc = control_store_load_json(store, "gateways.json", json_object(), &store->gateways, err)) < 0)
     goto fail;
+  if ((rc = control_store_load_json(store, "operators.json", json_object(), &store->operators, err)) < 0)
+    goto fail;
   if ((rc = control_store_load_json(store, "rules/index.json",
                                     json_pack("{s:i,s:[]}", "active", 0, "versions"), &store->rules, err)) <
       0)
@@ -178,6 +180,7 @@ void control_store_close(control_store *store) {
   json_decref(store->quotas);
   json_decref(store->tools);
   json_decref(store->gateways);
+  json_decref(store->operators);
   json_decref(store->rules);
   pthread_mutex_destroy(&store->lock);
   free(store->dir);

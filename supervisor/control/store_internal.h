@@ -9,11 +9,12 @@
 struct control_store {
   char *dir;
   pthread_mutex_t lock;
-  json_t *agents;   /* name -> {capabilities, status, token_hash, created, updated} */
-  json_t *quotas;   /* capability -> quota object */
-  json_t *tools;    /* name -> tool object */
-  json_t *gateways; /* name -> {created}; "Default" is implicit */
-  json_t *rules;    /* {"active": N, "versions": [ {version, name, sha256, created, bytes} ]} */
+  json_t *agents;    /* name -> {capabilities, status, token_hash, created, updated} */
+  json_t *quotas;    /* capability -> quota object */
+  json_t *tools;     /* name -> tool object */
+  json_t *gateways;  /* name -> {created}; "Default" is implicit */
+  json_t *operators; /* name -> {role, status, token_hash, created, updated} (console users) */
+  json_t *rules;     /* {"active": N, "versions": [ {version, name, sha256, created, bytes} ]} */
   control_store_commit_hook commit_hook; /* passed by every control_store_write_json, or NULL */
   void *commit_context;
 };

@@ -469,6 +469,32 @@ static json_t *audit_record(struct domed *domed, const struct control_request *r
   return json_pack("{s:I}", "appended", (json_int_t)json_array_size(records));
 }
 
+/* operators.add {name, role} (the login token, shown once), operators.list, operators.revoke {name}
+ * (its console sessions end at once). Each change journals operator.added / operator.revoked. */
+static json_t *operators_command(struct domed *domed, const struct control_request *request, const char *verb,
+                                 dome_error *err) {
+  const char *name = arg_string(request, "name");
+  if (strcmp(verb, "list") == 0) return control_operator_list(domed->store);
+  if (strcmp(verb, "add") == 0) {
+    const char *role = arg_string(request, "role");
+    char token[CONTROL_TOKEN_SIZE];
+    admin_begin(request,
+                json_pack("{s:s,s:s?,s:s?}", "type", "operator.added", "operator", name, "role", role));
+    if (admin_end(domed, control_operator_add(domed->store, name, role, token, err), err) < 0) return NULL;
+    json_t *result = json_pack("{s:s,s:s,s:s}", "name", name, "role", role, "token", token);
+    sodium_memzero(token, sizeof token);
+    return result;
+  }
+  if (strcmp(verb, "revoke") == 0) {
+    admin_begin(request, json_pack("{s:s,s:s?}", "type", "operator.revoked", "operator", name));
+    if (admin_end(domed, control_operator_revoke(domed->store, name, err), err) < 0) return NULL;
+    domed_console_logout_operator(domed, name);
+    return json_pack("{s:s,s:s}", "name", name, "status", "revoked");
+  }
+  dome_error_set(err, EINVAL, "unknown command `operators.%s`", verb);
+  return NULL;
+}
+
 json_t *domed_control_handle(void *context, const struct control_request *request, dome_error *err) {
   struct domed *domed = context;
   const char *command = request->command;
@@ -496,6 +522,7 @@ json_t *domed_control_handle(void *context, const struct control_request *reques
   group[dot - command] = '\0';
   const char *verb = dot + 1;
   if (strcmp(group, "agents") == 0) return agents_command(domed, request, verb, err);
+  if (strcmp(group, "operators") == 0) return operators_command(domed, request, verb, err);
   if (strcmp(group, "rules") == 0) return rules_command(domed, request, verb, err);
   if (strcmp(group, "tools") == 0) return tools_command(domed, request, verb, err);
   if (strcmp(group, "quotas") == 0) return quotas_command(domed, request, verb, err);

@@ -41,6 +41,7 @@ void domed_config_defaults(struct domed_config *config) {
   config->max_queue_per_agent = 16;
   config->session_rate_per_agent = 20;
   config->shutdown_grace_s = 10;
+  config->console_idle_s = 900;
   config->journal_commit_window_ms = 2;
   snprintf(config->net_mode, sizeof config->net_mode, "auto");
   config->gateway_timeout_ms = 30000;
@@ -106,6 +107,12 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
                             "metrics_token: expected at least 16 characters without spaces or quotes");
     return set_string(c->metrics_token, sizeof c->metrics_token, key, value, err);
   }
+  if (strcmp(key, "console_listen") == 0) {
+    if (value[0] && strchr(value, ':') == NULL)
+      return dome_error_set(err, EINVAL, "console_listen: expected ADDR:PORT, got `%s`", value);
+    return set_string(c->console_listen, sizeof c->console_listen, key, value, err);
+  }
+  if (strcmp(key, "console_idle_s") == 0) return set_unsigned(&c->console_idle_s, key, value, 10, 86400, err);
   if (strcmp(key, "metrics_listen") == 0) {
     if (value[0] && strchr(value, ':') == NULL)
       return dome_error_set(err, EINVAL, "metrics_listen: expected ADDR:PORT, got `%s`", value);

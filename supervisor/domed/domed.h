@@ -52,6 +52,9 @@ struct domed_config {
   int64_t token_ttl_s;             /* token_ttl = (none): lifetime of tokens issued without --ttl, seconds */
   char metrics_token[256];         /* metrics_token = (none): bearer token /metrics requires */
   char metrics_listen[256];        /* metrics_listen = (none): ADDR:PORT serving /metrics and /healthz only */
+  char console_listen[256];        /* console_listen = (none): ADDR:PORT serving /console only (it is also on
+                                      listen) */
+  unsigned console_idle_s;         /* console_idle_s = 900: a console login ends after this long unused */
   char allowed_hosts[1024];  /* allowed_hosts = (loopback + listen address): comma-separated Host values */
   unsigned shutdown_grace_s; /* shutdown_grace_s = 10: running jails may finish, then are killed */
   /* journal_commit_window_ms = 2: an event no call waits for yet (an execution's output, denial and
@@ -221,9 +224,12 @@ struct domed {
   unsigned jails_running, jails_waiting;
   atomic_bool stopping;
   struct domed_metrics metrics;
-  struct domed_anomaly *anomaly;     /* live anomaly detection (anomaly.c), NULL before start */
-  struct domed_risk *risk;           /* the agents' recent alerts (risk.c), NULL before start */
-  struct domed_jail_pool *jail_pool; /* prepared jails (jail_pool.c), NULL when pool_size is 0 */
+  struct domed_anomaly *anomaly;              /* live anomaly detection (anomaly.c), NULL before start */
+  struct domed_risk *risk;                    /* the agents' recent alerts (risk.c), NULL before start */
+  struct domed_jail_pool *jail_pool;          /* prepared jails (jail_pool.c), NULL when pool_size is 0 */
+  struct console_sessions *console_sessions;  /* operator logins (console.c) */
+  struct console_login_limit *console_logins; /* failed logins per source (console.c) */
+  struct domed_console_index *console_index;  /* the executions search's index (console_index.c) */
 };
 
 /* ---- jail_pool.c: warm jails, prepared before their call (supervisor/jail's jail_prepare) ---- */
@@ -247,6 +253,39 @@ void domed_jail_pool_metrics(struct domed *domed, FILE *out);
 /* {pool_size, ready, hits, misses, discards, refills, refill_failures, refill_seconds} for `status`
  * (dome doctor). New reference. */
 json_t *domed_jail_pool_status(struct domed *domed);
+
+/* ---- console.c: /console and its API (docs/console.md) ---- */
+
+/* The mcp_handlers console handler: the built-in files, and the JSON API for logged-in operators. */
+int domed_console(void *context, const mcp_console_request *request, mcp_console_reply *reply);
+/* Make the session table (console_idle_s) and the login limit. -ENOMEM. */
+int domed_console_start(struct domed *domed, dome_error *err);
+void domed_console_stop(struct domed *domed);
+/* console_index.c: the ends of executions for the console's search, newest DOMED_CONSOLE_INDEX_MAX
+ * kept in memory; older ones are found by a scan of the journal. */
+#define DOMED_CONSOLE_INDEX_MAX 200000
+struct domed_execution_query {
+  const char *agent;          /* exact, or NULL */
+  int64_t since_ns, until_ns; /* Unix ns; 0: no bound */
+  bool exit_given, nonzero;   /* exit status: exit_code, or any but 0 with nonzero */
+  int64_t exit_code;
+  bool denials, redactions; /* at least one kernel denial / redaction */
+  size_t limit;             /* most results, newest first */
+};
+/* Read what the journal holds since the last search into the index, then *found (new reference): an
+ * array of {exec_id, agent, tool, seq, time, exit_code?, duration_ms, denials, redactions}, newest
+ * first. Returns 0, or the journal reader's -errno with *err. */
+int domed_console_index_search(struct domed *domed, const struct domed_execution_query *query, json_t **found,
+                               dome_error *err);
+/* The last hour of executions per agent, from the index: {agent: {per_minute: [60 counts, oldest
+ * first, the last the current minute], executions, failed (exit not 0 or no exit), denials, redactions}}
+ * (new reference), or NULL with *err. */
+json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_error *err);
+/* Make the index and start reading the existing journal into it in the background. -ENOMEM. */
+int domed_console_index_start(struct domed *domed, dome_error *err);
+void domed_console_index_stop(struct domed *domed);
+/* End every console session of `operator_name` (revoked). */
+void domed_console_logout_operator(struct domed *domed, const char *operator_name);
 
 /* ---- anomaly.c: Sigma rules over every journalled event (docs/anomaly-detection.md) ---- */
 

@@ -14,6 +14,7 @@
 #include <sodium.h>
 
 #include "supervisor/common/cleanup.h"
+#include "supervisor/console/console.h"
 #include "supervisor/domed/domed.h"
 #include "supervisor/gateway/gateway.h"
 
@@ -283,6 +284,8 @@ int main(int argc, char **argv) {
       .allowed_hosts = host_count ? (const char *const *)hosts : NULL,
       .get_token = domed->config.metrics_token[0] ? domed->config.metrics_token : NULL,
       .get_listen = domed->config.metrics_listen[0] ? domed->config.metrics_listen : NULL,
+      .console_listen = domed->config.console_listen[0] ? domed->config.console_listen : NULL,
+      .console_headers = console_security_headers,
       .server_name = "dome",
       .server_version = DOME_VERSION_STRING,
       .instructions = "dome runs code in an isolated sandbox: call execute_code with language and code.",
@@ -293,6 +296,11 @@ int main(int argc, char **argv) {
   handlers.task_save = domed_task_save;
   handlers.task_delete = domed_task_delete;
   handlers.task_limits = domed_task_limits;
+  handlers.console = domed_console;
+  if ((rc = domed_console_start(domed, &err)) < 0) {
+    fprintf(stderr, "domed: %s\n", err.message);
+    return 125;
+  }
   if ((rc = mcp_server_start(&options, &handlers, &domed->mcp, &err)) < 0) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
@@ -315,6 +323,9 @@ int main(int argc, char **argv) {
       "msg=listening version=%s listen=%s:%u path=%s tls=%s control_socket=%s state_dir=%s journal_dir=%s",
       DOME_VERSION_STRING, listen_host, mcp_server_port(domed->mcp), domed->config.path, cert ? "on" : "off",
       domed->config.control_socket, domed->config.state_dir, domed->config.journal_dir);
+  if (domed->config.console_listen[0])
+    domed_log("info", "domed", "msg=\"console listening\" console_listen=%s console_port=%u",
+              domed->config.console_listen, mcp_server_console_port(domed->mcp));
   if (domed->config.metrics_listen[0])
     domed_log("info", "domed", "msg=\"metrics listening\" metrics_listen=%s metrics_port=%u",
               domed->config.metrics_listen, mcp_server_get_port(domed->mcp));
@@ -350,6 +361,7 @@ int main(int argc, char **argv) {
   domed_guard_cache_clear();
   domed_refusals_stop(domed);
   domed_anomaly_stop(domed);
+  domed_console_stop(domed);
   domed_audit_close(domed);
   domed_authz_cleanup(domed);
   domed_rules_release(domed->rules);

@@ -275,11 +275,111 @@ static enum MHD_Result serve_get(mcp_server *server, struct MHD_Connection *conn
   return queue(server, connection, 200, response);
 }
 
-static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
-                                      const char *method, const char *version, const char *upload_data,
-                                      size_t *upload_data_size, void **con_cls) {
-  (void)version;
-  mcp_server *server = cls;
+static bool console_path(const char *url) {
+  return strcmp(url, "/console") == 0 || strncmp(url, "/console/", 9) == 0;
+}
+
+static void add_console_headers(const mcp_server *server, struct MHD_Response *response) {
+  for (size_t i = 0; server->console_headers[i] && server->console_headers[i + 1]; i += 2)
+    MHD_add_response_header(response, server->console_headers[i], server->console_headers[i + 1]);
+}
+
+/* An error on a console path: {"error": message}, with the console's headers. */
+static enum MHD_Result console_error(mcp_server *server, struct MHD_Connection *connection, unsigned status,
+                                     const char *message) {
+  struct MHD_Response *response = mcp_http_json_response(json_pack("{s:s}", "error", message));
+  if (response == NULL) return MHD_NO;
+  add_console_headers(server, response);
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  return queue(server, connection, status, response);
+}
+
+const char *mcp_console_header(const mcp_console_request *request, const char *name) {
+  return MHD_lookup_connection_value(request->connection, MHD_HEADER_KIND, name);
+}
+
+const char *mcp_console_query(const mcp_console_request *request, const char *name) {
+  return MHD_lookup_connection_value(request->connection, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct console_stream {
+  ssize_t (*read)(void *state, char *buffer, size_t size);
+  void (*release)(void *state);
+  void *state;
+};
+
+static ssize_t console_stream_read(void *cls, uint64_t position, char *buffer, size_t size) {
+  (void)position;
+  struct console_stream *stream = cls;
+  ssize_t n = stream->read(stream->state, buffer, size);
+  return n > 0 ? n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void console_stream_free(void *cls) {
+  struct console_stream *stream = cls;
+  if (stream->release) stream->release(stream->state);
+  free(stream);
+}
+
+static enum MHD_Result handle_console(mcp_server *server, struct MHD_Connection *connection, const char *url,
+                                      const char *method, struct request *request) {
+  if (server->handlers.console == NULL) return console_error(server, connection, 404, "not found");
+  mcp_console_request exchange = {
+      .method = method,
+      .path = url,
+      .body = request->too_large || request->body == NULL ? "" : request->body,
+      .length = request->too_large ? 0 : request->length,
+      .body_too_large = request->too_large,
+      .tls = server->tls_cert != NULL,
+      .connection = connection,
+  };
+  peer_address(connection, exchange.source, sizeof exchange.source);
+  mcp_console_reply reply = {0};
+  if (server->handlers.console(server->handlers.context, &exchange, &reply) < 0) {
+    free(reply.body);
+    free(reply.set_cookie);
+    if (reply.release) reply.release(reply.state);
+    return console_error(server, connection, 500, "internal error");
+  }
+  struct MHD_Response *response = NULL;
+  if (reply.read) {
+    struct console_stream *stream = malloc(sizeof *stream);
+    if (stream == NULL) {
+      if (reply.release) reply.release(reply.state);
+    } else {
+      *stream = (struct console_stream){reply.read, reply.release, reply.state};
+      response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, console_stream_read, stream,
+                                                   console_stream_free);
+      if (response == NULL) console_stream_free(stream);
+    }
+    free(reply.body);
+  } else if (reply.static_body) {
+    response =
+        MHD_create_response_from_buffer(reply.length, (void *)reply.static_body, MHD_RESPMEM_PERSISTENT);
+    free(reply.body);
+  } else {
+    response = MHD_create_response_from_buffer(reply.length, reply.body ? reply.body : (void *)"",
+                                               reply.body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (response == NULL) free(reply.body);
+  }
+  if (response == NULL) {
+    free(reply.set_cookie);
+    return MHD_NO;
+  }
+  add_console_headers(server, response);
+  if (reply.content_type) MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, reply.content_type);
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CACHE_CONTROL,
+                          reply.cache_control ? reply.cache_control : "no-store");
+  if (reply.set_cookie) MHD_add_response_header(response, MHD_HTTP_HEADER_SET_COOKIE, reply.set_cookie);
+  free(reply.set_cookie);
+  return queue(server, connection, reply.status ? reply.status : 500, response);
+}
+
+/* Both listeners that take bodies: `listen` (console_only false: every path) and console_listen
+ * (console_only true: /console and beneath it). */
+static enum MHD_Result access_request(mcp_server *server, bool console_only,
+                                      struct MHD_Connection *connection, const char *url, const char *method,
+                                      const char *upload_data, size_t *upload_data_size, void **con_cls) {
   struct request *request = *con_cls;
   if (request == NULL) {
     request = calloc(1, sizeof *request);
@@ -293,6 +393,7 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
       /* far too large: refused before reading the body; the connection is closed after the answer */
       char text[120];
       snprintf(text, sizeof text, "request body larger than %zu bytes", server->options.max_body_bytes);
+      if (console_path(url)) return console_error(server, connection, 413, text);
       return queue_error(server, connection, 413, MCP_INVALID_REQUEST, text);
     }
     /* a little too large: read and drop the body, then answer 413 on a connection that stays usable */
@@ -325,10 +426,15 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
     request->body[request->length] = '\0';
     return MHD_YES;
   }
+  bool console = console_path(url);
   if (!host_allowed(server, MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)))
-    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "host not allowed");
+    return console ? console_error(server, connection, 403, "host not allowed")
+                   : queue_error(server, connection, 403, MCP_INVALID_REQUEST, "host not allowed");
   if (!origin_allowed(server, MHD_lookup_connection_value(connection, MHD_HEADER_KIND, "Origin")))
-    return queue_error(server, connection, 403, MCP_INVALID_REQUEST, "origin not allowed");
+    return console ? console_error(server, connection, 403, "origin not allowed")
+                   : queue_error(server, connection, 403, MCP_INVALID_REQUEST, "origin not allowed");
+  if (console) return handle_console(server, connection, url, method, request);
+  if (console_only) return queue_error(server, connection, 404, MCP_INVALID_REQUEST, "not found");
   char gateway[128];
   if (endpoint_gateway(server, url, gateway, sizeof gateway))
     return handle_endpoint(server, connection, method, request, gateway);
@@ -336,6 +442,22 @@ static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connecti
   if (server->get_daemon == NULL || strcmp(url, "/healthz") == 0)
     return serve_get(server, connection, url, method);
   return queue_error(server, connection, 404, MCP_INVALID_REQUEST, "not found");
+}
+
+static enum MHD_Result access_handler(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version, const char *upload_data,
+                                      size_t *upload_data_size, void **con_cls) {
+  (void)version;
+  return access_request(cls, false, connection, url, method, upload_data, upload_data_size, con_cls);
+}
+
+/* The console listener (options.console_listen): /console and beneath it only. */
+static enum MHD_Result console_access_handler(void *cls, struct MHD_Connection *connection, const char *url,
+                                              const char *method, const char *version,
+                                              const char *upload_data, size_t *upload_data_size,
+                                              void **con_cls) {
+  (void)version;
+  return access_request(cls, true, connection, url, method, upload_data, upload_data_size, con_cls);
 }
 
 /* The GET listener (options.get_listen): Host and Origin checked, then the GET paths only. */
@@ -488,6 +610,9 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   if (rc < 0) return rc;
   if (options->get_listen && (rc = parse_listen(options->get_listen, &address, &address_length, err)) < 0)
     return rc;
+  if (options->console_listen &&
+      (rc = parse_listen(options->console_listen, &address, &address_length, err)) < 0)
+    return rc;
   if ((options->tls_cert_pem == NULL) != (options->tls_key_pem == NULL))
     return dome_error_set(err, EINVAL, "TLS needs both a certificate and a key");
   if (options->tls_cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
@@ -520,6 +645,10 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   server->allowed_hosts = copy_list(options->allowed_hosts);
   add_origin_hosts(server);
   server->options.allowed_origins = server->options.allowed_hosts = NULL;
+  for (size_t i = 0; options->console_headers && options->console_headers[i] && i + 1 < 32; i++)
+    server->console_headers[i] = (char *)options->console_headers[i];
+  server->options.console_headers = NULL;
+  server->options.console_listen = NULL;
   server->get_token = options->get_token && options->get_token[0] ? strdup(options->get_token) : NULL;
   server->options.get_token = NULL;
   server->sessions = calloc(server->options.max_sessions, sizeof server->sessions[0]);
@@ -537,6 +666,9 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   if (rc == 0 && options->get_listen)
     rc = start_daemon(server, options->get_listen, get_access_handler, false, &server->get_daemon,
                       &server->get_port, err);
+  if (rc == 0 && options->console_listen)
+    rc = start_daemon(server, options->console_listen, console_access_handler, true, &server->console_daemon,
+                      &server->console_port, err);
   if (rc < 0) {
     mcp_server_stop(server);
     return rc;
@@ -549,6 +681,10 @@ uint16_t mcp_server_get_port(const mcp_server *server) {
   return server->get_port;
 }
 
+uint16_t mcp_server_console_port(const mcp_server *server) {
+  return server->console_port;
+}
+
 uint16_t mcp_server_port(const mcp_server *server) {
   return server->port;
 }
@@ -556,6 +692,10 @@ uint16_t mcp_server_port(const mcp_server *server) {
 void mcp_server_quiesce(mcp_server *server) {
   if (server && server->daemon) {
     MHD_socket fd = MHD_quiesce_daemon(server->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+  }
+  if (server && server->console_daemon) {
+    MHD_socket fd = MHD_quiesce_daemon(server->console_daemon);
     if (fd != MHD_INVALID_SOCKET) close(fd);
   }
 }
@@ -614,6 +754,7 @@ void mcp_server_stop(mcp_server *server) {
   mcp_session_close_all(server);
   if (server->daemon) MHD_stop_daemon(server->daemon);
   if (server->get_daemon) MHD_stop_daemon(server->get_daemon);
+  if (server->console_daemon) MHD_stop_daemon(server->console_daemon);
   mcp_server_wait_idle(server, 5000);
   mcp_tasks_free(server);
   free_list(server->allowed_origins);

@@ -66,6 +66,41 @@ typedef struct mcp_identity {
   char source[64];   /* the peer's address: "127.0.0.1", "[::1]" ("" when unknown) */
 } mcp_identity;
 
+/* A request whose path is /console or lies beneath it, handed to handlers.console once its body is
+ * read (Host and Origin checked first, as for every path). */
+typedef struct mcp_console_request {
+  const char *method;
+  const char *path; /* the URL path, without the query */
+  const char *body; /* the body, NUL-terminated, `length` bytes ("" when none) */
+  size_t length;
+  bool body_too_large; /* the body was over options.max_body_bytes and was dropped (body is "") */
+  bool tls;            /* the request came over HTTPS */
+  char source[64];     /* the peer's address, as mcp_identity.source */
+  void *connection;    /* the server's; for mcp_console_header and mcp_console_query */
+} mcp_console_request;
+
+/* The value of request header `name` (case-insensitive), or NULL. */
+const char *mcp_console_header(const mcp_console_request *request, const char *name);
+/* The value of query argument `name` ("?agent=x" -> "x", URL-decoded), or NULL. */
+const char *mcp_console_query(const mcp_console_request *request, const char *name);
+
+/* The console handler's answer. Exactly one of body, static_body or read is used. */
+typedef struct mcp_console_reply {
+  unsigned status;                  /* HTTP status (0: 500) */
+  const char *content_type;         /* static text */
+  char *body;                       /* malloc'd, `length` bytes, freed by the server */
+  const unsigned char *static_body; /* or a body that outlives the server (built-in assets), `length` bytes */
+  size_t length;
+  char *set_cookie;          /* malloc'd Set-Cookie value, or NULL */
+  const char *cache_control; /* static Cache-Control value, or NULL ("no-store" is sent) */
+  /* Or a streamed body of unknown length (text/event-stream): read is called in the connection's
+   * thread, may block, and returns the bytes it wrote into buffer (at most size, > 0) or -1 to end the
+   * body; release(state) is called once when the response is done or the client went away. */
+  ssize_t (*read)(void *state, char *buffer, size_t size);
+  void (*release)(void *state);
+  void *state;
+} mcp_console_reply;
+
 struct mcp_handlers {
   void *context; /* passed to every handler */
   /* Resolve a bearer token (NULL when the request has no Authorization: Bearer header) for the
@@ -116,6 +151,11 @@ struct mcp_handlers {
    * first as for the MCP endpoints; with options.get_token, every path but /healthz needs
    * "Authorization: Bearer <get_token>" (else 401). */
   int (*http_get)(void *context, const char *path, char **body, size_t *length, const char **content_type);
+  /* Optional: every request to /console or beneath it, on `listen` and on options.console_listen.
+   * Fill *reply (zeroed) and return 0; a negative return answers 500. Without this handler such paths
+   * are 404. Every response to such a path, the server's own errors included, carries the headers of
+   * options.console_headers. */
+  int (*console)(void *context, const mcp_console_request *request, mcp_console_reply *reply);
   /* Tasks (MCP 2025-11-25 basic/utilities/tasks), all optional. task_limits: the longest TTL
    * (milliseconds) and the most live tasks the identity may hold for a task-augmented call of `tool`
    * (left as set: options.task_ttl_max_ms and options.max_tasks_per_agent). */
@@ -153,9 +193,13 @@ struct mcp_server_options {
    * on an attacker's name that resolves to this server sends that name as Host), and the hosts of
    * allowed_origins; NULL-terminated, names without port, compared without case. */
   const char *const *allowed_hosts;
-  const char *get_token;       /* bearer token the GET paths other than /healthz need (NULL: none) */
-  const char *get_listen;      /* "ADDR:PORT" of a second listener serving only the GET paths; NULL:
-                                  they are served on `listen` (with it set, `listen` serves only /healthz) */
+  const char *get_token;      /* bearer token the GET paths other than /healthz need (NULL: none) */
+  const char *get_listen;     /* "ADDR:PORT" of a second listener serving only the GET paths; NULL:
+                                 they are served on `listen` (with it set, `listen` serves only /healthz) */
+  const char *console_listen; /* "ADDR:PORT" of a listener serving only /console (NULL: none) */
+  /* Headers of every response to a /console path: name, value, name, value, ..., NULL (at most 16
+   * pairs; NULL: none). The strings must outlive the server. */
+  const char *const *console_headers;
   const char *server_name;     /* serverInfo.name */
   const char *server_version;  /* serverInfo.version */
   const char *instructions;    /* InitializeResult.instructions, or NULL */
@@ -204,6 +248,8 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
 uint16_t mcp_server_port(const mcp_server *server);
 /* The port of the get_listen listener, 0 when there is none. */
 uint16_t mcp_server_get_port(const mcp_server *server);
+/* The port of the console_listen listener, 0 when there is none. */
+uint16_t mcp_server_console_port(const mcp_server *server);
 
 /* End the sessions idle past session_idle_timeout_s now (reported as session.expired); they are
  * otherwise ended when a session is created or looked up. */

@@ -143,7 +143,9 @@ struct mcp_session_rate {
 
 struct mcp_server {
   struct MHD_Daemon *daemon;
-  struct MHD_Daemon *get_daemon; /* options.get_listen: the GET paths only */
+  struct MHD_Daemon *get_daemon;     /* options.get_listen: the GET paths only */
+  struct MHD_Daemon *console_daemon; /* options.console_listen: /console only */
+  char *console_headers[33];         /* copy of options.console_headers, NULL-terminated */
   struct mcp_server_options options;
   struct mcp_handlers handlers;
   char *path;
@@ -151,7 +153,7 @@ struct mcp_server {
   char **allowed_origins;
   char **allowed_hosts;
   char *get_token;
-  uint16_t port, get_port;
+  uint16_t port, get_port, console_port;
   pthread_mutex_t lock;
   pthread_cond_t idle;
   struct mcp_session **sessions;

@@ -108,8 +108,8 @@ export function check(condition, name, detail) {
   }
   return condition;
 }
-export function finish() {
-  console.log(`${passed} passed, ${failed} failed`);
+export function finish(skipped = 0) { // skipped: checks not run (each said why on a `skipped: ` line)
+  console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
   process.exitCode = failed ? 1 : 0;
 }
 

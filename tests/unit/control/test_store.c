@@ -340,6 +340,55 @@ static void test_register_existing(void **state) {
   control_store_close(store);
 }
 
+static void test_operators(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  dome_error err = {0};
+  char token[CONTROL_TOKEN_SIZE], second[CONTROL_TOKEN_SIZE];
+  assert_int_equal(control_operator_add(store, "alice", "auditor", token, &err), 0);
+  assert_true(strncmp(token, "domeop_", 7) == 0 && strlen(token) == 50);
+  assert_int_equal(control_operator_add(store, "alice", "operator", second, &err), -EEXIST);
+  assert_int_equal(control_operator_add(store, "bob", "admin", second, &err), -EINVAL);
+  assert_non_null(strstr(err.message, "--role"));
+  assert_int_equal(control_operator_add(store, "bad name", "auditor", second, &err), -EINVAL);
+  assert_int_equal(control_operator_add(store, "bob", "operator", second, &err), 0);
+  json_t *found = control_operator_authenticate(store, second, &err);
+  assert_non_null(found);
+  assert_string_equal(json_string_value(json_object_get(found, "name")), "bob");
+  assert_string_equal(json_string_value(json_object_get(found, "role")), "operator");
+  assert_null(json_object_get(found, "token_hash"));
+  json_decref(found);
+  /* an agent-shaped token, a wrong one, none */
+  assert_null(control_operator_authenticate(store, "dome_abc", &err));
+  assert_null(control_operator_authenticate(store, "domeop_wrong", &err));
+  assert_null(control_operator_authenticate(store, NULL, &err));
+  /* durable: a reopened store knows them; only hashes are on disk */
+  control_store_close(store);
+  store = open_store();
+  char path[256];
+  snprintf(path, sizeof path, "%s/operators.json", directory);
+  FILE *file = fopen(path, "r");
+  assert_non_null(file);
+  char text[4096] = "";
+  size_t n = fread(text, 1, sizeof text - 1, file);
+  fclose(file);
+  text[n] = '\0';
+  assert_null(strstr(text, token + 7));
+  assert_non_null(strstr(text, "token_hash"));
+  found = control_operator_authenticate(store, token, &err);
+  assert_non_null(found);
+  json_decref(found);
+  json_t *list = control_operator_list(store);
+  assert_int_equal(json_array_size(list), 2);
+  json_decref(list);
+  assert_int_equal(control_operator_revoke(store, "alice", &err), 0);
+  assert_null(control_operator_authenticate(store, token, &err));
+  assert_non_null(strstr(err.message, "revoked"));
+  assert_int_equal(control_operator_revoke(store, "nobody", &err), -ENOENT);
+  assert_int_equal(control_operator_add(store, "alice", "auditor", second, &err), -EEXIST);
+  control_store_close(store);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_agent_tokens, setup, teardown),
@@ -348,6 +397,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_rules_versions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delegation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_register_existing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_operators, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
