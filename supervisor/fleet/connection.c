@@ -48,7 +48,7 @@ static void on_disconnected(natsConnection *connection, void *closure) {
   fleet *f = closure;
   pthread_mutex_lock(&f->lock);
   atomic_store(&f->connected, false);
-  if (f->disconnected_ns == 0) f->disconnected_ns = fleet_monotonic_ns();
+  if (f->unsynced_ns == 0) f->unsynced_ns = fleet_monotonic_ns();
   pthread_cond_broadcast(&f->changed);
   pthread_mutex_unlock(&f->lock);
 }
@@ -58,7 +58,7 @@ static void on_connected(natsConnection *connection, void *closure) {
   fleet *f = closure;
   pthread_mutex_lock(&f->lock);
   atomic_store(&f->connected, true);
-  f->disconnected_ns = 0;
+  if (f->unsynced_ns == 0) f->unsynced_ns = fleet_monotonic_ns(); /* until the replay is done */
   f->epoch++;
   pthread_cond_broadcast(&f->changed);
   pthread_mutex_unlock(&f->lock);
@@ -90,6 +90,7 @@ uint64_t fleet_wait_prepared(fleet *f) {
     if (fleet_prepare(f, &err) == 0) {
       pthread_mutex_lock(&f->lock);
       if (f->epoch == epoch) f->prepared_epoch = epoch;
+      fleet_update_sync(f);
       pthread_cond_broadcast(&f->changed);
       pthread_mutex_unlock(&f->lock);
     } else {
@@ -157,6 +158,7 @@ int fleet_open(const fleet_options *options, int timeout_ms, fleet **out, dome_e
   snprintf(f->node, sizeof f->node, "%s", options->node ? options->node : "");
   snprintf(f->stream, sizeof f->stream, "DOME_%s_AUDIT", options->fleet);
   f->replicas = options->replicas > 0 ? options->replicas : 3;
+  f->unsynced_ns = fleet_monotonic_ns();
   pthread_mutex_init(&f->lock, NULL);
   pthread_cond_init(&f->changed, NULL);
   int rc = set_options(f, options, err);
@@ -180,7 +182,7 @@ int fleet_open(const fleet_options *options, int timeout_ms, fleet **out, dome_e
   }
   if (!atomic_load(&f->connected)) {
     pthread_mutex_lock(&f->lock);
-    f->disconnected_ns = fleet_monotonic_ns();
+    f->unsynced_ns = fleet_monotonic_ns();
     pthread_mutex_unlock(&f->lock);
   }
   jsOptions js_options;
@@ -217,20 +219,34 @@ void fleet_close(fleet *f) {
   free(f);
 }
 
+void fleet_update_sync(fleet *f) {
+  bool synced = atomic_load(&f->connected) && f->prepared_epoch == f->epoch;
+  for (int i = 0; synced && f->controlling && i < FLEET_DOCUMENTS; i++)
+    synced = f->buckets[i].synced_epoch == f->epoch;
+  if (synced && f->unsynced_ns) {
+    fprintf(stderr, "fleet: in sync with the fleet (node %s, connection %llu)\n", f->node,
+            (unsigned long long)f->epoch);
+    f->unsynced_ns = 0;
+    f->ever_synced = true;
+  }
+}
+
+/* In sync: serve. Out of sync (disconnected, or reconnected and replaying) for less than stale_s after
+ * having been in sync: serve from the local copy. Otherwise a reconnected node waits for its replay (a
+ * change made meanwhile, a revocation, is applied before the next call) and a disconnected one refuses. */
 int fleet_serving(fleet *f, unsigned stale_s, int wait_ms, dome_error *err) {
   int64_t deadline = fleet_monotonic_ns() + (int64_t)wait_ms * 1000000;
   pthread_mutex_lock(&f->lock);
   for (;;) {
-    bool connected = atomic_load(&f->connected);
-    bool synced = connected && f->prepared_epoch == f->epoch;
-    for (int i = 0; synced && f->controlling && i < FLEET_DOCUMENTS; i++)
-      synced = f->buckets[i].synced_epoch == f->epoch;
-    if (synced) break;
-    int64_t now = fleet_monotonic_ns();
-    if (!connected) {
-      int64_t away = f->disconnected_ns ? now - f->disconnected_ns : 0;
-      if (stale_s == 0 || away < (int64_t)stale_s * 1000000000) break;
+    if (f->unsynced_ns == 0) break;
+    int64_t now = fleet_monotonic_ns(), away = now - f->unsynced_ns;
+    if (f->ever_synced && (stale_s == 0 || away < (int64_t)stale_s * 1000000000)) break;
+    if (!atomic_load(&f->connected)) {
       pthread_mutex_unlock(&f->lock);
+      if (!f->ever_synced)
+        return dome_error_set(err, ESTALE,
+                              "this node has not reached the fleet's NATS servers since it started: refusing "
+                              "calls until it has its control plane (fail closed)");
       return dome_error_set(err, ESTALE,
                             "this node has been cut off from the fleet for %lld s (fleet_stale_s = %u): "
                             "refusing calls until it is back (fail closed)",

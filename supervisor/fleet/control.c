@@ -98,6 +98,7 @@ static void *watch_main(void *argument) {
       if (entry == NULL) { /* the replay is complete */
         pthread_mutex_lock(&f->lock);
         bucket->synced_epoch = epoch;
+        fleet_update_sync(f);
         pthread_cond_broadcast(&f->changed);
         pthread_mutex_unlock(&f->lock);
         continue;

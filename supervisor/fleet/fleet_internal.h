@@ -36,7 +36,10 @@ struct fleet {
   atomic_bool connected;
   uint64_t epoch;          /* incremented at every (re)connection (lock) */
   uint64_t prepared_epoch; /* epoch whose stream, buckets and node key are set up (lock) */
-  int64_t disconnected_ns; /* CLOCK_MONOTONIC of the loss, 0 while connected (lock) */
+  /* CLOCK_MONOTONIC since when this node is out of sync with the fleet (disconnected, or reconnected and
+   * still replaying the buckets), 0 while in sync (lock); ever_synced: it was in sync once since start */
+  int64_t unsynced_ns;
+  bool ever_synced;
   /* audit publisher */
   char *journal_dir;
   char public_key[72];
@@ -60,6 +63,9 @@ int fleet_prepare(fleet *f, dome_error *err);
 /* A NATS status as an error message. */
 int fleet_nats_error(dome_error *err, natsStatus status, jsErrCode code, const char *what);
 void fleet_sleep_ms(int ms);
+/* Note the end of a replay or a set-up (lock held): in sync again when connected, set up and every bucket
+ * replayed for the current epoch. */
+void fleet_update_sync(fleet *f);
 /* Open bucket `name`, creating it with f->replicas replicas (fewer when the cluster has fewer servers). */
 int fleet_bucket_open(fleet *f, const char *name, kvStore **kv, dome_error *err);
 

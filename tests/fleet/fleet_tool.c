@@ -4,6 +4,8 @@
  *       copy the audit stream DOME_<FLEET>_AUDIT into a new one of the same name on the NATS server at
  *       TO_URL (same subjects, ids and order; the events named by --alter get a member "tampered": true,
  *       those named by --drop are left out) and the node keys of DOME_<FLEET>_nodes with it.
+ *   dome-fleet-tool ready URL SECONDS
+ *       wait until JetStream answers at URL (a cluster's meta leader is elected), at most SECONDS.
  *   dome-fleet-tool publish URL FLEET SUBJECT ID TEXT
  *       publish TEXT on SUBJECT of DOME_<FLEET>_AUDIT with message id ID ("-": none).
  * Exit 0, or 1 with the reason on stderr. */
@@ -95,7 +97,39 @@ static int copy_stream(jsCtx *js, jsCtx *target_js, const char *fleet, const cha
   return 0;
 }
 
+/* A cluster's meta leader answers stream creation: a probe stream is created and deleted. */
+static int wait_ready(const char *url, int seconds) {
+  for (int tenth = 0; tenth < seconds * 10; tenth++) {
+    natsConnection *connection = NULL;
+    if (natsConnection_ConnectTo(&connection, url) == NATS_OK) {
+      jsCtx *js = NULL;
+      jsAccountInfo *info = NULL;
+      natsConnection_JetStream(&js, connection, NULL);
+      natsStatus s = js_GetAccountInfo(&info, js, NULL, NULL);
+      jsAccountInfo_Destroy(info);
+      if (s == NATS_OK) {
+        const char *subjects[] = {"dome-ready-probe"};
+        jsStreamConfig config;
+        jsStreamConfig_Init(&config);
+        config.Name = "DOME_READY_PROBE";
+        config.Subjects = subjects;
+        config.SubjectsLen = 1;
+        config.Storage = js_MemoryStorage;
+        s = js_AddStream(NULL, js, &config, NULL, NULL);
+        if (s == NATS_OK) s = js_DeleteStream(js, "DOME_READY_PROBE", NULL, NULL);
+      }
+      jsCtx_Destroy(js);
+      natsConnection_Destroy(connection);
+      if (s == NATS_OK) return 0;
+    }
+    nats_Sleep(100);
+  }
+  fprintf(stderr, "dome-fleet-tool: JetStream at %s did not answer within %d s\n", url, seconds);
+  return 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "ready") == 0) return wait_ready(argv[2], atoi(argv[3]));
   bool copy = argc >= 5 && strcmp(argv[1], "copy") == 0;
   natsConnection *target_connection = NULL;
   jsCtx *target_js = NULL;
