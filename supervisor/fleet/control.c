@@ -141,17 +141,23 @@ static int write_key(fleet *f, struct fleet_bucket *bucket, kvStore *kv, const c
   pthread_mutex_lock(&f->lock);
   uint64_t seen = (uint64_t)json_integer_value(json_object_get(bucket->revisions, key));
   pthread_mutex_unlock(&f->lock);
+  char *text = value ? json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  if (value && text == NULL) return dome_error_set(err, ENOMEM, "%s/%s", bucket->name, key);
   natsStatus s;
   uint64_t revision = 0;
-  if (value == NULL) {
-    s = kvStore_Delete(kv, key);
-  } else {
-    char *text = json_dumps(value, JSON_COMPACT | JSON_SORT_KEYS);
-    if (text == NULL) return dome_error_set(err, ENOMEM, "%s/%s", bucket->name, key);
-    s = seen ? kvStore_Update(&revision, kv, key, text, (int)strlen(text), seen)
-             : kvStore_Create(&revision, kv, key, text, (int)strlen(text));
-    free(text);
+  /* a leader election of the bucket's stream (a NATS server lost) answers with no responder or not at
+   * all for a few seconds: the same write is tried again for up to 5 s */
+  for (int attempt = 0;; attempt++) {
+    if (value == NULL)
+      s = kvStore_Delete(kv, key);
+    else if (seen)
+      s = kvStore_Update(&revision, kv, key, text, (int)strlen(text), seen);
+    else
+      s = kvStore_Create(&revision, kv, key, text, (int)strlen(text));
+    if ((s != NATS_NO_RESPONDERS && s != NATS_TIMEOUT) || attempt == 16 || atomic_load(&f->stopping)) break;
+    fleet_sleep_ms(300);
   }
+  free(text);
   if (s != NATS_OK) {
     const char *last = nats_GetLastError(NULL);
     if (last && (strstr(last, "wrong last sequence") || strstr(last, "key exists")))
