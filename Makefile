@@ -21,8 +21,9 @@ endif
 # space for the jail's clone to copy (docs/architecture.md, "Start-up cost"). A security update of one of
 # them therefore needs a rebuild of dome, as for any statically linked program.
 STATIC_PACKAGES := jansson libzstd libsodium libseccomp libcap libpcre2-8 libnl-3.0 libnl-route-3.0 libbpf yaml-0.1
-# Linked as shared libraries: only domed, the gateway client and the session client use them.
-SHARED_PACKAGES := libmicrohttpd libcurl libzmq
+# Linked as shared libraries: only domed, the gateway client, the session client and fleet mode use them.
+# libnats (fleet mode, supervisor/fleet) too: Debian's libnats-dev ships no static archive.
+SHARED_PACKAGES := libmicrohttpd libcurl libzmq libnats
 PACKAGES := $(STATIC_PACKAGES) $(SHARED_PACKAGES)
 # Not linked: loaded on first use through supervisor/dlopen/ (their cost at every program start exceeds a
 # jail start; see supervisor/dlopen/dlopen.h). Headers only.

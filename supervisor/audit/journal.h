@@ -202,6 +202,46 @@ int journal_prove(const char *directory, uint64_t seq, json_t **proof, dome_erro
 int journal_proof_check(const json_t *proof, const char *public_key_path, dome_error *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Chain check of a copy of the journal's event lines (a replica: the fleet's audit stream)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Checks canonical event lines of one journal arriving one at a time, in seq order, against the
+ * journal's signing key: seq continuity (a missing range is a gap), every leaf against the Merkle root
+ * each journal.checkpoint signs, and its Ed25519 signature (as journal_verify does for a directory). */
+typedef struct journal_chain journal_chain;
+
+typedef struct journal_chain_result {
+  uint64_t events;           /* lines taken (duplicates not counted) */
+  uint64_t first_seq;        /* seq of the first line taken */
+  uint64_t last_seq;         /* highest seq taken */
+  uint64_t checkpoints;      /* signatures checked */
+  uint64_t signed_tree_size; /* events the last valid checkpoint vouches for */
+  uint64_t duplicates;       /* lines whose seq was taken before (identical text) */
+  uint64_t gaps;             /* missing ranges */
+  uint64_t missing;          /* seqs missing in them */
+  uint64_t unverifiable;     /* checkpoints after the first gap or a start past seq 1 (no tree to check) */
+  uint64_t bad_seq;          /* 0 while intact; else the first seq found bad */
+  char reason[512];          /* what is wrong at bad_seq */
+  char gap_list[512];        /* "12-40, 90-90" (truncated with "...") */
+} journal_chain_result;
+
+/* A chain checked with the Ed25519 public key `public_key_hex` (64 hex digits, as signing.pub holds).
+ * Returns 0 and *out, -EINVAL (not a key), -ENOMEM. */
+int journal_chain_create(const char *public_key_hex, journal_chain **out, dome_error *err);
+
+/* Take the next line (`length` bytes of canonical JSON, no newline). A seq below the next expected one
+ * is a duplicate: identical text is counted, different text is tampering. A seq above it records a gap.
+ * Returns 0, or -EBADMSG (not an event line, a checkpoint whose root or signature does not verify, a
+ * duplicate seq with other text, time going back): the first such problem stays in the result and
+ * later lines are still counted. */
+int journal_chain_add(journal_chain *chain, const char *line, size_t length, dome_error *err);
+
+/* The result so far. */
+void journal_chain_result_get(const journal_chain *chain, journal_chain_result *result);
+
+void journal_chain_free(journal_chain *chain);
+
+/* ---------------------------------------------------------------------------------------------
  * Time helpers (RFC 3339)
  * ------------------------------------------------------------------------------------------- */
 

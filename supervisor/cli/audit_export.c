@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "supervisor/audit/journal.h"
+#include "supervisor/cli/audit_fleet.h"
 #include "supervisor/cli/command.h"
 #include "supervisor/cli/journal_filter_flags.h"
 
@@ -22,6 +23,7 @@ static int parse_seq(const char *flag, const char *text, uint64_t *out) {
 }
 
 static int export_main(int argc, char **argv) {
+  if (cli_fleet_requested(argc, argv)) return cli_audit_fleet("export", argc, argv);
   static const struct option options[] = {{"journal", required_argument, NULL, 'j'},
                                           {"until", required_argument, NULL, 'u'},
                                           {"format", required_argument, NULL, 'f'},
@@ -52,6 +54,8 @@ static int export_main(int argc, char **argv) {
         printf(
             "usage: dome audit export [DIR] [--since T] [--until T] [--agent A] [--exec ID] [--type T]\n"
             "                         [--from-seq N] [--to-seq N] [--format ndjson|json]\n"
+            "       dome audit export --fleet [--fleet-url URL] [--fleet-name NAME] [--agent A] [--type T]\n"
+            "                         [--node N] [--format ndjson|json]   (every node, with its `node`)\n"
             "  T: RFC 3339 time or date; --type exec.* matches a prefix\n");
         return 0;
       default: /* a filter flag, else an unknown option (getopt_long printed it) */

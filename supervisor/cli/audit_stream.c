@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "supervisor/audit/journal.h"
+#include "supervisor/cli/audit_fleet.h"
 #include "supervisor/cli/command.h"
 #include "supervisor/cli/journal_filter_flags.h"
 #include "supervisor/control/control.h"
@@ -108,6 +109,7 @@ static int stream_live(const char *socket_flag, const journal_filter *filter, bo
 }
 
 static int stream_main(int argc, char **argv) {
+  if (cli_fleet_requested(argc, argv)) return cli_audit_fleet("stream", argc, argv);
   static const struct option options[] = {{"journal", required_argument, NULL, 'j'},
                                           CLI_JOURNAL_FILTER_OPTIONS,
                                           {"follow", no_argument, NULL, 'f'},
@@ -142,6 +144,8 @@ static int stream_main(int argc, char **argv) {
         printf(
             "usage: dome audit stream [DIR | --journal DIR] [--agent A] [--exec ID] [--type T] [--since T]\n"
             "                         [--follow] [--no-follow] [--json] [--control-socket PATH]\n"
+            "       dome audit stream --fleet [--fleet-url URL] [--fleet-name NAME] [--agent A] [--type T]\n"
+            "                         [--node N] [--no-follow] [--json]   (every node, from NATS JetStream)\n"
             "Without DIR: live from domed's control socket (new events until domed stops; --since or\n"
             "--no-follow start from the oldest event); when no domed answers, the journal directory\n"
             "($DOME_JOURNAL_DIR or %s) is read (--follow: and followed).\n",

@@ -7,9 +7,11 @@
 #include <time.h>
 
 #include "supervisor/audit/journal.h"
+#include "supervisor/cli/audit_fleet.h"
 #include "supervisor/cli/command.h"
 
 static int verify_main(int argc, char **argv) {
+  if (cli_fleet_requested(argc, argv)) return cli_audit_fleet("verify", argc, argv);
   static const struct option options[] = {{"journal", required_argument, NULL, 'j'},
                                           {"key", required_argument, NULL, 'k'},
                                           {"json", no_argument, NULL, 'J'},
@@ -31,8 +33,14 @@ static int verify_main(int argc, char **argv) {
       case 'h':
         printf(
             "usage: dome audit verify [DIR] [--journal DIR] [--key PUBKEY] [--json]\n"
+            "       dome audit verify --fleet [--fleet-url URL] [--fleet-name NAME] [--json]\n"
             "  checks every frame, seq continuity, every leaf against the Merkle roots and every checkpoint\n"
-            "  signature; DIR defaults to " JOURNAL_DEFAULT_DIRECTORY ", PUBKEY to DIR/signing.pub\n");
+            "  signature; DIR defaults to " JOURNAL_DEFAULT_DIRECTORY
+            ", PUBKEY to DIR/signing.pub\n"
+            "  --fleet: each node's chain in the fleet's audit stream against its signed checkpoints (the "
+            "key\n"
+            "  it registered), gaps and foreign messages per node; the URL from --fleet-url or "
+            "DOME_FLEET_URL\n");
         return 0;
       default:
         return DOME_EXIT_FAILURE;

@@ -40,6 +40,30 @@ typedef int (*control_store_commit_hook)(void *context, dome_error *err);
 /* Install `hook` (NULL: none) called with `context`; set once, before the store is shared. */
 void control_store_set_commit_hook(control_store *store, control_store_commit_hook hook, void *context);
 
+/* A change of one of the replicated documents, offered before the commit hook and the write (the store's
+ * lock held; must not call back into the store): `document` is "agents", "quotas", "tools", "gateways"
+ * or "rules" (rules/index.json; the text of a new version is already in rules/<version>.cedar),
+ * `current` the committed version and `next` the one about to be written. 0 lets the change go on, -errno
+ * with *err refuses it and nothing changes. Fleet mode writes the change to the fleet's key-value buckets
+ * here (compare-and-set), so that a change the fleet refused never takes effect on one node alone. */
+typedef int (*control_store_replicate_hook)(void *context, const char *document, const json_t *current,
+                                            const json_t *next, dome_error *err);
+/* Install `hook` (NULL: none); set once, before the store is shared. */
+void control_store_set_replicate_hook(control_store *store, control_store_replicate_hook hook, void *context);
+
+/* A copy of the replicated document `document` (as named for the replicate hook), a new reference, or NULL
+ * for an unknown name. */
+json_t *control_store_document(control_store *store, const char *document);
+
+/* Apply one entry of a replicated document received from the fleet, without the hooks (the change was
+ * committed by the node that made it): for "agents", "quotas", "tools" and "gateways", set member `key`
+ * of the document to `value` (NULL: remove it); for "rules", key "index" replaces rules/index.json with
+ * `value` and a key of decimal digits N writes `value`'s string member `text` to rules/N.cedar.
+ * Written durably as any change. Returns 1 when the document changed, 0 when it already held that value,
+ * -EINVAL (unknown document, invalid key or value: the message names it), -errno writing. */
+int control_store_apply_entry(control_store *store, const char *document, const char *key,
+                              const json_t *value, dome_error *err);
+
 /* Open (creating with mode 0700 when missing) the state directory and load its files.
  * Returns 0, or -errno with *err naming the file (and line:column for malformed JSON). */
 int control_store_open(const char *state_dir, control_store **store, dome_error *err);

@@ -103,8 +103,34 @@ int control_store_write_json(const control_store *store, const char *relative, j
   return control_store_write_text(store, relative, with_newline, length + 1, err);
 }
 
+void control_store_set_replicate_hook(control_store *store, control_store_replicate_hook hook,
+                                      void *context) {
+  store->replicate_hook = hook;
+  store->replicate_context = context;
+}
+
+/* The replicated document stored in `relative`, NULL for the others (secrets never leave the node). */
+static const char *document_of(const char *relative) {
+  static const char *const names[][2] = {{"agents.json", "agents"},
+                                         {"quotas.json", "quotas"},
+                                         {"tools.json", "tools"},
+                                         {"gateways.json", "gateways"},
+                                         {"rules/index.json", "rules"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(relative, names[i][0]) == 0) return names[i][1];
+  return NULL;
+}
+
 int control_store_replace_json(const control_store *store, const char *relative, json_t **current,
                                json_t *next, dome_error *err) {
+  const char *document = document_of(relative);
+  if (store->replicate_hook && document) {
+    int rc = store->replicate_hook(store->replicate_context, document, *current, next, err);
+    if (rc < 0) {
+      json_decref(next);
+      return rc;
+    }
+  }
   int rc = control_store_write_json(store, relative, next, err);
   if (rc < 0) {
     json_decref(next);
@@ -189,4 +215,102 @@ void control_store_close(control_store *store) {
 
 const char *control_store_dir(const control_store *store) {
   return store->dir;
+}
+
+/* The document's file and its slot in the store. */
+static int document_slot(control_store *store, const char *document, const char **relative, json_t ***slot) {
+  static const char *const files[] = {"agents.json", "quotas.json", "tools.json", "gateways.json",
+                                      "rules/index.json"};
+  json_t **slots[] = {&store->agents, &store->quotas, &store->tools, &store->gateways, &store->rules};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    if (strcmp(document_of(files[i]), document) == 0) {
+      *relative = files[i];
+      *slot = slots[i];
+      return 0;
+    }
+  }
+  return -EINVAL;
+}
+
+json_t *control_store_document(control_store *store, const char *document) {
+  const char *relative;
+  json_t **slot;
+  if (document == NULL || document_slot(store, document, &relative, &slot) < 0) return NULL;
+  pthread_mutex_lock(&store->lock);
+  json_t *copy = json_deep_copy(*slot);
+  pthread_mutex_unlock(&store->lock);
+  return copy;
+}
+
+/* Write a document received from the fleet: as control_store_write_json without the hooks. */
+static int write_document(const control_store *store, const char *relative, json_t *value, dome_error *err) {
+  _cleanup_free_ char *text = json_dumps(value, JSON_INDENT(2) | JSON_SORT_KEYS);
+  if (text == NULL) return dome_error_set(err, ENOMEM, "encode `%s`", relative);
+  size_t length = strlen(text);
+  _cleanup_free_ char *with_newline = malloc(length + 2);
+  if (with_newline == NULL) return dome_error_set(err, ENOMEM, "encode `%s`", relative);
+  memcpy(with_newline, text, length);
+  with_newline[length] = '\n';
+  return control_store_write_text(store, relative, with_newline, length + 1, err);
+}
+
+static bool digits_only(const char *key) {
+  if (key[0] == '\0' || key[0] == '0' || strlen(key) > 9) return false;
+  for (const char *c = key; *c; c++)
+    if (*c < '0' || *c > '9') return false;
+  return true;
+}
+
+static int apply_rules_text(control_store *store, const char *key, const json_t *value, dome_error *err) {
+  const char *text = json_string_value(json_object_get(value, "text"));
+  if (text == NULL) return dome_error_set(err, EINVAL, "rules/%s: expected {\"text\": \"...\"}", key);
+  char relative[64];
+  snprintf(relative, sizeof relative, "rules/%s.cedar", key);
+  char *existing = control_rules_text(store, atoi(key), &(dome_error){0});
+  bool same = existing && strcmp(existing, text) == 0;
+  free(existing);
+  if (same) return 0;
+  int rc = control_store_write_text(store, relative, text, strlen(text), err);
+  return rc < 0 ? rc : 1;
+}
+
+int control_store_apply_entry(control_store *store, const char *document, const char *key,
+                              const json_t *value, dome_error *err) {
+  const char *relative;
+  json_t **slot;
+  if (document == NULL || document_slot(store, document, &relative, &slot) < 0)
+    return dome_error_set(err, EINVAL, "unknown replicated document `%s`", document ? document : "");
+  bool rules = strcmp(document, "rules") == 0;
+  if (rules && digits_only(key)) return apply_rules_text(store, key, value, err);
+  if (rules ? strcmp(key, "index") != 0 : !control_name_valid(key))
+    return dome_error_set(err, EINVAL, "%s: invalid key `%s`", document, key);
+  if (value && !json_is_object(value))
+    return dome_error_set(err, EINVAL, "%s/%s: expected a JSON object", document, key);
+  if (rules && (value == NULL || !json_is_array(json_object_get(value, "versions")) ||
+                !json_is_integer(json_object_get(value, "active"))))
+    return dome_error_set(err, EINVAL, "rules/index: expected {active, versions}");
+  pthread_mutex_lock(&store->lock);
+  json_t *next;
+  if (rules) {
+    next = json_equal(*slot, value) ? NULL : json_deep_copy(value);
+  } else {
+    json_t *held = json_object_get(*slot, key);
+    bool same = value ? held && json_equal(held, value) : held == NULL;
+    next = same ? NULL : json_deep_copy(*slot);
+    if (next && value) json_object_set_new(next, key, json_deep_copy(value));
+    if (next && !value) json_object_del(next, key);
+  }
+  int rc = 0;
+  if (next) {
+    rc = write_document(store, relative, next, err);
+    if (rc == 0) {
+      json_decref(*slot);
+      *slot = next;
+      rc = 1;
+    } else {
+      json_decref(next);
+    }
+  }
+  pthread_mutex_unlock(&store->lock);
+  return rc;
 }

@@ -17,6 +17,8 @@ struct control_store {
   json_t *rules;     /* {"active": N, "versions": [ {version, name, sha256, created, bytes} ]} */
   control_store_commit_hook commit_hook; /* passed by every control_store_write_json, or NULL */
   void *commit_context;
+  control_store_replicate_hook replicate_hook; /* passed by every control_store_replace_json, or NULL */
+  void *replicate_context;
 };
 
 /* Write `value` to dir/relative atomically (tmp + fsync + rename + fsync dir), mode 0600, once the commit

@@ -84,6 +84,7 @@ int domed_audit_open(struct domed *domed, dome_error *err) {
 
 void domed_audit_close(struct domed *domed) {
   dome_error err = {0};
+  if (domed->journal) domed->journal_closed_seq = journal_last_seq(domed->journal) + 1; /* + its checkpoint */
   if (domed->journal && journal_close(domed->journal, &err) < 0)
     domed_log("error", "audit", "msg=\"closing the journal: %s\"", err.message);
   domed->journal = NULL;

@@ -56,6 +56,17 @@ void domed_config_defaults(struct domed_config *config) {
   config->sse_resume_grace_ms = 1500;
   config->task_ttl_max_s = 3600;
   config->max_tasks_per_agent = 16;
+  snprintf(config->fleet_name, sizeof config->fleet_name, "default");
+  char host[64] = "";
+  if (gethostname(host, sizeof host - 1) == 0) {
+    host[strcspn(host, ".")] = '\0';
+    for (char *c = host; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-'))
+        *c = '_';
+  }
+  snprintf(config->node_name, sizeof config->node_name, "%s", host[0] ? host : "node");
+  config->fleet_stale_s = 30;
+  config->fleet_replicas = 3;
 }
 
 static int set_string(char *target, size_t size, const char *key, const char *value, dome_error *err) {
@@ -76,6 +87,18 @@ static int set_unsigned(unsigned *target, const char *key, const char *value, un
   return 0;
 }
 
+/* A fleet or node name: 1..63 of [A-Za-z0-9_-] (a NATS subject token). */
+static int set_fleet_name(char *target, size_t size, const char *key, const char *value, dome_error *err) {
+  bool valid = value[0] != '\0' && strlen(value) < size;
+  for (const char *c = value; valid && *c; c++)
+    valid = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+            *c == '-';
+  if (!valid)
+    return dome_error_set(err, EINVAL, "%s: expected 1..%zu of [A-Za-z0-9_-], got `%s`", key, size - 1,
+                          value);
+  return set_string(target, size, key, value, err);
+}
+
 int domed_config_set(struct domed_config *c, const char *key, const char *value, dome_error *err) {
 #define STRING(name) \
   if (strcmp(key, #name) == 0) return set_string(c->name, sizeof c->name, key, value, err)
@@ -90,7 +113,23 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
   STRING(image);
   STRING(allowed_hosts);
   STRING(anomaly_rules);
+  STRING(fleet_creds);
+  STRING(fleet_tls_ca);
+  STRING(fleet_tls_cert);
+  STRING(fleet_tls_key);
 #undef STRING
+  if (strcmp(key, "fleet_url") == 0) {
+    if (value[0] && strncmp(value, "nats://", 7) != 0 && strncmp(value, "tls://", 6) != 0)
+      return dome_error_set(err, EINVAL, "fleet_url: expected nats://HOST:PORT[,nats://...], got `%s`",
+                            value);
+    return set_string(c->fleet_url, sizeof c->fleet_url, key, value, err);
+  }
+  if (strcmp(key, "fleet_name") == 0)
+    return set_fleet_name(c->fleet_name, sizeof c->fleet_name, key, value, err);
+  if (strcmp(key, "node_name") == 0)
+    return set_fleet_name(c->node_name, sizeof c->node_name, key, value, err);
+  if (strcmp(key, "fleet_stale_s") == 0) return set_unsigned(&c->fleet_stale_s, key, value, 0, 86400, err);
+  if (strcmp(key, "fleet_replicas") == 0) return set_unsigned(&c->fleet_replicas, key, value, 1, 5, err);
   if (strcmp(key, "anomaly_suspend_level") == 0) {
     static const char *const levels[] = {"none", "informational", "low", "medium", "high", "critical"};
     for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++)

@@ -110,6 +110,22 @@ struct domed_config {
   char anomaly_rules[1024];
   char anomaly_suspend_level[16];
   unsigned anomaly_risk_window_s; /* anomaly_risk_window_s = 3600: the alerts context.risk counts */
+
+  /* Fleet mode (docs/fleet.md), off while fleet_url is empty: fleet_url = nats://HOST:PORT[,...] (the
+   * NATS servers), fleet_name = default (stream DOME_<fleet>_AUDIT, buckets DOME_<fleet>_*), node_name =
+   * (the host name: this node's subject token and message ids), fleet_creds = (none): NATS credentials
+   * file, fleet_tls_ca / fleet_tls_cert / fleet_tls_key = (none): PEM files for TLS to NATS,
+   * fleet_stale_s = 30: how long a node cut off from NATS serves from its local copy before it refuses
+   * calls (0: for ever), fleet_replicas = 3: replicas of the stream and buckets this node creates. */
+  char fleet_url[1024];
+  char fleet_name[64];
+  char node_name[64];
+  char fleet_creds[1024];
+  char fleet_tls_ca[1024];
+  char fleet_tls_cert[1024];
+  char fleet_tls_key[1024];
+  unsigned fleet_stale_s;
+  unsigned fleet_replicas;
 };
 
 void domed_config_defaults(struct domed_config *config);
@@ -202,6 +218,8 @@ void domed_metrics_observe_call(struct domed_metrics *metrics, uint64_t total_us
 #define DOMED_POOL_SIZE_MAX 64u
 struct domed_jail_pool;
 
+struct fleet;
+
 struct domed {
   struct domed_config config;
   control_store *store;
@@ -230,6 +248,8 @@ struct domed {
   struct console_sessions *console_sessions;  /* operator logins (console.c) */
   struct console_login_limit *console_logins; /* failed logins per source (console.c) */
   struct domed_console_index *console_index;  /* the executions search's index (console_index.c) */
+  struct fleet *fleet;                        /* fleet mode (fleet.c), else NULL */
+  uint64_t journal_closed_seq; /* last seq of the journal when it closed (its final checkpoint) */
 };
 
 /* ---- jail_pool.c: warm jails, prepared before their call (supervisor/jail's jail_prepare) ---- */
@@ -286,6 +306,19 @@ int domed_console_index_start(struct domed *domed, dome_error *err);
 void domed_console_index_stop(struct domed *domed);
 /* End every console session of `operator_name` (revoked). */
 void domed_console_logout_operator(struct domed *domed, const char *operator_name);
+
+/* ---- fleet.c: fleet mode on NATS JetStream (supervisor/fleet/fleet.h, docs/fleet.md) ---- */
+
+/* With config.fleet_url set: connect, replicate the control store through the fleet's buckets and
+ * publish the journal to its audit stream (waiting at most 5 s for the first replay of the buckets).
+ * Without it: nothing (a single node). Returns 0, or -EINVAL (a fleet key) / -errno with *err. */
+int domed_fleet_start(struct domed *domed, dome_error *err);
+void domed_fleet_stop(struct domed *domed);
+/* 0 when this node may serve a request now (always outside fleet mode); else -EPERM with *err saying
+ * why (cut off for longer than fleet_stale_s, or still replaying the control plane). */
+int domed_fleet_serving(struct domed *domed, dome_error *err);
+/* Load the store's active rules version and install it (no rules: every call is denied). */
+void domed_rules_load_active(struct domed *domed);
 
 /* ---- anomaly.c: Sigma rules over every journalled event (docs/anomaly-detection.md) ---- */
 

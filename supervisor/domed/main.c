@@ -122,7 +122,7 @@ static char *read_file(const char *path, dome_error *err) {
   return text;
 }
 
-static void load_active_rules(struct domed *domed) {
+void domed_rules_load_active(struct domed *domed) {
   int version = control_rules_active(domed->store);
   if (version == 0) {
     domed_log("info", "rules", "msg=\"no rules applied: every call is denied\"");
@@ -217,7 +217,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "domed: %s\n", err.message);
     return 125;
   }
-  load_active_rules(domed);
+  domed_rules_load_active(domed);
+  if ((rc = domed_fleet_start(domed, &err)) < 0) {
+    fprintf(stderr, "domed: fleet: %s\n", err.message);
+    return 125;
+  }
   domed_kernel_init(domed);
   domed_egress_init(domed);
   gateway_registry *gateways = NULL;
@@ -363,6 +367,7 @@ int main(int argc, char **argv) {
   domed_anomaly_stop(domed);
   domed_console_stop(domed);
   domed_audit_close(domed);
+  domed_fleet_stop(domed); /* after the journal's final checkpoint: the publisher sends what it can */
   domed_authz_cleanup(domed);
   domed_rules_release(domed->rules);
   control_store_close(domed->store);

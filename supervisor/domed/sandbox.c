@@ -39,6 +39,13 @@ static void token_prefix(const char *token, char prefix[16]) {
 
 static int authenticate(void *context, const char *token, mcp_identity *identity, dome_error *err) {
   struct domed *domed = context;
+  if (domed_fleet_serving(domed, err) < 0) { /* cut off from the fleet: fail closed */
+    json_t *event = json_pack("{s:s,s:s,s:s,s:s}", "type", "auth.failed", "reason", "fleet_unavailable",
+                              "gateway", identity->gateway, "message", err->message);
+    domed_refusal_journal(domed, event, identity->source, "fleet");
+    json_decref(event);
+    return -EPERM;
+  }
   struct control_token_check check;
   json_t *agent = control_agent_authenticate_at(domed->store, token, (int64_t)time(NULL), &check, err);
   if (agent == NULL) {
