@@ -6,8 +6,9 @@ import { liveView } from './live.js';
 import { executionsView } from './executions.js';
 import { agentsView } from './agents.js';
 import { rulesView } from './rules.js';
+import { overviewView } from './overview.js';
 
-const views = { live: liveView, executions: executionsView, agents: agentsView, rules: rulesView };
+const views = { overview: overviewView, live: liveView, executions: executionsView, agents: agentsView, rules: rulesView };
 export const session = { operator: '', role: '' };
 let stopCurrent = null;
 

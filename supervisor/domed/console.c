@@ -518,6 +518,7 @@ static int api(struct domed *domed, const mcp_console_request *request, mcp_cons
   if (strcmp(route, "proof") == 0 && get) return proof(domed, request, reply);
   if (strcmp(route, "journal-key") == 0 && get) return journal_key(domed, reply);
   if (strcmp(route, "agents") == 0 && get) return agents(domed, reply);
+  if (strcmp(route, "overview") == 0 && get) return reply_json(reply, 200, domed_console_overview(domed));
   if (strncmp(route, "agents/", 7) == 0 && strcmp(request->method, "POST") == 0)
     return agent_action(domed, &session, route + 7, reply);
   if (strcmp(route, "rules/simulate") == 0 && strcmp(request->method, "POST") == 0)
@@ -571,11 +572,13 @@ int domed_console_start(struct domed *domed, dome_error *err) {
   domed->console_logins = console_login_limit_new();
   if (domed->console_sessions == NULL || domed->console_logins == NULL)
     return dome_error_set(err, ENOMEM, "console: out of memory");
-  return domed_console_index_start(domed, err);
+  int rc = domed_console_overview_start(domed, err);
+  return rc < 0 ? rc : domed_console_index_start(domed, err);
 }
 
 void domed_console_stop(struct domed *domed) {
   domed_console_index_stop(domed);
+  domed_console_overview_stop(domed);
   console_sessions_free(domed->console_sessions);
   console_login_limit_free(domed->console_logins);
   domed->console_sessions = NULL;

@@ -1,7 +1,7 @@
 /* The index of the console's executions search: one small summary per ended execution (exec.end, with
  * the count of its exec.redaction records), the newest DOMED_CONSOLE_INDEX_MAX of them, in seq order.
- * It follows the journal itself: every search first reads what was journalled since the last one
- * (a warm-up thread reads the existing journal at start), so it needs no hook on the write path and
+ * It follows the journal itself: a thread reads the existing journal at start and what was journalled
+ * every 5 s, and every search first reads what came since, so it needs no hook on the write path and
  * holds each execution once. Executions older than the index holds are found by scanning the journal
  * before its oldest entry. Memory: about 100 bytes an execution, names interned. */
 #include <errno.h>
@@ -222,14 +222,20 @@ json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_e
   return activity;
 }
 
+/* Reads the existing journal at start, then what was journalled every 5 s, so that a search seldom
+ * has much to read first; ends when domed stops. */
 static void *warm_up(void *context) {
   struct domed *domed = context;
   struct domed_console_index *index = domed->console_index;
-  dome_error err = {0};
-  pthread_mutex_lock(&index->lock);
-  if (catch_up(domed, index, &err) < 0)
-    domed_log("warn", "console", "msg=\"execution index: %s\"", err.message);
-  pthread_mutex_unlock(&index->lock);
+  while (!atomic_load(&domed->stopping)) {
+    dome_error err = {0};
+    pthread_mutex_lock(&index->lock);
+    if (catch_up(domed, index, &err) < 0)
+      domed_log("warn", "console", "msg=\"execution index: %s\"", err.message);
+    pthread_mutex_unlock(&index->lock);
+    for (int i = 0; i < 20 && !atomic_load(&domed->stopping); i++)
+      nanosleep(&(struct timespec){.tv_nsec = 250000000}, NULL);
+  }
   return NULL;
 }
 

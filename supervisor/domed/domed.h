@@ -248,7 +248,8 @@ struct domed {
   struct console_sessions *console_sessions;  /* operator logins (console.c) */
   struct console_login_limit *console_logins; /* failed logins per source (console.c) */
   struct domed_console_index *console_index;  /* the executions search's index (console_index.c) */
-  struct fleet *fleet;                        /* fleet mode (fleet.c), else NULL */
+  struct domed_console_overview *console_overview; /* 24 h of per-minute metrics (console_overview.c) */
+  struct fleet *fleet;                             /* fleet mode (fleet.c), else NULL */
   uint64_t journal_closed_seq; /* last seq of the journal when it closed (its final checkpoint) */
 };
 
@@ -304,6 +305,14 @@ json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_e
 /* Make the index and start reading the existing journal into it in the background. -ENOMEM. */
 int domed_console_index_start(struct domed *domed, dome_error *err);
 void domed_console_index_stop(struct domed *domed);
+/* console_overview.c: the last 24 h of /metrics counters, one sample a minute. {minute_s, since,
+ * samples: [{time (Unix s, the minute's end), calls, allow, deny, denials, redactions, p50_ms, p99_ms
+ * (bucket upper bounds, null without calls), partial? (the minute in progress)}], totals} (new
+ * reference). */
+json_t *domed_console_overview(struct domed *domed);
+/* Start the sampling thread. -ENOMEM. */
+int domed_console_overview_start(struct domed *domed, dome_error *err);
+void domed_console_overview_stop(struct domed *domed);
 /* End every console session of `operator_name` (revoked). */
 void domed_console_logout_operator(struct domed *domed, const char *operator_name);
 
