@@ -26,6 +26,7 @@
 #include "supervisor/common/cleanup.h"
 #include "supervisor/common/utf8.h"
 #include "supervisor/domed/domed.h"
+#include "supervisor/exec/exec.h"
 #include "supervisor/guards/guard.h"
 #include "supervisor/jail/jail.h"
 #include "supervisor/session/session.h"
@@ -732,7 +733,9 @@ static json_t *execute_in_session(struct domed *domed, const struct domed_execut
                                            .rich_bytes = RICH_MAX_BYTES};
     rc = session_kernel_execute(s->kernel, code, &options, &cell, &run_err);
   } else {
-    char *argv[] = {strcmp(language, "bash") == 0 ? "/bin/bash" : "/bin/sh", "-c", (char *)code, NULL};
+    /* bash, sh, javascript: a new process of the same jail per call */
+    char *argv[] = {(char *)exec_interpreter(language), (char *)exec_code_option(language), (char *)code,
+                    NULL};
     rc = session_run_process(s->runner_path, argv, execution->quota.timeout_ms, cancel_fd, output_bytes,
                              &cell, &run_err);
   }
@@ -1240,7 +1243,8 @@ static json_t *snapshot_session(struct domed *domed, const struct domed_executio
   }
   if (path[0]) snprintf(meta_path, sizeof meta_path, "%.*s.json", (int)(strlen(path) - 4), path);
   char created[32];
-  iso_time(session_realtime_ms(), created);
+  uint64_t created_ms = session_realtime_ms();
+  iso_time(created_ms, created);
   json_t *header =
       json_pack("{s:s,s:s,s:s,s:s,s:s?}", "snapshot_id", id, "agent", s->entry.agent, "session_id",
                 s->entry.id, "created_at", created, "name", json_string_value(name));
@@ -1265,6 +1269,7 @@ static json_t *snapshot_session(struct domed *domed, const struct domed_executio
     json_object_update(meta, summary);
     json_object_set(meta, "kernel_state", kernel_state);
     json_object_set_new(meta, "capability", json_string(s->entry.capability));
+    json_object_set_new(meta, "created_at_ms", json_integer((json_int_t)created_ms));
     rc = snapshot_meta_write(meta_path, meta, &tool_err);
     json_decref(meta);
     if (rc < 0) unlink(path);
@@ -1481,8 +1486,8 @@ json_t *domed_sessions_rules_changed(struct domed *domed) {
 /* ---- control commands ---------------------------------------------------------------------------- */
 
 /* Every snapshot in the state directory (of `agent`, NULL: all), from their .json beside them, oldest
- * first: [{snapshot_id, agent, capability, session_id, name?, created_at, files, directories, bytes,
- * stored_bytes, kernel_state}]. */
+ * first: [{snapshot_id, agent, capability, session_id, name?, created_at, created_at_ms, files,
+ * directories, bytes, stored_bytes, kernel_state}]. */
 static json_t *snapshots_list(struct domed *domed, const char *agent, dome_error *err) {
   char dir[1100];
   snprintf(dir, sizeof dir, "%s/snapshots", domed->config.state_dir);
@@ -1504,13 +1509,13 @@ static json_t *snapshots_list(struct domed *domed, const char *agent, dome_error
     json_decref(meta);
   }
   if (d) closedir(d);
-  /* oldest first: created_at is ISO 8601 UTC, ordered as text */
+  /* oldest first (created_at_ms: CLOCK_REALTIME milliseconds) */
   size_t n = json_array_size(list);
   for (size_t i = 1; i < n; i++)
     for (size_t j = i; j > 0; j--) {
-      const char *a = json_string_value(json_object_get(json_array_get(list, j - 1), "created_at"));
-      const char *b = json_string_value(json_object_get(json_array_get(list, j), "created_at"));
-      if (a == NULL || b == NULL || strcmp(a, b) <= 0) break;
+      json_int_t a = json_integer_value(json_object_get(json_array_get(list, j - 1), "created_at_ms"));
+      json_int_t b = json_integer_value(json_object_get(json_array_get(list, j), "created_at_ms"));
+      if (a <= b) break;
       json_t *earlier = json_incref(json_array_get(list, j - 1));
       json_array_set(list, j - 1, json_array_get(list, j));
       json_array_set_new(list, j, earlier);

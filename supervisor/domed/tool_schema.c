@@ -41,7 +41,8 @@ static char *tool_description(const struct control_quota *quota, uint64_t mcp_ou
   format_bytes(quota->output_bytes, kept, sizeof kept);
   char *text = NULL;
   if (asprintf(&text,
-               "Run a Python, bash or sh program in a fresh, isolated sandbox. Limits: %s memory, %g CPU, "
+               "Run a Python, bash, sh or JavaScript (Node.js) program in a fresh, isolated sandbox. Limits: "
+               "%s memory, %g CPU, "
                "%llu processes, %g s wall clock (timeout_s may lower it), %s for /workspace and /tmp; "
                "stdout and stderr are shown up to %s each (the rest is replaced by a `[... truncated: ...]` "
                "line; %s per stream is kept). The program starts in /workspace (HOME=/workspace), where "
@@ -60,12 +61,13 @@ static char *tool_description(const struct control_quota *quota, uint64_t mcp_ou
 json_t *domed_execute_code_input_schema(void) {
   json_t *string = json_pack("{s:s}", "type", "string");
   json_t *input = json_pack(
-      "{s:s,s:{s:{s:s,s:[sss],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:O,s:s},s:{s:s,s:O,s:s},s:{s:s,s:i,s:i,s:"
+      "{s:s,s:{s:{s:s,s:[ssss],s:s},s:{s:s,s:s},s:{s:s,s:s},s:{s:s,s:O,s:s},s:{s:s,s:O,s:s},s:{s:s,s:i,s:i,s:"
       "s}},"
       "s:[ss],s:b}",
       "type", "object", "properties", "language", "type", "string", "enum", "python", "bash", "sh",
-      "description", "interpreter: python (Debian's python3), bash or sh", "code", "type", "string",
-      "description", "the program text", "stdin", "type", "string", "description",
+      "javascript", "description",
+      "interpreter: python (Debian's python3), bash, sh or javascript (Debian's nodejs)", "code", "type",
+      "string", "description", "the program text", "stdin", "type", "string", "description",
       "bytes given on standard input", "files", "type", "object", "additionalProperties", string,
       "description",
       "files placed in /workspace (the program's working directory) before the run: relative path -> "
@@ -103,18 +105,20 @@ json_t *domed_execute_code_tool(const struct control_quota *quota, uint64_t mcp_
       "truncated", "redactions");
   /* sessions enabled for the capability (dome quotas set --sessions N): execute_code may name one */
   if (quota->sessions > 0)
-    json_object_set_new(json_object_get(input, "properties"), "session_id",
-                        json_pack("{s:s,s:s}", "type", "string", "description",
-                                  "run in this session (create_session): python in its live interpreter, "
-                                  "bash/sh as a new process of its sandbox; files and variables persist"));
+    json_object_set_new(
+        json_object_get(input, "properties"), "session_id",
+        json_pack("{s:s,s:s}", "type", "string", "description",
+                  "run in this session (create_session): python in its live interpreter, "
+                  "bash/sh/javascript as a new process of its sandbox; files and variables persist"));
   json_decref(string);
   json_decref(string_map);
   char *description = tool_description(quota, mcp_output_limit);
-  json_t *tool = json_pack("{s:s,s:s,s:s,s:o,s:o,s:{s:b,s:b,s:b}}", "name", DOMED_EXECUTE_TOOL, "title",
-                           "Execute code", "description",
-                           description ? description : "Run a Python, bash or sh program in a fresh sandbox.",
-                           "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0,
-                           "destructiveHint", 0, "openWorldHint", 0);
+  json_t *tool = json_pack(
+      "{s:s,s:s,s:s,s:o,s:o,s:{s:b,s:b,s:b}}", "name", DOMED_EXECUTE_TOOL, "title", "Execute code",
+      "description",
+      description ? description : "Run a Python, bash, sh or JavaScript program in a fresh sandbox.",
+      "inputSchema", input, "outputSchema", output, "annotations", "readOnlyHint", 0, "destructiveHint", 0,
+      "openWorldHint", 0);
   free(description);
   return tool;
 }
@@ -145,9 +149,10 @@ int domed_execute_arguments_check(json_t *arguments, dome_error *err) {
     if (!ok) return dome_error_set(err, EINVAL, "invalid arguments: unknown argument `%.64s`", key);
   }
   const char *language = json_string_value(json_object_get(arguments, "language"));
-  if (language == NULL ||
-      (strcmp(language, "python") != 0 && strcmp(language, "bash") != 0 && strcmp(language, "sh") != 0))
-    return dome_error_set(err, EINVAL, "invalid arguments: `language` must be one of python, bash, sh");
+  if (language == NULL || (strcmp(language, "python") != 0 && strcmp(language, "bash") != 0 &&
+                           strcmp(language, "sh") != 0 && strcmp(language, "javascript") != 0))
+    return dome_error_set(err, EINVAL,
+                          "invalid arguments: `language` must be one of python, bash, sh, javascript");
   json_t *code = json_object_get(arguments, "code");
   if (!json_is_string(code)) return dome_error_set(err, EINVAL, "invalid arguments: `code` must be a string");
   if (json_string_length(code) > MAX_CODE_BYTES)

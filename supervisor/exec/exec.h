@@ -47,8 +47,9 @@ struct exec_identity {
 };
 
 /* The program. Either `language` + `code` (python → /usr/bin/python3 -c CODE, bash → /bin/bash -c CODE,
- * sh → /bin/sh -c CODE) or `argv`; an argv that is exactly one of those three forms is recorded as
- * language + code, so the same program has the same exec.start whoever ran it. */
+ * sh → /bin/sh -c CODE, javascript → /usr/bin/node -e CODE: Debian's nodejs) or `argv`; an argv that is
+ * exactly one of those forms is recorded as language + code, so the same program has the same exec.start
+ * whoever ran it. */
 struct exec_program {
   const char *language;
   const char *code;
@@ -236,7 +237,9 @@ int exec_program_from_arguments(const json_t *arguments, struct exec_program *pr
  * NULL when out of memory. */
 json_t *exec_unstarted_end(const struct exec_identity *identity, uint64_t queued_ms);
 
-/* The interpreter of a language (python, bash, sh), or NULL. */
+/* The interpreter of a language (python, bash, sh, javascript), or NULL. */
 const char *exec_interpreter(const char *language);
+/* The option that hands it the program text: "-e" for javascript (node), "-c" for the others. */
+const char *exec_code_option(const char *language);
 
 #endif

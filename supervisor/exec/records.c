@@ -11,7 +11,12 @@ const char *exec_interpreter(const char *language) {
   if (strcmp(language, "python") == 0) return "/usr/bin/python3";
   if (strcmp(language, "bash") == 0) return "/bin/bash";
   if (strcmp(language, "sh") == 0) return "/bin/sh";
+  if (strcmp(language, "javascript") == 0) return "/usr/bin/node";
   return NULL;
+}
+
+const char *exec_code_option(const char *language) {
+  return language && strcmp(language, "javascript") == 0 ? "-e" : "-c";
 }
 
 json_t *exec_record(const struct exec_identity *identity, const char *type) {
@@ -80,10 +85,11 @@ static void record_program(const struct exec_request *request, char *const *argv
   *code = request->program.code;
   *code_length = request->program.code_length;
   if (*language || argv == NULL) return;
-  static const char *const languages[] = {"python", "bash", "sh"};
-  if (argv[0] && argv[1] && argv[2] && argv[3] == NULL && strcmp(argv[1], "-c") == 0)
+  static const char *const languages[] = {"python", "bash", "sh", "javascript"};
+  if (argv[0] && argv[1] && argv[2] && argv[3] == NULL)
     for (size_t i = 0; i < sizeof languages / sizeof languages[0]; i++)
-      if (strcmp(argv[0], exec_interpreter(languages[i])) == 0) {
+      if (strcmp(argv[0], exec_interpreter(languages[i])) == 0 &&
+          strcmp(argv[1], exec_code_option(languages[i])) == 0) {
         *language = languages[i];
         *code = argv[2];
         *code_length = strlen(argv[2]);

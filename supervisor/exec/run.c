@@ -249,7 +249,7 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
     if (interpreter == NULL || program->code == NULL)
       return dome_error_set(err, EINVAL, "program: unknown language `%s` or no code", program->language);
     language_argv[0] = (char *)interpreter;
-    language_argv[1] = (char *)"-c";
+    language_argv[1] = (char *)exec_code_option(program->language);
     language_argv[2] = (char *)program->code;
     argv = language_argv;
   }
