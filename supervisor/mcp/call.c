@@ -396,8 +396,10 @@ static ssize_t stream_reader(void *cls, uint64_t position, char *buffer, size_t 
     if (standalone_over(stream)) break;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    if (reader->close_early && !dome_deadline_before(&now, &reader->close_at) &&
-        calls_running_locked(stream)) {
+    if (reader->close_early && !dome_deadline_before(&now, &reader->close_at)) {
+      /* calls ending (answered, or cancelled and being torn down) keep the stream to its end */
+      reader->close_early = false;
+      if (!calls_running_locked(stream)) continue;
       /* the calls go on; stream_free gives the client sse_resume_grace_ms to resume */
       pthread_mutex_unlock(&stream->lock);
       mcp_server *server = stream->server;
