@@ -21,6 +21,7 @@ static void applied(void *context, const char *document, const char *key, bool c
     domed_log("error", "fleet", "msg=\"fleet.applied not journalled: %s\"", err.message);
   json_decref(event);
   if (strcmp(document, "rules") == 0 && strcmp(key, "index") == 0) domed_rules_load_active(domed);
+  if (!atomic_load(&domed->stopping)) domed_jail_pool_invalidate(domed); /* prepared under the old state */
 }
 
 static int read_public_key(const char *journal_dir, char hex[72], dome_error *err) {

@@ -66,6 +66,20 @@ static void apply_entry(fleet *f, struct fleet_bucket *bucket, kvEntry *entry) {
 
 /* One bucket's watch: at every connection epoch a new watch of all keys, whose replay of the latest
  * value of every key ends with a NULL entry; then its updates as they come. */
+/* Whether a watch's replay, which delivered revisions up to `replayed`, missed the bucket stream's last
+ * message as its leader reports it (a server that just restarted may answer from a copy that is not
+ * current yet): a replay is only complete when it holds the latest write. */
+static bool replay_behind(fleet *f, struct fleet_bucket *bucket, uint64_t replayed, uint64_t *last) {
+  char stream[sizeof bucket->name + 8];
+  snprintf(stream, sizeof stream, "KV_%s", bucket->name);
+  jsStreamInfo *info = NULL;
+  jsErrCode code = 0;
+  if (js_GetStreamInfo(&info, f->js, stream, NULL, &code) != NATS_OK) return true; /* unknown: watch again */
+  *last = info->State.LastSeq;
+  jsStreamInfo_Destroy(info);
+  return *last > replayed;
+}
+
 static void *watch_main(void *argument) {
   struct fleet_bucket *bucket = argument;
   fleet *f = bucket->owner;
@@ -82,6 +96,7 @@ static void *watch_main(void *argument) {
       fleet_sleep_ms(500);
       continue;
     }
+    uint64_t replayed = 0; /* highest revision this watch delivered */
     for (;;) {
       pthread_mutex_lock(&f->lock);
       bool current = f->epoch == epoch && atomic_load(&f->connected);
@@ -95,7 +110,16 @@ static void *watch_main(void *argument) {
         fprintf(stderr, "fleet: watch of %s: %s\n", bucket->name, err.message);
         break;
       }
-      if (entry == NULL) { /* the replay is complete */
+      if (entry == NULL) { /* the replay is complete if it reached the stream's last message */
+        uint64_t last = 0;
+        if (replay_behind(f, bucket, replayed, &last)) {
+          fprintf(stderr,
+                  "fleet: replay of %s ended at revision %" PRIu64 " before the stream's %" PRIu64
+                  ": watching again\n",
+                  bucket->name, replayed, last);
+          fleet_sleep_ms(200);
+          break;
+        }
         pthread_mutex_lock(&f->lock);
         bucket->synced_epoch = epoch;
         fleet_update_sync(f);
@@ -103,6 +127,7 @@ static void *watch_main(void *argument) {
         pthread_mutex_unlock(&f->lock);
         continue;
       }
+      if (kvEntry_Revision(entry) > replayed) replayed = kvEntry_Revision(entry);
       apply_entry(f, bucket, entry);
       kvEntry_Destroy(entry);
     }
