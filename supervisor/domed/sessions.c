@@ -1174,7 +1174,8 @@ const char *domed_sessions_kernel_state_reason(void) {
  * `dome sessions snapshots` lists without opening the archives. */
 static int snapshot_meta_write(const char *path, json_t *meta, dome_error *err) {
   char temporary[1300];
-  snprintf(temporary, sizeof temporary, "%s.tmp", path);
+  if (snprintf(temporary, sizeof temporary, "%s.tmp", path) >= (int)sizeof temporary)
+    return dome_error_set(err, ENAMETOOLONG, "snapshot path `%.200s...`: too long", path);
   int fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return dome_error_set_errno(err, errno, "snapshot `%s`", temporary);
   char *text = json_dumps(meta, JSON_COMPACT);

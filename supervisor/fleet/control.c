@@ -142,11 +142,13 @@ int fleet_control_start(fleet *f, control_store *store, fleet_applied applied, v
   f->store = store;
   f->applied = applied;
   f->applied_context = context;
+  char fleet_name[sizeof f->fleet_name]; /* a copy: the bucket names are written inside *f */
+  memcpy(fleet_name, f->fleet_name, sizeof fleet_name);
   for (int i = 0; i < FLEET_DOCUMENTS; i++) {
     struct fleet_bucket *bucket = &f->buckets[i];
     bucket->owner = f;
     bucket->document = documents[i];
-    snprintf(bucket->name, sizeof bucket->name, "DOME_%s_%s", f->fleet_name, documents[i]);
+    snprintf(bucket->name, sizeof bucket->name, "DOME_%s_%s", fleet_name, documents[i]);
     bucket->revisions = json_object();
   }
   f->controlling = true;

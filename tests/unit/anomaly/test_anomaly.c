@@ -124,7 +124,7 @@ static void test_contains_folded_once_per_event(void **state) {
     json_t *event = json_object();
     int hit_field = round % 3 == 0 ? -1 : round % 12; /* every third event has no hit */
     for (int f = 0; f < 12; f++) {
-      char name[8], text[64];
+      char name[16], text[64];
       snprintf(name, sizeof name, "f%d", f);
       snprintf(text, sizeof text, f == hit_field ? "import CTypes # %02d" : "import OTypes # %02d", round);
       json_object_set_new(event, name, json_string(text));
