@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -105,10 +106,22 @@ static struct pool_class *class_to_refill(struct domed_jail_pool *pool) {
   return best;
 }
 
+/* Whether this process may raise a priority again (CAP_SYS_NICE effective). */
+static bool may_raise_priority(void) {
+  cap_t caps = cap_get_proc();
+  cap_flag_value_t value = CAP_CLEAR;
+  if (caps) cap_get_flag(caps, CAP_SYS_NICE, CAP_EFFECTIVE, &value);
+  cap_free(caps);
+  return value == CAP_SET;
+}
+
 static void *refill_main(void *context) {
   struct domed_jail_pool *pool = context;
-  /* background work: preparing yields the CPU to the calls (a bound jail gets its caller's priority) */
-  if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), REFILL_NICE) < 0)
+  /* background work: preparing yields the CPU to the calls (a bound jail gets its caller's priority
+   * back, which takes CAP_SYS_NICE: without it the refill keeps the calls' priority) */
+  if (!may_raise_priority())
+    domed_log("info", "jail_pool", "msg=\"refill runs at the calls' priority: no CAP_SYS_NICE\"");
+  else if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), REFILL_NICE) < 0)
     domed_log("warn", "jail_pool", "msg=\"refill runs at the calls' priority\" errno=%d", errno);
   bool failing = false;
   pthread_mutex_lock(&pool->lock);

@@ -1157,7 +1157,7 @@ static void criu_probe(void) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     snprintf(
         criu_reason, sizeof criu_reason,
-        "criu check passes on this host, but checkpointing a session's kernel inside its jail is not built");
+        "criu check passes on this host, but dome does not checkpoint a session's kernel inside its jail");
   else
     snprintf(criu_reason, sizeof criu_reason, "criu check fails on kernel %.64s: %.300s", host.release,
              why ? why : "no reason given");

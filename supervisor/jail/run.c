@@ -1026,6 +1026,19 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
     return jail_run(c, result, err);
   }
   struct run_state *s = &p->state;
+  /* The scheduling priority of the calling thread, as a fresh jail's child inherits it (whoever prepared
+   * the jail may run at a lower one); the child is the jail's only process still. Where it cannot be
+   * given back (no CAP_SYS_NICE to raise a priority) the call runs in a fresh jail instead. */
+  errno = 0;
+  int nice_value = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  int saved = errno;
+  errno = 0;
+  int child_nice = getpriority(PRIO_PROCESS, (id_t)s->pid);
+  if ((nice_value == -1 && saved != 0) || (child_nice == -1 && errno != 0) ||
+      (child_nice != nice_value && setpriority(PRIO_PROCESS, (id_t)s->pid, nice_value) < 0)) {
+    jail_prepared_discard(p);
+    return jail_run(c, result, err);
+  }
   memcpy(result->jail_id, p->made.jail_id, sizeof result->jail_id);
   result->enforcement = p->made.enforcement;
   result->landlock = p->made.landlock;
@@ -1035,14 +1048,6 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
   /* The call's quota, written again and read back, then its hooks (the kernel rules attached to the
    * leaf), all before anything of the call reaches the child. */
   if ((r = jail_cgroup_apply_limits(&s->leaf, &p->shape.limits, err)) < 0) goto out;
-  /* The scheduling priority of the calling thread, as a fresh jail's child inherits it (whoever prepared
-   * the jail may run at a lower one); the child is the jail's only process still. */
-  errno = 0;
-  int nice_value = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
-  if ((nice_value == -1 && errno != 0) || setpriority(PRIO_PROCESS, (id_t)s->pid, nice_value) < 0) {
-    r = dome_error_set_errno(err, errno, "set the priority of jail `%s`", result->jail_id);
-    goto out;
-  }
   if (c->on_cgroup_ready) {
     struct jail_cgroup cg = {s->leaf.v2_path, s->leaf.v2_fd, s->leaf.v2_id, result->jail_id};
     if ((r = c->on_cgroup_ready(c->hook_context, &cg, err)) < 0) goto out;

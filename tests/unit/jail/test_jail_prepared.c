@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/capability.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -328,6 +329,39 @@ static void priority_follows_the_call(void **state) {
   jail_result_release(&r);
 }
 
+/* Without CAP_SYS_NICE (a service whose capability set lacks it) the caller's priority cannot be given
+ * back to a jail prepared at a lower one: the call runs in a fresh jail, at the caller's priority, and
+ * does not fail. Capabilities are per thread: only this one drops it, for the call. */
+static void priority_not_given_back_runs_fresh(void **state) {
+  (void)state;
+  struct jail_prepared *p = NULL;
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, prepare_niced, &p), 0);
+  for (int i = 0; i < 2000 && p == NULL; i++) usleep(5000);
+  assert_non_null(p);
+  cap_t caps = cap_get_proc();
+  assert_non_null(caps);
+  cap_value_t nice_cap[] = {CAP_SYS_NICE};
+  assert_int_equal(cap_set_flag(caps, CAP_EFFECTIVE, 1, nice_cap, CAP_CLEAR), 0);
+  assert_int_equal(cap_set_proc(caps), 0);
+  char *argv[] = {"sh", "-c", "cut -d' ' -f19 /proc/self/stat", NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  struct jail_result r;
+  dome_error err = {0};
+  struct jail_prepared *taken = p;
+  int rc = jail_prepared_run(taken, &c, &r, &err);
+  assert_int_equal(cap_set_flag(caps, CAP_EFFECTIVE, 1, nice_cap, CAP_SET), 0);
+  assert_int_equal(cap_set_proc(caps), 0);
+  cap_free(caps);
+  *(struct jail_prepared *volatile *)&p = NULL;
+  pthread_join(thread, NULL);
+  if (rc != 0) fail_msg("jail_prepared_run without CAP_SYS_NICE: %d %s", rc, err.message);
+  assert_false(r.prepared);
+  assert_string_equal(r.stdout_data, "0\n");
+  jail_result_release(&r);
+}
+
 static void *prepare_and_exit(void *out) {
   char *argv[] = {"true", NULL};
   struct jail_config shape;
@@ -429,6 +463,7 @@ int main(void) {
       cmocka_unit_test(quota_applies),
       cmocka_unit_test(other_shape_gets_fresh_jail),
       cmocka_unit_test(priority_follows_the_call),
+      cmocka_unit_test(priority_not_given_back_runs_fresh),
       cmocka_unit_test(dead_child_gets_fresh_jail),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
