@@ -59,8 +59,12 @@ struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 256);
   __type(key, __u32);
-  __type(value, __u32);
+  __type(value, struct dome_ruleset);
 } rulesets SEC(".maps");
+
+/* Set by the loader before load: the LSM socket_connect runs before the cgroup connect4/6 for every
+ * connect(2) and reports its shadow differences, so the cgroup programs do not report them again. */
+const volatile __u32 lsm_decides_connect = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -112,8 +116,8 @@ struct dome_verdict_cache {
   __u64 mount;
   __u32 generation;
   __u32 epoch;
-  __u32 allowed; /* ACCESS_* bits */
-  __u32 pad;
+  __u32 allowed;           /* ACCESS_* bits (allowed by the shadow tables too, when there are some) */
+  __u32 shadow_generation; /* 0: none */
 };
 
 struct {
@@ -148,10 +152,18 @@ struct {
   __type(value, struct file_scratch);
 } file_scratch SEC(".maps");
 
-static __always_inline __u32 ruleset_generation(const struct dome_jail *jail) {
+/* The active generation of the jail's ruleset (0: none, everything denied); *shadow the shadow one (0: no
+ * shadow tables). One lookup for both. */
+static __always_inline __u32 ruleset_generations(const struct dome_jail *jail, __u32 *shadow) {
   __u32 slot = jail->ruleset;
-  __u32 *generation = bpf_map_lookup_elem(&rulesets, &slot);
-  return generation ? *generation : 0;
+  struct dome_ruleset *ruleset = bpf_map_lookup_elem(&rulesets, &slot);
+  *shadow = ruleset ? ruleset->shadow_generation : 0;
+  return ruleset ? ruleset->generation : 0;
+}
+
+static __always_inline __u32 ruleset_generation(const struct dome_jail *jail) {
+  __u32 shadow;
+  return ruleset_generations(jail, &shadow);
 }
 
 static __always_inline struct dome_event *event_reserve(__u64 cgroup_id, __u32 hook, __u32 entry,
@@ -173,7 +185,12 @@ static __always_inline struct dome_event *event_reserve(__u64 cgroup_id, __u32 h
   event->family = 0;
   event->port = 0;
   event->extra = 0;
+  event->kind = DOME_EVENT_DENIAL;
+  event->decision = DOME_DECISION_DENY;
+  event->shadow_decision = DOME_DECISION_DENY;
   event->pad = 0;
+  event->shadow_entry = DOME_BPF_NO_ENTRY;
+  event->shadow_generation = 0;
   __builtin_memset(event->address, 0, sizeof(event->address));
   event->path[0] = 0;
   return event;
@@ -199,6 +216,29 @@ static __always_inline void report_net(__u64 cgroup_id, __u32 hook, const struct
   bpf_ringbuf_submit(event, 0);
 }
 
+/* Shadow tables (shadow_generation != 0): decide the request again under them; when that differs from the
+ * active decision (allowed, entry under generation), report it as a DOME_EVENT_SHADOW. Never changes the
+ * outcome. */
+static __always_inline void shadow_net(__u64 cgroup_id, __u32 hook, const struct net_request *request,
+                                       int allowed, __u32 entry, __u32 generation, __u32 shadow_generation) {
+  __u32 shadow_entry = DOME_BPF_NO_ENTRY;
+  int shadow_allowed = net_decide(request, shadow_generation, &shadow_entry);
+  if (shadow_allowed == allowed) return;
+  struct dome_event *event = event_begin(cgroup_id, hook, entry, generation);
+  if (!event) return;
+  event->kind = DOME_EVENT_SHADOW;
+  event->decision = allowed ? DOME_DECISION_ALLOW : DOME_DECISION_DENY;
+  event->shadow_decision = shadow_allowed ? DOME_DECISION_ALLOW : DOME_DECISION_DENY;
+  event->shadow_entry = shadow_entry;
+  event->shadow_generation = shadow_generation;
+  event->action = request->action;
+  event->family = request->family;
+  event->port = request->port;
+  __builtin_memcpy(event->address, request->address, 16);
+  event->extra = request->protocol;
+  bpf_ringbuf_submit(event, 0);
+}
+
 /* Common body of the sock_addr programs. ip6 != 0 selects the IPv6 fields. */
 static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 action, __u32 hook, int ip6) {
   __u64 cgroup_id = bpf_get_current_cgroup_id();
@@ -214,9 +254,13 @@ static __always_inline int sock_addr_check(struct bpf_sock_addr *ctx, __u8 actio
     request.family = 4;
     __builtin_memcpy(request.address, &ip4, 4);
   }
-  __u32 generation = jail ? ruleset_generation(jail) : 0;
+  __u32 shadow_generation = 0;
+  __u32 generation = jail ? ruleset_generations(jail, &shadow_generation) : 0;
   __u32 entry = DOME_BPF_NO_ENTRY;
-  if (jail && net_decide(&request, generation, &entry)) return 1;
+  int allowed = jail && net_decide(&request, generation, &entry);
+  if (shadow_generation && !(action == DOME_NET_CONNECT && lsm_decides_connect))
+    shadow_net(cgroup_id, hook, &request, allowed, entry, generation, shadow_generation);
+  if (allowed) return 1;
   report_net(cgroup_id, hook, &request, entry, generation);
   return 0;
 }
@@ -359,7 +403,8 @@ static __always_inline int decide(struct dome_file_key *key, struct dentry *dent
  * build_path (file_permission, where bpf_d_path is refused). */
 static __always_inline int file_check(struct file *file, __u8 access, __u32 hook, __u64 cgroup_id,
                                       struct dome_jail *jail, bool by_d_path) {
-  __u32 generation = ruleset_generation(jail);
+  __u32 shadow_generation;
+  __u32 generation = ruleset_generations(jail, &shadow_generation);
   __u32 zero = 0;
   __u32 epoch = current_path_epoch();
   struct inode *inode = file->f_inode;
@@ -374,7 +419,8 @@ static __always_inline int file_check(struct file *file, __u8 access, __u32 hook
       __u64 sequence = cached->sequence;
       compiler_barrier();
       bool hit = !(sequence & 1) && cached->cgroup_id == cgroup_id && cached->mount == mount &&
-                 cached->generation == generation && cached->epoch == epoch && (cached->allowed & access);
+                 cached->generation == generation && cached->epoch == epoch &&
+                 cached->shadow_generation == shadow_generation && (cached->allowed & access);
       compiler_barrier();
       if (hit && cached->sequence == sequence) return 0;
     }
@@ -388,8 +434,30 @@ static __always_inline int file_check(struct file *file, __u8 access, __u32 hook
     length = build_path(0, file->f_path.mnt, file->f_path.dentry);
   __u32 entry = DOME_BPF_NO_ENTRY;
   int allowed = length > 0 && decide(&s->key, file->f_path.dentry, generation, access, &entry);
+  /* Shadow tables: the same access decided under them. A difference is reported where the access is
+   * decided once (open, receive, exec: by_d_path); reads and writes of an open descriptor only keep the
+   * file out of the cache, so that its next open is decided (and reported) again. */
+  int shadow_allowed = allowed;
+  if (shadow_generation) {
+    __u32 shadow_entry = DOME_BPF_NO_ENTRY;
+    shadow_allowed =
+        length > 0 && decide(&s->key, file->f_path.dentry, shadow_generation, access, &shadow_entry);
+    if (by_d_path && shadow_allowed != allowed) {
+      struct dome_event *event = event_begin(cgroup_id, hook, entry, generation);
+      if (event) {
+        event->kind = DOME_EVENT_SHADOW;
+        event->action = access;
+        event->decision = allowed ? DOME_DECISION_ALLOW : DOME_DECISION_DENY;
+        event->shadow_decision = shadow_allowed ? DOME_DECISION_ALLOW : DOME_DECISION_DENY;
+        event->shadow_entry = shadow_entry;
+        event->shadow_generation = shadow_generation;
+        bpf_probe_read_kernel_str(event->path, sizeof(event->path), s->key.path);
+        bpf_ringbuf_submit(event, 0);
+      }
+    }
+  }
   if (allowed) {
-    if (cacheable) {
+    if (cacheable && shadow_allowed) {
       struct dome_verdict_cache *cached =
           bpf_inode_storage_get(&verdicts, inode, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
       __u64 sequence = cached ? cached->sequence : 1;
@@ -398,11 +466,12 @@ static __always_inline int file_check(struct file *file, __u8 access, __u32 hook
           __sync_val_compare_and_swap(&cached->sequence, sequence, sequence + 1) == sequence) {
         compiler_barrier();
         if (cached->cgroup_id != cgroup_id || cached->mount != mount || cached->generation != generation ||
-            cached->epoch != epoch) {
+            cached->epoch != epoch || cached->shadow_generation != shadow_generation) {
           cached->cgroup_id = cgroup_id;
           cached->mount = mount;
           cached->generation = generation;
           cached->epoch = epoch;
+          cached->shadow_generation = shadow_generation;
           cached->allowed = 0;
         }
         cached->allowed |= access;
@@ -638,9 +707,13 @@ int BPF_PROG(dome_socket_connect, struct socket *sock, struct sockaddr *address,
     }
     return -EPERM;
   }
-  __u32 generation = ruleset_generation(jail);
+  __u32 shadow_generation;
+  __u32 generation = ruleset_generations(jail, &shadow_generation);
   __u32 entry;
-  if (net_decide(&request, generation, &entry)) return 0;
+  int allowed = net_decide(&request, generation, &entry);
+  if (shadow_generation)
+    shadow_net(cgroup_id, DOME_HOOK_SOCKET_CONNECT, &request, allowed, entry, generation, shadow_generation);
+  if (allowed) return 0;
   report_net(cgroup_id, DOME_HOOK_SOCKET_CONNECT, &request, entry, generation);
   return -EPERM;
 }

@@ -4,7 +4,8 @@
  *
  * Maps (see dome.bpf.c):
  *   jails      array  slot -> struct dome_jail (open addressing on the cgroup id, see DOME_BPF_JAIL_SLOTS)
- *   rulesets   array  ruleset -> __u32 generation              (0: not installed; switched atomically)
+ *   rulesets   array  ruleset -> struct dome_ruleset (the active generation, 0: not installed; and the
+ *                     shadow generation, 0: no shadow tables; each switched by one map update)
  *   net_rules  LPM    struct dome_net_key -> struct dome_net_value
  *   file_rules LPM    struct dome_file_key -> struct dome_file_value   (paths as the jail sees them)
  *   inode_rules hash  struct dome_inode_key -> struct dome_file_value  (table paths by device+inode, and
@@ -70,6 +71,12 @@ enum dome_hook {
 };
 #define DOME_HOOK_LAST DOME_HOOK_PATH_RENAME
 
+/* What an event reports (struct dome_event.kind). */
+enum dome_event_kind {
+  DOME_EVENT_DENIAL = 0, /* the active tables refused (the request failed) */
+  DOME_EVENT_SHADOW = 1, /* the shadow tables would decide otherwise than the active ones, which decided */
+};
+
 #define DOME_BPF_PORT_RANGES 16
 #define DOME_BPF_PATH_BYTES 248 /* file key path bytes (LPM data max is 256, minus the 8-byte header) */
 #define DOME_BPF_EVENT_PATH 256
@@ -91,6 +98,15 @@ enum dome_hook {
 /* Jail flags. */
 #define DOME_JAIL_ALLOW_RAW 1u      /* SOCK_RAW / SOCK_PACKET permitted */
 #define DOME_JAIL_QUOTA_REPORTED 2u /* the egress-quota denial was already reported */
+
+/* rulesets map value. A program reads both generations with one lookup; without shadow tables
+ * (shadow_generation 0) nothing else is looked up. The two words may be switched by separate updates: a
+ * program may pair the new active generation with the old shadow one for one request, which only affects
+ * what is reported, never what is enforced. */
+struct dome_ruleset {
+  __u32 generation;        /* active tables: they decide (0: not installed) */
+  __u32 shadow_generation; /* shadow tables: only compared and reported (0: none) */
+};
 
 struct dome_jail {
   __u64 cgroup_id; /* 0: empty slot, DOME_BPF_JAIL_TOMBSTONE: removed */
@@ -164,8 +180,13 @@ struct dome_event {
   __u8 family; /* 4, 6, or 0 */
   __u16 port;  /* host order */
   __u8 address[16];
-  __u32 extra; /* family for sock_create, target pid for ptrace/kill, bpf cmd */
-  __u32 pad;
+  __u32 extra;   /* family for sock_create, target pid for ptrace/kill, bpf cmd, protocol for network hooks */
+  __u8 kind;     /* enum dome_event_kind */
+  __u8 decision; /* DOME_EVENT_SHADOW: the active tables' enum dome_decision (entry, generation) */
+  __u8 shadow_decision; /* DOME_EVENT_SHADOW: the shadow tables' (shadow_entry, shadow_generation) */
+  __u8 pad;
+  __u32 shadow_entry; /* DOME_EVENT_SHADOW: index in the shadow tables, or DOME_BPF_NO_ENTRY */
+  __u32 shadow_generation;
   char path[DOME_BPF_EVENT_PATH];
 };
 

@@ -1,5 +1,5 @@
-// Agents: status, capabilities, the last hour's executions (a per-minute chart drawn on a canvas,
-// failures, kernel denials, redactions), quotas; suspend and resume for the operator role only (the
+// Agents: status, capabilities, the last hour's activity (the calls per minute, the Cedar decisions on
+// mcp:call, drawn on a canvas; allowed and denied calls, executions, failures, kernel denials, redactions), quotas; suspend and resume for the operator role only (the
 // auditor sees no such buttons, and domed refuses the request anyway).
 import { api } from './api.js';
 import { clear, el, time } from './dom.js';
@@ -10,16 +10,18 @@ export function agentsView(container) {
   const body = el('tbody', { id: 'agents-rows' });
   const quotas = el('section', { id: 'quotas' });
   container.append(el('h1', {}, 'Agents'), status,
-    el('table', {}, el('thead', {}, el('tr', {}, ['agent', 'status', 'capabilities', 'last hour (executions per minute)', 'executions', 'failed', 'kernel denials', 'redactions', 'updated', session.role === 'operator' ? 'action' : null]
+    el('table', {}, el('thead', {}, el('tr', {}, ['agent', 'status', 'capabilities', 'last hour (calls per minute)', 'allowed', 'denied', 'executions', 'failed', 'kernel denials', 'redactions', 'updated', session.role === 'operator' ? 'action' : null]
       .filter(Boolean).map((h) => el('th', { scope: 'col' }, h)))), body), quotas);
   const load = () => api('agents').then((answer) => {
     clear(body);
     status.textContent = `${answer.agents.length} agents`;
     for (const agent of answer.agents) {
-      const a = answer.activity?.[agent.name] ?? { per_minute: new Array(60).fill(0), executions: 0, failed: 0, denials: 0, redactions: 0 };
+      const a = answer.activity?.[agent.name] ?? { calls_per_minute: new Array(60).fill(0), allow: 0, deny: 0, executions: 0, failed: 0, denials: 0, redactions: 0 };
       const cells = [el('td', {}, agent.name), el('td', { class: agent.status === 'active' ? 'allow' : 'deny' }, agent.status),
-        el('td', {}, (agent.capabilities || []).join(', ')), el('td', {}, chart(a.per_minute, agent.name)),
-        el('td', { class: 'activity-executions' }, a.executions), el('td', {}, a.failed), el('td', {}, a.denials), el('td', {}, a.redactions),
+        el('td', {}, (agent.capabilities || []).join(', ')), el('td', {}, chart(a.calls_per_minute, agent.name)),
+        el('td', { class: 'activity-allow' }, a.allow), el('td', { class: 'activity-deny' }, a.deny),
+        el('td', { class: 'activity-executions' }, a.executions), el('td', { class: 'activity-failed' }, a.failed),
+        el('td', { class: 'activity-denials' }, a.denials), el('td', { class: 'activity-redactions' }, a.redactions),
         el('td', {}, agent.updated ? time(new Date(agent.updated * 1000).toISOString()) : '')];
       if (session.role === 'operator' && agent.status !== 'revoked') {
         const verb = agent.status === 'suspended' ? 'resume' : 'suspend';
@@ -55,7 +57,7 @@ export function agentsView(container) {
 // 60 bars, one a minute, oldest first; the numbers are also in the canvas's label for screen readers.
 function chart(perMinute, name) {
   const canvas = el('canvas', { width: 180, height: 32, role: 'img',
-    'aria-label': `${name}: executions per minute over the last hour, most ${Math.max(0, ...perMinute)}, now ${perMinute[59] ?? 0}` });
+    'aria-label': `${name}: calls per minute over the last hour, most ${Math.max(0, ...perMinute)}, now ${perMinute[59] ?? 0}` });
   const context = canvas.getContext('2d');
   const most = Math.max(1, ...perMinute);
   context.fillStyle = '#0b5cad';

@@ -7,8 +7,9 @@ import { executionsView } from './executions.js';
 import { agentsView } from './agents.js';
 import { rulesView } from './rules.js';
 import { overviewView } from './overview.js';
+import { anomaliesView } from './anomalies.js';
 
-const views = { overview: overviewView, live: liveView, executions: executionsView, agents: agentsView, rules: rulesView };
+const views = { overview: overviewView, live: liveView, executions: executionsView, agents: agentsView, rules: rulesView, anomalies: anomaliesView };
 export const session = { operator: '', role: '' };
 let stopCurrent = null;
 

@@ -1,5 +1,7 @@
-// Rules: the stored versions, the line diff between two of them, and the simulation of a candidate
-// (pasted or uploaded) against the recorded requests: its DecisionDiffs (`dome rules simulate`).
+// Rules: the stored versions, the line diff between two of them, the simulation of a candidate
+// (pasted or uploaded) against the recorded requests: its DecisionDiffs (`dome rules simulate`), and the
+// shadow report when a shadow version runs beside the active one (`dome rules shadow`: the summary
+// domed keeps, its flips by tool, agent and policy, and its latest DecisionDiffs, in the same rows).
 import { api } from './api.js';
 import { clear, el, time } from './dom.js';
 import { navigate, onUnauthorized } from './app.js';
@@ -28,8 +30,8 @@ export function rulesView(container, parts, params) {
   const body = el('tbody', { id: 'rules-rows' });
   const diff = el('section', { id: 'rules-diff' });
   container.append(el('h1', {}, 'Rules'), status,
-    el('table', {}, el('thead', {}, el('tr', {}, ['version', 'name', 'created', 'active', 'bytes'].map((h) => el('th', { scope: 'col' }, h)))), body), diff,
-    simulation());
+    el('table', {}, el('thead', {}, el('tr', {}, ['version', 'name', 'created', 'active', 'bytes'].map((h) => el('th', { scope: 'col' }, h)))), body),
+    shadowReport(), diff, simulation());
   api('rules').then(async (answer) => {
     status.textContent = `${answer.versions.length} versions`;
     for (const v of answer.versions)
@@ -56,6 +58,47 @@ export function rulesView(container, parts, params) {
 
 const DIFF_COLUMNS = ['seq', 'time', 'type', 'agent', 'action', 'resource', 'change', 'was', 'now'];
 
+// One DecisionDiff row, of a simulation (time RFC 3339, change given) or of the shadow (time in Unix
+// seconds, the change read from the old decision, the live request's type).
+function diffRow(d) {
+  const change = d.change ?? (d.old?.decision === 'allow' ? 'allow_to_deny' : 'deny_to_allow');
+  const when = typeof d.time === 'number' ? new Date(d.time * 1000).toISOString() : d.time;
+  return el('tr', { 'data-seq': d.seq, 'data-change': change },
+    el('td', {}, d.seq), el('td', {}, time(when)), el('td', {}, d.type ?? 'authz.shadow'), el('td', {}, d.agent ?? ''), el('td', {}, d.action),
+    el('td', {}, d.mcp_tool ? `${d.resource} (${d.mcp_tool})` : d.resource), el('td', { class: change === 'allow_to_deny' ? 'deny' : 'allow' }, change.replace(/_/g, ' ')),
+    el('td', {}, `${d.old?.decision} (${(d.old?.determining || []).join(', ') || 'none'})`),
+    el('td', {}, `${d.new?.decision} (${(d.new?.determining || []).join(', ') || 'none'})`));
+}
+
+function flipTable(id, title, rows) {
+  return el('table', { id }, el('caption', {}, `flips by ${title}`),
+    el('thead', {}, el('tr', {}, [title, 'allow → deny', 'deny → allow'].map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, Object.entries(rows || {}).map(([name, n]) => el('tr', { 'data-name': name },
+      el('td', {}, name), el('td', { class: 'to-deny' }, n.allow_to_deny), el('td', { class: 'to-allow' }, n.deny_to_allow)))));
+}
+
+function shadowReport() {
+  const section = el('section', { id: 'rules-shadow' });
+  api('rules/shadow').then((report) => {
+    if (!report.shadow) {
+      section.append(el('h2', {}, 'Shadow rules'), el('p', { id: 'shadow-summary', class: 'muted' },
+        'no shadow rules (dome rules apply FILE --name N --shadow)'));
+      return;
+    }
+    const s = report.summary;
+    const since = new Date(report.shadow.since * 1000).toISOString();
+    section.append(el('h2', {}, `Shadow rules: ${report.shadow.name} (v${report.shadow.version})`),
+      el('p', { id: 'shadow-summary', role: 'status' },
+        `since ${time(since)}: ${s.evaluated} live requests evaluated under both versions: ${s.unchanged} unchanged, ${s.allow_to_deny} allow → deny, ${s.deny_to_allow} deny → allow, ${s.errors} errors`),
+      el('div', { class: 'flips' }, flipTable('shadow-by-tool', 'tool', report.by_tool), flipTable('shadow-by-agent', 'agent', report.by_agent),
+        flipTable('shadow-by-policy', 'policy', report.by_policy)),
+      el('h3', {}, report.diffs_truncated ? `The latest ${report.diffs.length} DecisionDiffs` : 'DecisionDiffs'),
+      el('table', {}, el('thead', {}, el('tr', {}, DIFF_COLUMNS.map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', { id: 'shadow-rows' }, report.diffs.map(diffRow))));
+  }).catch((error) => { if (!onUnauthorized(error)) section.append(el('p', { class: 'error' }, error.message)); });
+  return section;
+}
+
 function simulation() {
   const candidate = el('textarea', { id: 'candidate', 'aria-label': 'Candidate rules (Cedar)', spellcheck: 'false' });
   const upload = el('input', { id: 'candidate-file', type: 'file', accept: '.cedar,text/plain' });
@@ -71,12 +114,7 @@ function simulation() {
       const s = report.summary;
       summary.textContent = `${s.evaluated} recorded requests evaluated: ${s.unchanged} unchanged, ${s.allow_to_deny} allow → deny, ${s.deny_to_allow} deny → allow, ${s.errors} errors` +
         (report.diffs_truncated ? ` (showing the first ${report.diffs.length} DecisionDiffs)` : '');
-      for (const d of report.diffs)
-        body.append(el('tr', { 'data-seq': d.seq, 'data-change': d.change },
-          el('td', {}, d.seq), el('td', {}, time(d.time)), el('td', {}, d.type), el('td', {}, d.agent ?? ''), el('td', {}, d.action),
-          el('td', {}, d.resource), el('td', { class: d.change === 'allow_to_deny' ? 'deny' : 'allow' }, d.change.replace(/_/g, ' ')),
-          el('td', {}, `${d.old?.decision} (${(d.old?.determining || []).join(', ') || 'none'})`),
-          el('td', {}, `${d.new?.decision} (${(d.new?.determining || []).join(', ') || 'none'})`)));
+      for (const d of report.diffs) body.append(diffRow(d));
     } catch (error) {
       if (!onUnauthorized(error)) summary.textContent = error.message;
     }

@@ -89,6 +89,10 @@ const char *anomaly_rule_set_digest(const anomaly_rule_set *set);
  * "detection" or the correlation type. */
 json_t *anomaly_rule_set_describe(const anomaly_rule_set *set);
 
+/* The file the rule with `id` was read from, as named to the loader (borrowed, valid while the set is),
+ * or NULL when no rule of the set has that id. */
+const char *anomaly_rule_set_rule_file(const anomaly_rule_set *set, const char *id);
+
 /* Shared ownership: a set may be used by several engines; the last release frees it. */
 anomaly_rule_set *anomaly_rule_set_retain(anomaly_rule_set *set);
 void anomaly_rule_set_release(anomaly_rule_set *set);
@@ -136,5 +140,36 @@ int anomaly_engine_process(anomaly_engine *engine, const json_t *event, uint64_t
 void anomaly_engine_stats_get(const anomaly_engine *engine, anomaly_engine_stats *stats);
 
 void anomaly_engine_free(anomaly_engine *engine);
+
+/* Handing events to a detection thread without allocating on the journalling thread in the steady state.
+ * anomaly_event_text: `event`'s compact JSON text (RFC 8259), *length bytes, not NUL-terminated, in a
+ * buffer the calling thread keeps (valid until its next call; freed when the thread ends). NULL when out
+ * of memory or the text exceeds 4 MiB. */
+const char *anomaly_event_text(const json_t *event, size_t *length);
+
+/* A block of text in a pool of spare blocks. The pool is not locked: use it under the queue's lock. */
+typedef struct anomaly_block {
+  char *data;
+  size_t length, capacity; /* bytes */
+} anomaly_block;
+
+typedef struct anomaly_block_pool {
+  anomaly_block *spare;
+  size_t count;
+} anomaly_block_pool;
+
+#define ANOMALY_BLOCKS_KEPT 4096          /* spare blocks a pool keeps at most */
+#define ANOMALY_BLOCK_KEPT_MAX (64 << 10) /* larger blocks are freed, not kept (bytes) */
+
+/* Copy `length` bytes of `text` into a block taken from the pool (grown when too small; a new one when
+ * the pool is empty). Returns 0, or -ENOMEM with *block empty. */
+int anomaly_block_fill(anomaly_block_pool *pool, const char *text, size_t length, anomaly_block *block);
+
+/* Give a block back to the pool (freed when the pool is full or the block is over
+ * ANOMALY_BLOCK_KEPT_MAX); *block is emptied. */
+void anomaly_block_release(anomaly_block_pool *pool, anomaly_block *block);
+
+/* Free every spare block. */
+void anomaly_block_pool_clear(anomaly_block_pool *pool);
 
 #endif

@@ -310,7 +310,31 @@ static bool each_member(const json_t *member, void *context) {
   return values_match(c->test, member, c->event, c->scratch);
 }
 
+/* The event's top-level member `test->field`, looked up once per event. */
+static const json_t *top_level_member(const struct field_test *test, const json_t *event,
+                                      struct anomaly_scratch *scratch) {
+  size_t i = test->field_id - 1;
+  if (scratch->member_generations[i] != scratch->generation) {
+    scratch->members[i] =
+        json_is_object(event) ? json_object_getn(event, test->field, test->field_length) : NULL;
+    scratch->member_generations[i] = scratch->generation;
+  }
+  return scratch->members[i];
+}
+
 static bool test_match(const struct field_test *test, const json_t *event, struct anomaly_scratch *scratch) {
+  if (test->type_slot_count && scratch && scratch->type_generation == scratch->generation &&
+      scratch->type_kind != TYPE_OTHER) { /* an exact type test: the event type's slot answers */
+    if (scratch->type_kind == TYPE_NONE || scratch->type_slot == NULL) return false;
+    for (size_t i = 0; i < test->type_slot_count; i++)
+      if (test->type_slots[i] == scratch->type_slot) return true;
+    return false;
+  }
+  if (test->field_id && scratch && scratch->members) { /* no dot: the member itself, or missing (null) */
+    const json_t *member = top_level_member(test, event, scratch);
+    if (test->exists_test) return (member != NULL) == test->exists;
+    return values_match(test, member, event, scratch);
+  }
   if (test->field == NULL) {
     bool any = false;
     for (size_t i = 0; i < test->value_count; i++) {
@@ -333,6 +357,18 @@ static bool test_match(const struct field_test *test, const json_t *event, struc
 
 static bool values_match(const struct field_test *test, const json_t *member, const json_t *event,
                          struct anomaly_scratch *scratch) {
+  if (test->automaton && json_is_string(member) && scratch && scratch->hits && !test->negate &&
+      test->time_part == TIME_NONE) { /* every value a literal of one automaton: its hits answer */
+    const struct anomaly_automaton *a = &scratch->automata[test->automaton - 1];
+    const uint64_t *bits = anomaly_automaton_hits(test->automaton, json_string_value(member),
+                                                  json_string_length(member), scratch);
+    bool any = false, every = true;
+    for (size_t w = 0; w < (a->literal_count + 63) / 64; w++) {
+      any |= (bits[w] & test->literal_mask[w]) != 0;
+      every &= (bits[w] & test->literal_mask[w]) == test->literal_mask[w];
+    }
+    return test->all ? every : any;
+  }
   json_t *derived = NULL;
   if (test->time_part != TIME_NONE) {
     double number;

@@ -44,17 +44,8 @@ struct correlation_state {
   size_t hit_capacity;
 };
 
-/* The `type` values one of which an event must have for a detection rule to match it (derived from
- * the condition: a plain `type` test every alternative of a required search holds), or none known. */
-struct required_types {
-  bool known;
-  size_t count;
-  char **types;
-};
-
 struct anomaly_engine {
   anomaly_rule_set *set;
-  struct required_types *required;
   struct correlation_state *states;
   signed char *results;
   struct anomaly_scratch scratch; /* the matchers' per-event working memory */
@@ -81,101 +72,6 @@ static size_t hit_capacity_of(const struct rule *r) {
   return most + 1 > 1024 ? 1024 : (size_t)most + 1;
 }
 
-static void types_clear(struct required_types *t) {
-  for (size_t i = 0; i < t->count; i++) free(t->types[i]);
-  free(t->types);
-  memset(t, 0, sizeof *t);
-}
-
-static void types_add(struct required_types *t, const uint16_t *tokens, size_t count) {
-  char **grown = realloc(t->types, (t->count + 1) * sizeof *grown);
-  char *text = malloc(count + 1);
-  if (grown == NULL || text == NULL) {
-    free(text);
-    if (grown) t->types = grown;
-    t->known = false;
-    return;
-  }
-  for (size_t i = 0; i < count; i++) text[i] = (char)tokens[i];
-  text[count] = '\0';
-  t->types = grown;
-  t->types[t->count++] = text;
-}
-
-static bool search_types(const struct search *s, struct required_types *t) {
-  for (size_t a = 0; a < s->alternative_count; a++) {
-    const struct conjunction *c = &s->alternatives[a];
-    bool found = false;
-    for (size_t k = 0; k < c->test_count && !found; k++) {
-      const struct field_test *test = &c->tests[k];
-      if (test->field == NULL || strcmp(test->field, "type") != 0 || test->negate || test->exists_test ||
-          test->all || test->time_part != TIME_NONE)
-        continue;
-      bool plain = true;
-      for (size_t v = 0; v < test->value_count && plain; v++) {
-        const struct value *value = &test->values[v];
-        plain = value->kind == VALUE_PATTERN && !value->cased && value->variant_tokens[0] == NULL;
-        for (size_t i = 0; plain && i < value->token_count; i++) plain = value->tokens[i] < 256;
-      }
-      if (!plain) continue;
-      for (size_t v = 0; v < test->value_count; v++)
-        types_add(t, test->values[v].tokens, test->values[v].token_count);
-      found = true;
-    }
-    if (!found) return false;
-  }
-  return true;
-}
-
-/* Fill *t with the types one of which `c` requires; false when the condition requires none. */
-static bool condition_types(const struct condition *c, const struct rule *r, struct required_types *t) {
-  struct required_types left = {.known = true}, right = {.known = true};
-  bool ok = false;
-  switch (c->kind) {
-    case NODE_SEARCH:
-      ok = search_types(&r->searches[c->searches[0]], t);
-      break;
-    case NODE_AND:
-      if (condition_types(c->left, r, &left)) {
-        *t = left;
-        return t->known;
-      }
-      types_clear(&left);
-      return condition_types(c->right, r, t);
-    case NODE_OR:
-      ok = condition_types(c->left, r, t) && condition_types(c->right, r, t);
-      break;
-    case NODE_ONE_OF:
-      ok = true;
-      for (size_t i = 0; i < c->search_count && ok; i++) ok = search_types(&r->searches[c->searches[i]], t);
-      break;
-    case NODE_ALL_OF:
-      for (size_t i = 0; i < c->search_count && !ok; i++) {
-        ok = search_types(&r->searches[c->searches[i]], &right);
-        if (ok) {
-          *t = right;
-          return t->known;
-        }
-        types_clear(&right);
-        right.known = true;
-      }
-      break;
-    case NODE_NOT:
-      break;
-  }
-  return ok && t->known;
-}
-
-static void required_types_of(const struct rule *r, struct required_types *t) {
-  t->known = true;
-  for (size_t c = 0; c < r->condition_count; c++)
-    if (!condition_types(r->conditions[c], r, t)) {
-      types_clear(t);
-      return;
-    }
-  t->known = r->condition_count > 0;
-}
-
 int anomaly_engine_create(anomaly_rule_set *set, const anomaly_engine_options *options, anomaly_engine **out,
                           dome_error *err) {
   anomaly_engine *e = calloc(1, sizeof *e);
@@ -184,9 +80,6 @@ int anomaly_engine_create(anomaly_rule_set *set, const anomaly_engine_options *o
   e->options.max_groups_per_rule =
       options && options->max_groups_per_rule ? options->max_groups_per_rule : 100000;
   e->states = calloc(set->rule_count + 1, sizeof *e->states);
-  e->required = calloc(set->rule_count + 1, sizeof *e->required);
-  for (size_t i = 0; e->required && i < set->rule_count; i++)
-    if (set->rules[i].kind == RULE_DETECTION) required_types_of(&set->rules[i], &e->required[i]);
   size_t most_searches = 1;
   for (size_t i = 0; i < set->rule_count; i++) {
     if (set->rules[i].search_count > most_searches) most_searches = set->rules[i].search_count;
@@ -194,7 +87,8 @@ int anomaly_engine_create(anomaly_rule_set *set, const anomaly_engine_options *o
   }
   e->results = malloc(most_searches);
   e->scratch.match_data = pcre2_match_data_create(1, NULL);
-  if (e->states == NULL || e->required == NULL || e->results == NULL || e->scratch.match_data == NULL) {
+  if (e->states == NULL || e->results == NULL || e->scratch.match_data == NULL ||
+      anomaly_scratch_prepare(&e->scratch, set) < 0) {
     anomaly_engine_free(e);
     return dome_error_set(err, ENOMEM, "anomaly engine");
   }
@@ -226,8 +120,6 @@ void anomaly_engine_free(anomaly_engine *e) {
     free(s->buckets);
   }
   free(e->states);
-  for (size_t i = 0; e->required && i < e->set->rule_count; i++) types_clear(&e->required[i]);
-  free(e->required);
   free(e->results);
   if (e->scratch.match_data) pcre2_match_data_free(e->scratch.match_data);
   anomaly_scratch_release(&e->scratch);
@@ -283,6 +175,11 @@ static void sweep(anomaly_engine *e, struct correlation_state *s, const struct r
       }
     }
   }
+}
+
+/* A new group's ring: small, grown as hits come (most groups never need the rule's whole capacity). */
+static size_t first_capacity(const struct correlation_state *s) {
+  return s->hit_capacity < 4 ? s->hit_capacity : 4;
 }
 
 static struct group *group_of(anomaly_engine *e, size_t rule_index, const struct rule *referenced,
@@ -344,13 +241,13 @@ static struct group *group_of(anomaly_engine *e, size_t rule_index, const struct
   }
   struct group *g = calloc(1, sizeof *g);
   if (g == NULL || (g->key = strdup(key)) == NULL ||
-      (g->hits = calloc(s->hit_capacity, sizeof *g->hits)) == NULL) {
+      (g->hits = calloc(first_capacity(s), sizeof *g->hits)) == NULL) {
     if (g) free(g->key);
     free(g);
     json_decref(values);
     return NULL;
   }
-  g->capacity = s->hit_capacity;
+  g->capacity = first_capacity(s);
   g->hash = hash;
   g->values = values;
   g->last = now;
@@ -380,7 +277,20 @@ static void remove_at(struct group *g, size_t index) {
   g->count--;
 }
 
-static void push(struct group *g, struct hit hit) {
+/* Append a hit: the ring grows (doubling) up to the rule's hit capacity, then the oldest hit goes. */
+static void push(anomaly_engine *e, const struct correlation_state *s, struct group *g, struct hit hit) {
+  if (g->count == g->capacity && g->capacity < s->hit_capacity) {
+    size_t capacity = g->capacity * 2 < s->hit_capacity ? g->capacity * 2 : s->hit_capacity;
+    struct hit *grown = calloc(capacity, sizeof *grown);
+    if (grown) {
+      for (size_t i = 0; i < g->count; i++) grown[i] = *hit_at(g, i);
+      free(g->hits);
+      e->stats.state_bytes += (capacity - g->capacity) * sizeof *grown;
+      g->hits = grown;
+      g->head = 0;
+      g->capacity = capacity;
+    }
+  }
   if (g->count == g->capacity) pop_front(g);
   *hit_at(g, g->count) = hit;
   g->count++;
@@ -393,8 +303,10 @@ static bool condition_holds(const struct count_condition *c, double value) {
 }
 
 static void exec_id_of(const json_t *event, char out[24]) {
-  const char *id = json_string_value(json_object_get(event, "exec_id"));
-  snprintf(out, 24, "%s", id ? id : "");
+  const json_t *member = json_object_get(event, "exec_id");
+  size_t length = json_is_string(member) ? strnlen(json_string_value(member), 23) : 0;
+  if (length) memcpy(out, json_string_value(member), length);
+  out[length] = '\0';
 }
 
 static const char *kind_name(enum rule_kind kind) {
@@ -494,7 +406,7 @@ static void feed(anomaly_engine *e, size_t index, size_t from, const json_t *eve
         break;
       }
   }
-  push(g, hit);
+  push(e, &e->states[index], g, hit);
   double value = (double)g->count;
   if (r->kind == RULE_TEMPORAL_ORDERED) {
     size_t next = 0; /* the longest prefix of the rules found in order (greedy: earliest match) */
@@ -523,7 +435,8 @@ static void fired(anomaly_engine *e, size_t rule_index, const json_t *event, uin
 
 int anomaly_engine_process(anomaly_engine *e, const json_t *event, uint64_t seq, int64_t time_ns,
                            anomaly_alert_callback callback, void *context) {
-  const char *type = json_string_value(json_object_get(event, "type"));
+  const json_t *type_member = json_object_get(event, "type");
+  const char *type = json_string_value(type_member);
   if (type && strncmp(type, "anomaly.", 8) == 0) return 0;
   e->stats.events++;
   e->scratch.generation++; /* the folded copies of the last event's texts are stale */
@@ -531,16 +444,26 @@ int anomaly_engine_process(anomaly_engine *e, const json_t *event, uint64_t seq,
   e->context = context;
   e->alerts = 0;
   const anomaly_rule_set *set = e->set;
-  for (size_t d = 0; d < set->detection_count; d++) {
-    size_t index = set->detections[d];
+  if (set->type_field && e->scratch.members) { /* the rules' `type` tests read the member found here */
+    e->scratch.members[set->type_field - 1] = type_member;
+    e->scratch.member_generations[set->type_field - 1] = e->scratch.generation;
+  }
+  /* the candidates for the event's type, in load order: two sorted lists merged */
+  const size_t *typed, *untyped;
+  size_t typed_count, untyped_count;
+  e->scratch.type_generation = e->scratch.generation;
+  e->scratch.type_kind = type_member == NULL || json_is_null(type_member) ? TYPE_NONE
+                         : json_is_string(type_member)                    ? TYPE_STRING
+                                                                          : TYPE_OTHER;
+  e->scratch.type_slot =
+      e->scratch.type_kind == TYPE_STRING ? anomaly_index_type_slot(set, type_member) : NULL;
+  anomaly_index_candidates(set, type_member, e->scratch.type_slot, &typed, &typed_count, &untyped,
+                           &untyped_count);
+  size_t t = 0, u = 0;
+  while (t < typed_count || u < untyped_count) {
+    size_t index =
+        u == untyped_count || (t < typed_count && typed[t] < untyped[u]) ? typed[t++] : untyped[u++];
     const struct rule *r = &set->rules[index];
-    const struct required_types *required = &e->required[index];
-    if (required->known) {
-      bool wanted = false;
-      for (size_t t = 0; type && t < required->count && !wanted; t++)
-        wanted = strcasecmp(type, required->types[t]) == 0;
-      if (!wanted) continue;
-    }
     memset(e->results, -1, r->search_count);
     bool match = false;
     for (size_t c = 0; c < r->condition_count && !match; c++)

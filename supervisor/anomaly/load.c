@@ -333,6 +333,8 @@ static bool compile_value(struct document *d, const yaml_node_t *node, const str
       return false;
     }
     pcre2_jit_compile(v->regex, PCRE2_JIT_COMPLETE);
+    v->source = strndup(text, length); /* for the index's required literals; NULL: none derived */
+    v->source_length = v->source ? length : 0;
     return true;
   }
   if (m->cidr) {
@@ -426,6 +428,8 @@ static void field_test_clear(struct field_test *t) {
   for (size_t i = 0; i < t->value_count; i++) anomaly_value_clear(&t->values[i]);
   free(t->values);
   free(t->field);
+  free(t->literal_mask);
+  free(t->type_slots);
   memset(t, 0, sizeof *t);
 }
 

@@ -231,6 +231,7 @@ int anomaly_loader_finish(anomaly_loader *l, anomaly_rule_set **out, dome_error 
     if (set->rules[i].active && set->rules[i].kind == RULE_DETECTION)
       set->detections[set->detection_count++] = i;
   }
+  anomaly_index_build(set); /* without it (out of memory) every detection rule is evaluated */
   unsigned char digest[crypto_hash_sha256_BYTES];
   crypto_hash_sha256_final(l->digest_state, digest);
   crypto_hash_sha256_init(l->digest_state);
@@ -278,6 +279,12 @@ json_t *anomaly_rule_set_describe(const anomaly_rule_set *set) {
   return rules;
 }
 
+const char *anomaly_rule_set_rule_file(const anomaly_rule_set *set, const char *id) {
+  for (size_t i = 0; set && id && i < set->rule_count; i++)
+    if (set->rules[i].id && strcmp(set->rules[i].id, id) == 0) return set->rules[i].file;
+  return NULL;
+}
+
 anomaly_rule_set *anomaly_rule_set_retain(anomaly_rule_set *set) {
   if (set) atomic_fetch_add(&set->references, 1);
   return set;
@@ -285,6 +292,7 @@ anomaly_rule_set *anomaly_rule_set_retain(anomaly_rule_set *set) {
 
 void anomaly_rule_set_release(anomaly_rule_set *set) {
   if (set == NULL || atomic_fetch_sub(&set->references, 1) != 1) return;
+  anomaly_index_free(set);
   for (size_t i = 0; i < set->rule_count; i++) anomaly_rule_clear(&set->rules[i]);
   free(set->rules);
   free(set->detections);

@@ -259,6 +259,62 @@ void anomaly_scratch_release(struct anomaly_scratch *scratch) {
     free(scratch->folded[i].folded);
     scratch->folded[i] = (struct anomaly_folded_text){0};
   }
+  for (size_t i = 0; scratch->hits && i < scratch->automaton_count; i++) free(scratch->hits[i].bits);
+  free(scratch->hits);
+  scratch->hits = NULL;
+  free(scratch->members);
+  free(scratch->member_generations);
+  scratch->members = NULL;
+  scratch->member_generations = NULL;
+  scratch->field_count = 0;
+  scratch->automata = NULL;
+  scratch->automaton_count = 0;
+}
+
+int anomaly_scratch_prepare(struct anomaly_scratch *scratch, const anomaly_rule_set *set) {
+  scratch->automata = set->automata;
+  scratch->automaton_count = set->automaton_count;
+  scratch->hits = calloc(set->automaton_count + 1, sizeof *scratch->hits);
+  scratch->members = calloc(set->field_count + 1, sizeof *scratch->members);
+  scratch->member_generations = calloc(set->field_count + 1, sizeof *scratch->member_generations);
+  if (scratch->hits == NULL || scratch->members == NULL || scratch->member_generations == NULL)
+    return -ENOMEM;
+  scratch->field_count = set->field_count;
+  for (size_t i = 0; i < set->automaton_count; i++) {
+    scratch->hits[i].bits = calloc((set->automata[i].literal_count + 63) / 64 + 1, sizeof(uint64_t));
+    if (scratch->hits[i].bits == NULL) return -ENOMEM;
+  }
+  return 0;
+}
+
+/* Whether the automaton's literal of `v` occurs in `text` (an event member's string: its bytes stay
+ * put during the event), scanning the text once per event for all the automaton's literals. */
+const uint64_t *anomaly_automaton_hits(size_t automaton, const char *text, size_t length,
+                                       struct anomaly_scratch *scratch) {
+  struct anomaly_automaton_hits *hits = &scratch->hits[automaton - 1];
+  if (hits->generation != scratch->generation || hits->text != text || hits->length != length) {
+    anomaly_automaton_scan(&scratch->automata[automaton - 1], text, length, hits->bits);
+    hits->generation = scratch->generation;
+    hits->text = text;
+    hits->length = length;
+  }
+  return hits->bits;
+}
+
+static bool automaton_hit(const struct value *v, const char *text, size_t length,
+                          struct anomaly_scratch *scratch) {
+  const uint64_t *bits = anomaly_automaton_hits(v->automaton, text, length, scratch);
+  return bits[v->literal_index / 64] >> (v->literal_index % 64) & 1;
+}
+
+/* False when the event string `text` holds none of the literals every match of the regular
+ * expression holds (then it cannot match); true otherwise. */
+static bool regex_may_match(const struct value *v, const char *text, size_t length,
+                            struct anomaly_scratch *scratch) {
+  const uint64_t *bits = anomaly_automaton_hits(v->automaton, text, length, scratch);
+  for (size_t i = 0; i < v->required_count; i++)
+    if (bits[v->required[i].index / 64] >> (v->required[i].index % 64) & 1) return true;
+  return false;
 }
 
 /* `text` (length bytes) case-folded, folded once per event; NULL when out of memory. */
@@ -284,7 +340,9 @@ static const char *folded_text(struct anomaly_scratch *scratch, const char *text
   return f->folded;
 }
 
-static bool literal_match(const struct value *v, const char *text, size_t length,
+/* `stable`: text is an event member's string (not a number formatted in a buffer), so the per-event
+ * copies and hits keyed by its address answer for it. */
+static bool literal_match(const struct value *v, const char *text, size_t length, bool stable,
                           struct anomaly_scratch *scratch) {
   size_t n = v->literal_length;
   if (n > length) return false;
@@ -299,7 +357,8 @@ static bool literal_match(const struct value *v, const char *text, size_t length
       if (n == 0) return true;
       /* the C library's searches (vectorized) when neither side holds a NUL byte */
       if (v->cased) return memmem(text, length, v->literal, n) != NULL;
-      const char *folded = scratch ? folded_text(scratch, text, length) : NULL;
+      if (v->automaton && stable && scratch && scratch->hits) return automaton_hit(v, text, length, scratch);
+      const char *folded = stable && scratch ? folded_text(scratch, text, length) : NULL;
       if (folded) return memmem(folded, length, v->literal, n) != NULL; /* the literal is folded */
       unsigned char first = v->literal[0];
       for (size_t i = 0; i + n <= length; i++) {
@@ -323,7 +382,8 @@ static bool scalar_match(const struct value *value, const json_t *member, const 
       return json_is_null(member);
     case VALUE_PATTERN:
       if (!member_text(member, buffer, sizeof buffer, &text, &length)) return false;
-      if (value->shape != SHAPE_GENERAL) return literal_match(value, text, length, scratch);
+      if (value->shape != SHAPE_GENERAL)
+        return literal_match(value, text, length, json_is_string(member), scratch);
       if (anomaly_pattern_match(value->tokens, value->token_count, text, length, value->cased)) return true;
       for (size_t i = 0; i < 2; i++)
         if (value->variant_tokens[i] &&
@@ -353,8 +413,11 @@ static bool scalar_match(const struct value *value, const json_t *member, const 
           return number <= value->number;
       }
     case VALUE_REGEX:
-      return member_text(member, buffer, sizeof buffer, &text, &length) &&
-             pcre2_match(value->regex, (PCRE2_SPTR)text, length, 0, PCRE2_NO_UTF_CHECK, scratch->match_data,
+      if (!member_text(member, buffer, sizeof buffer, &text, &length)) return false;
+      if (value->automaton && json_is_string(member) && scratch && scratch->hits &&
+          !regex_may_match(value, text, length, scratch))
+        return false;
+      return pcre2_match(value->regex, (PCRE2_SPTR)text, length, 0, PCRE2_NO_UTF_CHECK, scratch->match_data,
                          NULL) >= 0;
     case VALUE_CIDR:
       return json_is_string(member) &&
@@ -398,5 +461,8 @@ void anomaly_value_clear(struct value *value) {
   free(value->literal);
   if (value->regex) pcre2_code_free(value->regex);
   free(value->field);
+  free(value->source);
+  for (size_t i = 0; i < value->required_count; i++) free(value->required[i].text);
+  free(value->required);
   memset(value, 0, sizeof *value);
 }

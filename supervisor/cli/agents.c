@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/control_list.h"
 #include "supervisor/control/control.h"
 
 static const struct option agent_options[] = {
@@ -75,17 +76,6 @@ static int parse(int argc, char **argv, struct agent_flags *flags) {
   return 0;
 }
 
-static int call(const struct agent_flags *flags, const char *command, json_t *args, json_t **result) {
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(flags->socket), command, args, result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
-  return 0;
-}
-
 /* Options that only one subcommand takes are refused by the others. */
 static int refuse(const char *command, const char *flag, const char *value) {
   if (value == NULL) return 0;
@@ -117,8 +107,8 @@ static int register_main(int argc, char **argv) {
   if (flags.delegates_to) json_object_set_new(args, "delegates_to", json_string(flags.delegates_to));
   if (flags.ttl) json_object_set_new(args, "ttl", json_string(flags.ttl));
   json_t *result = NULL;
-  int rc = call(&flags, "agents.register", args, &result);
-  if (rc) return rc;
+  int rc = cli_control_call(argv[0], flags.socket, "agents.register", args, &result);
+  if (rc < 0) return DOME_EXIT_FAILURE;
   if (flags.json) {
     json_dumpf(result, stdout, JSON_INDENT(2));
     printf("\n");
@@ -146,8 +136,8 @@ static int list_main(int argc, char **argv) {
     return 0;
   }
   json_t *result = NULL;
-  int rc = call(&flags, "agents.list", json_object(), &result);
-  if (rc) return rc;
+  int rc = cli_control_call(argv[0], flags.socket, "agents.list", json_object(), &result);
+  if (rc < 0) return DOME_EXIT_FAILURE;
   if (flags.json) {
     json_dumpf(result, stdout, JSON_INDENT(2));
     printf("\n");
@@ -184,8 +174,8 @@ static int status_main(int argc, char **argv, const char *command, const char *d
     return DOME_EXIT_FAILURE;
   }
   json_t *result = NULL;
-  int rc = call(&flags, command, json_pack("{s:s}", "name", flags.name), &result);
-  if (rc) return rc;
+  int rc = cli_control_call(argv[0], flags.socket, command, json_pack("{s:s}", "name", flags.name), &result);
+  if (rc < 0) return DOME_EXIT_FAILURE;
   json_int_t cancelled = json_integer_value(json_object_get(result, "cancelled"));
   if (flags.json) {
     json_dumpf(result, stdout, JSON_INDENT(2));
@@ -234,8 +224,8 @@ static int token_main(int argc, char **argv) {
   if (flags.act_as) json_object_set_new(args, "act_as", json_string(flags.act_as));
   if (flags.ttl) json_object_set_new(args, "ttl", json_string(flags.ttl));
   json_t *result = NULL;
-  int rc = call(&flags, "agents.token", args, &result);
-  if (rc) return rc;
+  int rc = cli_control_call(argv[0], flags.socket, "agents.token", args, &result);
+  if (rc < 0) return DOME_EXIT_FAILURE;
   if (flags.json) {
     json_dumpf(result, stdout, JSON_INDENT(2));
     printf("\n");

@@ -2,7 +2,11 @@
  * dome anomalies apply DIR | list            the rule set domed evaluates live (control socket)
  * dome audit anomalies [DIR] [--rules DIR] [--since T] [--until T] [--agent A] [--json]
  *                                            run the same rules over the journal's history
+ * dome audit anomalies --fleet [--fleet-url URL] [--fleet-name N] [--fleet-creds F] [--rules DIR] ...
+ *                                            the same over the fleet's audit stream: every node's
+ *                                            events in stream order, so a correlation spans nodes
  * The rules are Sigma detection and correlation rules (docs/anomaly-detection.md). */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,6 +20,7 @@
 #include "supervisor/cli/control_list.h"
 #include "supervisor/cli/journal_location.h"
 #include "supervisor/control/control.h"
+#include "supervisor/fleet/fleet.h"
 
 #define DEFAULT_RULES "/etc/dome/anomaly"
 
@@ -116,14 +121,7 @@ static int apply_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   json_t *args = json_pack("{s:s}", "directory", absolute), *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "anomalies.apply", args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome anomalies apply: %s\n", err.message);
-    json_decref(result);
-    return 1;
-  }
+  if (cli_control_call("anomalies apply", socket, "anomalies.apply", args, &result) < 0) return 1;
   printf("applied %lld rules (%lld for dome's journal), digest %s\n",
          (long long)json_integer_value(json_object_get(result, "rules")),
          (long long)json_integer_value(json_object_get(result, "active")),
@@ -170,40 +168,165 @@ static const char *rules_location(const char *flag, char **owned) {
   return env && env[0] ? env : DEFAULT_RULES;
 }
 
+/* The node of each recent fleet stream message, by stream seq (a ring: the nodes of an alert's events
+ * are named while they are among the last NODE_RING messages, which covers every shipped timespan at
+ * the journal's rates; older ones are left out of `nodes`). */
+enum { NODE_RING = 65536, NODES_MAX = 256 };
+
+struct node_slot {
+  uint64_t seq;  /* fleet stream seq */
+  uint16_t node; /* index into names */
+};
+
+struct fleet_origin {
+  char names[NODES_MAX][FLEET_NAME_MAX];
+  size_t count;
+  struct node_slot ring[NODE_RING];
+};
+
 struct offline {
   bool json;
   const char *agent;
   size_t alerts;
-  const journal_record *record;
+  int64_t time_ns;             /* of the event being processed */
+  struct fleet_origin *origin; /* fleet mode: seqs are the fleet stream's; NULL for a journal */
+  int64_t since_ns, until_ns;  /* fleet mode's time filter (a journal reader filters itself) */
+  anomaly_engine *engine;
+  size_t events;
 };
+
+/* fleet mode: the alert's `nodes`, from the ring */
+static void add_nodes(json_t *alert, const struct fleet_origin *origin) {
+  json_t *nodes = json_array();
+  bool seen[NODES_MAX] = {false};
+  size_t i;
+  json_t *seq;
+  json_array_foreach(json_object_get(alert, "seqs"), i, seq) {
+    uint64_t s = (uint64_t)json_integer_value(seq);
+    const struct node_slot *slot = &origin->ring[s % NODE_RING];
+    if (slot->seq != s || seen[slot->node]) continue;
+    seen[slot->node] = true;
+    json_array_append_new(nodes, json_string(origin->names[slot->node]));
+  }
+  json_object_set_new(alert, "nodes", nodes);
+}
 
 static void print_alert(const json_t *alert, void *context) {
   struct offline *o = context;
   const char *agent = json_string_value(json_object_get(alert, "agent"));
   if (o->agent && (agent == NULL || strcmp(agent, o->agent) != 0)) return;
   o->alerts++;
+  json_t *shown = json_deep_copy(alert);
+  if (shown == NULL) return;
+  if (o->origin) add_nodes(shown, o->origin);
   if (o->json) {
-    char *text = json_dumps(alert, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = json_dumps(shown, JSON_COMPACT | JSON_SORT_KEYS);
     puts(text);
     free(text);
+    json_decref(shown);
     return;
   }
   char when[40];
-  journal_format_time(o->record->time_ns, when, sizeof when);
-  char *seqs = json_dumps(json_object_get(alert, "seqs"), JSON_COMPACT);
-  printf("%s %-8s %s %s agent=%s seqs=%s\n", when, json_string_value(json_object_get(alert, "level")),
-         json_string_value(json_object_get(alert, "rule_id")),
-         json_string_value(json_object_get(alert, "title")), agent ? agent : "-", seqs ? seqs : "[]");
+  journal_format_time(o->time_ns, when, sizeof when);
+  char *seqs = json_dumps(json_object_get(shown, "seqs"), JSON_COMPACT);
+  char *nodes = o->origin ? json_dumps(json_object_get(shown, "nodes"), JSON_COMPACT) : NULL;
+  printf("%s %-8s %s %s agent=%s %sseqs=%s%s%s\n", when, json_string_value(json_object_get(shown, "level")),
+         json_string_value(json_object_get(shown, "rule_id")),
+         json_string_value(json_object_get(shown, "title")), agent ? agent : "-", o->origin ? "stream " : "",
+         seqs ? seqs : "[]", nodes ? " nodes=" : "", nodes ? nodes : "");
   free(seqs);
+  free(nodes);
+  json_decref(shown);
+}
+
+static volatile int fleet_stop;
+
+/* One message of the fleet's audit stream: its event, with its node, through the engine. */
+static int each_fleet_message(void *context, const fleet_audit_message *m) {
+  struct offline *o = context;
+  json_t *event = json_loadb(m->data, m->length, 0, NULL);
+  if (!json_is_object(event)) { /* not an event (a checkpoint is one too): nothing to match */
+    json_decref(event);
+    return 0;
+  }
+  int64_t time_ns = 0;
+  dome_error ignored = {0};
+  const char *time_text = json_string_value(json_object_get(event, "time"));
+  if (time_text == NULL || journal_parse_time(time_text, &time_ns, &ignored) < 0 ||
+      (o->since_ns && time_ns < o->since_ns) || (o->until_ns && time_ns >= o->until_ns)) {
+    json_decref(event);
+    return 0;
+  }
+  struct fleet_origin *origin = o->origin;
+  size_t node = 0;
+  while (node < origin->count && strcmp(origin->names[node], m->node) != 0) node++;
+  if (node == origin->count && origin->count < NODES_MAX)
+    snprintf(origin->names[origin->count++], FLEET_NAME_MAX, "%s", m->node);
+  if (node < origin->count) {
+    origin->ring[m->stream_seq % NODE_RING].seq = m->stream_seq;
+    origin->ring[m->stream_seq % NODE_RING].node = (uint16_t)node;
+  }
+  if (!json_object_get(event, "node")) json_object_set_new(event, "node", json_string(m->node));
+  o->time_ns = time_ns;
+  anomaly_engine_process(o->engine, event, m->stream_seq, time_ns, print_alert, o);
+  json_decref(event);
+  o->events++;
+  return fleet_stop ? 1 : 0;
+}
+
+struct fleet_source {
+  bool requested;
+  const char *url, *name, *creds;
+};
+
+/* The fleet's stream from its oldest message to its end through the engine. Returns 0, or 1 after
+ * printing the error. */
+static int run_fleet(const struct fleet_source *source, struct offline *o) {
+  if (source->url == NULL || source->url[0] == '\0') {
+    fprintf(stderr,
+            "dome audit anomalies --fleet: no NATS URL: pass --fleet-url nats://HOST:PORT or set "
+            "DOME_FLEET_URL\n");
+    return DOME_EXIT_FAILURE;
+  }
+  fleet_options options = {.url = source->url,
+                           .fleet = source->name && source->name[0] ? source->name : FLEET_DEFAULT_NAME,
+                           .creds = source->creds};
+  fleet *f = NULL;
+  dome_error err = {0};
+  if (fleet_open(&options, 5000, &f, &err) < 0) {
+    fprintf(stderr, "dome audit anomalies --fleet: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  o->origin = calloc(1, sizeof *o->origin);
+  int rc = o->origin ? fleet_audit_read(f, 1, false, &fleet_stop, each_fleet_message, o, &err)
+                     : dome_error_set(&err, ENOMEM, "out of memory");
+  fleet_close(f);
+  free(o->origin);
+  o->origin = NULL;
+  if (rc < 0) {
+    fprintf(stderr, "dome audit anomalies --fleet: %s\n", err.message);
+    return 1;
+  }
+  return 0;
 }
 
 static int offline_main(int argc, char **argv) {
-  static const struct option options[] = {
-      {"rules", required_argument, NULL, 'r'}, {"journal", required_argument, NULL, 'j'},
-      {"since", required_argument, NULL, 's'}, {"until", required_argument, NULL, 'u'},
-      {"agent", required_argument, NULL, 'a'}, {"json", no_argument, NULL, 'J'},
-      {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+  static const struct option options[] = {{"rules", required_argument, NULL, 'r'},
+                                          {"journal", required_argument, NULL, 'j'},
+                                          {"since", required_argument, NULL, 's'},
+                                          {"until", required_argument, NULL, 'u'},
+                                          {"agent", required_argument, NULL, 'a'},
+                                          {"json", no_argument, NULL, 'J'},
+                                          {"fleet", no_argument, NULL, 'F'},
+                                          {"fleet-url", required_argument, NULL, 'U'},
+                                          {"fleet-name", required_argument, NULL, 'N'},
+                                          {"fleet-creds", required_argument, NULL, 'C'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
   const char *directory = NULL, *rules_flag = NULL;
+  struct fleet_source fleet_source = {.url = getenv("DOME_FLEET_URL"),
+                                      .name = getenv("DOME_FLEET_NAME"),
+                                      .creds = getenv("DOME_FLEET_CREDS")};
   journal_filter filter = {0};
   struct offline o = {0};
   dome_error err = {0};
@@ -229,11 +352,27 @@ static int offline_main(int argc, char **argv) {
       case 'J':
         o.json = true;
         break;
+      case 'F':
+        fleet_source.requested = true;
+        break;
+      case 'U':
+        fleet_source.url = optarg;
+        break;
+      case 'N':
+        fleet_source.name = optarg;
+        break;
+      case 'C':
+        fleet_source.creds = optarg;
+        break;
       case 'h':
         printf(
             "usage: dome audit anomalies [DIR] [--rules DIR] [--since T] [--until T] [--agent A] [--json]\n"
+            "       dome audit anomalies --fleet [--fleet-url URL] [--fleet-name N] [--fleet-creds FILE] "
+            "[--rules DIR] [--since T] [--until T] [--agent A] [--json]\n"
             "  the anomaly rules over the journal's events; one alert a line (JSON objects with --json)\n"
-            "  rules: --rules, else the set domed applied, else $DOME_ANOMALY_RULES, else %s\n",
+            "  rules: --rules, else the set domed applied, else $DOME_ANOMALY_RULES, else %s\n"
+            "  --fleet: every node's events from the fleet's audit stream, in stream order (seqs are the\n"
+            "  stream's, `nodes` names the nodes of an alert's events)\n",
             DEFAULT_RULES);
         return 0;
       default:
@@ -241,6 +380,12 @@ static int offline_main(int argc, char **argv) {
     }
   }
   if (optind < argc) directory = argv[optind++];
+  if (fleet_source.requested && directory) {
+    fprintf(stderr,
+            "dome audit anomalies --fleet: unexpected argument `%s` (the fleet has no journal directory)\n",
+            directory);
+    return DOME_EXIT_FAILURE;
+  }
   if (optind < argc) {
     fprintf(stderr, "dome audit anomalies: unexpected argument `%s`\n", argv[optind]);
     return DOME_EXIT_FAILURE;
@@ -262,6 +407,22 @@ static int offline_main(int argc, char **argv) {
   }
   anomaly_engine *engine = NULL;
   journal_reader *reader = NULL;
+  if (fleet_source.requested) {
+    if (anomaly_engine_create(set, NULL, &engine, &err) < 0) {
+      fprintf(stderr, "dome audit anomalies: %s\n", err.message);
+      status = DOME_EXIT_FAILURE;
+      goto done;
+    }
+    o.engine = engine;
+    o.since_ns = filter.since_ns;
+    o.until_ns = filter.until_ns;
+    status = run_fleet(&fleet_source, &o);
+    anomaly_engine_free(engine);
+    if (status == 0 && !o.json)
+      printf("%zu events, %zu alerts (fleet stream, rules %s, digest %.12s)\n", o.events, o.alerts, rules,
+             anomaly_rule_set_digest(set));
+    goto done;
+  }
   if (anomaly_engine_create(set, NULL, &engine, &err) < 0 ||
       journal_reader_open(directory, &filter, &reader, &err) < 0) {
     fprintf(stderr, "dome audit anomalies: %s\n", err.message);
@@ -272,8 +433,8 @@ static int offline_main(int argc, char **argv) {
   journal_record record;
   int r;
   size_t events = 0;
-  o.record = &record;
   while ((r = journal_reader_next(reader, true, &record, &err)) > 0) {
+    o.time_ns = record.time_ns;
     anomaly_engine_process(engine, record.event, record.seq, record.time_ns, print_alert, &o);
     json_decref(record.event);
     events++;

@@ -1,7 +1,9 @@
 /* dome audit replay EXEC_ID [--journal DIR] [--speed X] [--json]
+ * dome audit replay --session SESSION_ID [--journal DIR] [--speed X] [--json]
  * dome audit replay EXEC_ID --rerun [--rules FILE] [--journal DIR] [--record DIR] [--json]
- * The timeline of one jailed execution from the journal, or a re-run of its inputs in a fresh jail
- * compared with what was recorded (supervisor/replay/replay.h). */
+ * The timeline of one jailed execution from the journal, or of one sandbox session and the calls made in
+ * it, or a re-run of an execution's inputs in a fresh jail compared with what was recorded
+ * (supervisor/replay/replay.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -86,6 +88,22 @@ static int print_step(void *context, json_t *step, dome_error *err) {
              json_is_true(json_object_get(step, "timed_out")) ? " timed out" : "",
              json_is_true(json_object_get(step, "oom_killed")) ? " oom-killed" : "", num(step, "duration_ms"),
              num(step, "cpu_ms"), num(step, "peak_memory_bytes"), num(step, "peak_pids"));
+  } else if (!strcmp(kind, "created")) {
+    printf("session %s of agent %s on image %s\n", str(step, "session_id"), str(step, "agent"),
+           str(step, "image"));
+  } else if (!strcmp(kind, "cell")) {
+    printf("%s %s, code %lld bytes (sha256 %.12s)%s%s%s\n", str(step, "exec_id"), str(step, "language"),
+           num(step, "code_bytes"), str(step, "code_sha256"),
+           json_is_true(json_object_get(step, "timed_out")) ? ", timed out" : "",
+           json_is_true(json_object_get(step, "interrupted")) ? ", interrupted" : "",
+           json_object_get(step, "error") ? ", failed" : "");
+  } else if (!strcmp(kind, "file")) {
+    printf("%s %s %s%s%s\n", str(step, "exec_id"), str(step, "tool"), str(step, "path"),
+           json_object_get(step, "error") ? ": " : "", str(step, "error"));
+  } else if (!strcmp(kind, "snapshot") || !strcmp(kind, "forked")) {
+    printf("%s snapshot %s\n", str(step, "exec_id"), str(step, "snapshot_id"));
+  } else if (!strcmp(kind, "closed") || !strcmp(kind, "rules")) {
+    printf("%s%s%s\n", str(step, "type"), str(step, "reason")[0] ? ": " : "", str(step, "reason"));
   } else if (!strcmp(kind, "rerun")) {
     printf("re-run %s: %s\n", str(step, "rerun_exec_id"),
            json_is_true(json_object_get(step, "same")) ? "no difference" : "differs");
@@ -216,13 +234,44 @@ static int rerun(const char *journal_dir, const char *exec_id, const char *rules
   return closed < 0 ? DOME_EXIT_FAILURE : 0;
 }
 
+/* A timeline document on stdout, one line of canonical JSON (the caller's reference released). */
+static void print_timeline_json(json_t *timeline) {
+  char *text = json_dumps(timeline, JSON_COMPACT | JSON_SORT_KEYS);
+  printf("%s\n", text ? text : "{}");
+  free(text);
+  json_decref(timeline);
+}
+
+static int session_main(const char *journal_dir, const char *session_id, struct view *view, bool json) {
+  dome_error err = {0};
+  if (json) {
+    json_t *timeline = NULL;
+    if (replay_session_timeline_json(journal_dir, session_id, &timeline, &err) < 0) {
+      fprintf(stderr, "dome audit replay: %s\n", err.message);
+      return DOME_EXIT_FAILURE;
+    }
+    print_timeline_json(timeline);
+    return 0;
+  }
+  printf("session %s (journal %s)\n", session_id, journal_dir);
+  if (replay_session_timeline(journal_dir, session_id, print_step, view, &err) < 0) {
+    fprintf(stderr, "dome audit replay: %s\n", err.message);
+    return DOME_EXIT_FAILURE;
+  }
+  return 0;
+}
+
 static int replay_main(int argc, char **argv) {
-  static const struct option options[] = {
-      {"journal", required_argument, NULL, 'j'}, {"speed", required_argument, NULL, 's'},
-      {"json", no_argument, NULL, 'J'},          {"rerun", no_argument, NULL, 'r'},
-      {"rules", required_argument, NULL, 'R'},   {"record", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-  const char *journal_dir = JOURNAL_DEFAULT_DIRECTORY, *rules = NULL, *record = NULL;
+  static const struct option options[] = {{"journal", required_argument, NULL, 'j'},
+                                          {"speed", required_argument, NULL, 's'},
+                                          {"json", no_argument, NULL, 'J'},
+                                          {"rerun", no_argument, NULL, 'r'},
+                                          {"rules", required_argument, NULL, 'R'},
+                                          {"record", required_argument, NULL, 'o'},
+                                          {"session", required_argument, NULL, 'S'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  const char *journal_dir = JOURNAL_DEFAULT_DIRECTORY, *rules = NULL, *record = NULL, *session = NULL;
   struct view view = {0};
   bool json = false, do_rerun = false;
   int c;
@@ -253,11 +302,15 @@ static int replay_main(int argc, char **argv) {
       case 'o':
         record = optarg;
         break;
+      case 'S':
+        session = optarg;
+        break;
       case 'h':
         printf(
             "usage: dome audit replay EXEC_ID [--journal DIR] [--speed X] [--json]\n"
             "       dome audit replay EXEC_ID --rerun [--rules FILE] [--record DIR] [--journal DIR] "
             "[--json]\n"
+            "       dome audit replay --session SESSION_ID [--journal DIR] [--speed X] [--json]\n"
             "Prints the timeline of a jailed execution from the journal (default %s): authorization, jail\n"
             "set-up, output chunks, kernel denials, redactions, exit and resource use. --speed X: output at "
             "X\n"
@@ -265,12 +318,22 @@ static int replay_main(int argc, char **argv) {
             "--rerun: run the recorded inputs again in a fresh jail (under FILE's rules when given) and "
             "report\n"
             "what differs; the re-run is journalled (in --record DIR, else in the journal) linked to the "
-            "original.\n",
+            "original.\n"
+            "--session: one sandbox session as one timeline: its creation, every call made in it (decision,\n"
+            "cells, files, snapshots) and its end.\n",
             JOURNAL_DEFAULT_DIRECTORY);
         return 0;
       default:
         return DOME_EXIT_FAILURE;
     }
+  }
+  if (session) {
+    if (optind != argc || do_rerun || rules || record) {
+      fprintf(stderr, "dome audit replay: --session takes no EXEC_ID, --rerun, --rules or --record\n");
+      return DOME_EXIT_FAILURE;
+    }
+    if (journal_directory_check(journal_dir) < 0) return DOME_EXIT_FAILURE;
+    return session_main(journal_dir, session, &view, json);
   }
   if (optind != argc - 1) {
     fprintf(stderr, "dome audit replay: exactly one EXEC_ID is required (see --help)\n");
@@ -290,10 +353,7 @@ static int replay_main(int argc, char **argv) {
       fprintf(stderr, "dome audit replay: %s\n", err.message);
       return DOME_EXIT_FAILURE;
     }
-    char *text = json_dumps(timeline, JSON_COMPACT | JSON_SORT_KEYS);
-    printf("%s\n", text ? text : "{}");
-    free(text);
-    json_decref(timeline);
+    print_timeline_json(timeline);
     return 0;
   }
   printf("execution %s (journal %s)\n", exec_id, journal_dir);

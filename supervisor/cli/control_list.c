@@ -7,6 +7,21 @@
 #include "supervisor/cli/command.h"
 #include "supervisor/control/control.h"
 
+int cli_control_call(const char *command, const char *socket, const char *method, json_t *args,
+                     json_t **result) {
+  dome_error err = {0};
+  *result = NULL;
+  int rc = control_call(control_socket_path(socket), method, args, result, &err);
+  json_decref(args);
+  if (rc < 0) {
+    fprintf(stderr, "dome %s: %s\n", command, err.message);
+    json_decref(*result);
+    *result = NULL;
+    return -1;
+  }
+  return 0;
+}
+
 json_t *cli_control_list(int argc, char **argv, const char *method, int *exit_status) {
   const char *socket = NULL;
   bool json_output = false;
@@ -26,11 +41,7 @@ json_t *cli_control_list(int argc, char **argv, const char *method, int *exit_st
     }
   }
   json_t *result = NULL;
-  dome_error err = {0};
-  if (control_call(control_socket_path(socket), method, NULL, &result, &err) < 0) {
-    fprintf(stderr, "dome %s: %s\n", argv[0], err.message);
-    return NULL;
-  }
+  if (cli_control_call(argv[0], socket, method, NULL, &result) < 0) return NULL;
   if (json_output) {
     json_dumpf(result, stdout, JSON_INDENT(2));
     printf("\n");

@@ -93,6 +93,16 @@ static int doctor_main(int argc, char **argv) {
                                  "(BPF-LSM unavailable: a forbid inside a permitted "
                                  "subtree needs --allow-degraded)"
                                : "none: cgroup BPF cannot be attached";
+  /* Shadow rules in the kernel (dome rules apply --shadow): the BPF programs decide under the shadow tables
+   * too where they decide at all; Landlock (files without BPF-LSM) has no second ruleset. */
+  const char *shadow = level == DOME_LEVEL_FULL      ? "network+files"
+                       : level == DOME_LEVEL_REDUCED ? "network"
+                                                     : "none";
+  const char *shadow_text = level == DOME_LEVEL_FULL ? "exec.shadow for network and file rules"
+                            : level == DOME_LEVEL_REDUCED
+                                ? "exec.shadow for network rules only: file rules are Landlock's, which "
+                                  "cannot shadow; that needs BPF-LSM"
+                                : "unavailable: no cgroup BPF";
   struct dome_net_host_report net;
   dome_net_probe_host(NULL, &net);
   if (json) {
@@ -113,6 +123,7 @@ static int doctor_main(int argc, char **argv) {
                           report.bpf_lsm, "btf", report.btf, "clone_into_cgroup", report.clone_into_cgroup,
                           "enforcement", jail_enforcement_name(report.enforcement), "reasons", reasons);
     json_object_set_new(o, "kernel_rules_level", json_string(dome_enforcement_level_name(level)));
+    json_object_set_new(o, "kernel_shadow", json_string(shadow));
     json_t *egress = json_pack("{s:b, s:b, s:b, s:b, s:b, s:s, s:o}", "routed_available",
                                net.routed_available, "user_available", net.user_available, "ip_forward",
                                net.ip_forward, "nftables", net.nftables, "pasta", net.pasta, "auto_mode",
@@ -148,6 +159,7 @@ static int doctor_main(int argc, char **argv) {
   printf("BTF              %s\n", yes(report.btf));
   printf("enforcement      %s\n", jail_enforcement_name(report.enforcement));
   printf("kernel rules     %s (%s)\n", dome_enforcement_level_name(level), level_text);
+  printf("kernel shadow    %s (%s)\n", shadow, shadow_text);
   printf("egress routed    %s\n", yes(net.routed_available));
   printf("egress user      %s (pasta %s, nftables %s)\n", yes(net.user_available), yes(net.pasta),
          yes(net.nftables));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/control_list.h"
 #include "supervisor/control/control.h"
 
 /* Parse --name/--agent/--gateway/--control-socket/--json; a lone positional fills `positional`. */
@@ -92,25 +93,14 @@ static int check_name(const char *command, const char *flag, const char *value) 
   return 0;
 }
 
-static int call(const char *command, const char *socket, const char *name, json_t *args, json_t **result) {
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), name, args, result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome %s: %s\n", command, err.message);
-    return -1;
-  }
-  return 0;
-}
-
 static int create_main(int argc, char **argv) {
   struct gateway_flags flags = {0};
   int rc = parse_flags("gateways create", argc, argv, &flags, &flags.name);
   if (rc != 0) return rc > 0 ? 0 : DOME_EXIT_FAILURE;
   if (check_name("gateways create", "--name", flags.name) < 0) return DOME_EXIT_FAILURE;
   json_t *result = NULL;
-  if (call("gateways create", flags.socket, "gateways.create", json_pack("{s:s}", "name", flags.name),
-           &result) < 0)
+  if (cli_control_call("gateways create", flags.socket, "gateways.create",
+                       json_pack("{s:s}", "name", flags.name), &result) < 0)
     return DOME_EXIT_FAILURE;
   printf("Created gateway %s (endpoint /gateways/%s/mcp)\n", flags.name, flags.name);
   json_decref(result);
@@ -131,7 +121,7 @@ static int list_main(int argc, char **argv) {
   int rc = parse_flags("gateways list", argc, argv, &flags, NULL);
   if (rc != 0) return rc > 0 ? 0 : DOME_EXIT_FAILURE;
   json_t *result = NULL;
-  if (call("gateways list", flags.socket, "gateways.list", json_object(), &result) < 0)
+  if (cli_control_call("gateways list", flags.socket, "gateways.list", json_object(), &result) < 0)
     return DOME_EXIT_FAILURE;
   if (flags.json) {
     json_dumpf(result, stdout, JSON_INDENT(2));
@@ -161,8 +151,8 @@ static int change_grant(int argc, char **argv, const char *command, const char *
   if (check_name(command, "--agent", flags.agent) < 0 || check_name(command, "--gateway", flags.gateway) < 0)
     return DOME_EXIT_FAILURE;
   json_t *result = NULL;
-  if (call(command, flags.socket, socket_command,
-           json_pack("{s:s,s:s}", "agent", flags.agent, "gateway", flags.gateway), &result) < 0)
+  if (cli_control_call(command, flags.socket, socket_command,
+                       json_pack("{s:s,s:s}", "agent", flags.agent, "gateway", flags.gateway), &result) < 0)
     return DOME_EXIT_FAILURE;
   printf("%s gateway %s %s agent %s; its gateways: ", verb, flags.gateway,
          strcmp(verb, "Granted") == 0 ? "to" : "from", flags.agent);

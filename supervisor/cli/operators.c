@@ -57,17 +57,6 @@ static int parse(int argc, char **argv, struct operator_flags *flags) {
   return 0;
 }
 
-static int call(const struct operator_flags *flags, const char *command, json_t *args, json_t **result) {
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(flags->socket), command, args, result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
-  return 0;
-}
-
 static int add_main(int argc, char **argv) {
   struct operator_flags flags;
   if (parse(argc, argv, &flags) < 0) return DOME_EXIT_FAILURE;
@@ -88,9 +77,9 @@ static int add_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   json_t *result = NULL;
-  int rc =
-      call(&flags, "operators.add", json_pack("{s:s,s:s}", "name", flags.name, "role", flags.role), &result);
-  if (rc) return rc;
+  int rc = cli_control_call(argv[0], flags.socket, "operators.add",
+                            json_pack("{s:s,s:s}", "name", flags.name, "role", flags.role), &result);
+  if (rc < 0) return DOME_EXIT_FAILURE;
   if (flags.json) {
     json_dumpf(result, stdout, JSON_INDENT(2));
     printf("\n");
@@ -135,8 +124,9 @@ static int revoke_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   json_t *result = NULL;
-  int rc = call(&flags, "operators.revoke", json_pack("{s:s}", "name", flags.name), &result);
-  if (rc) return rc;
+  int rc = cli_control_call(argv[0], flags.socket, "operators.revoke", json_pack("{s:s}", "name", flags.name),
+                            &result);
+  if (rc < 0) return DOME_EXIT_FAILURE;
   printf("Operator %s revoked: its token is refused and its console sessions ended\n", flags.name);
   json_decref(result);
   return 0;

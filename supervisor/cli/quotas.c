@@ -159,13 +159,7 @@ static int set_main(int argc, char **argv) {
   }
   json_object_set_new(fields, "capability", json_string(capability));
   json_t *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "quotas.set", fields, &result, &err);
-  json_decref(fields);
-  if (rc < 0) {
-    fprintf(stderr, "dome quotas set: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call("quotas set", socket, "quotas.set", fields, &result) < 0) return DOME_EXIT_FAILURE;
   printf("Quota of capability %s: ", capability);
   json_dumpf(result, stdout, JSON_COMPACT);
   printf("\n");

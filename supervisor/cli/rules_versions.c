@@ -161,13 +161,7 @@ static int apply_main(int argc, char **argv) {
   json_t *args = json_pack("{s:s,s:s,s:s,s:b}", "name", name, "text", text, "file", file, "shadow", shadow),
          *result = NULL;
   free(text);
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "rules.apply", args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome rules apply: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call("rules apply", socket, "rules.apply", args, &result) < 0) return DOME_EXIT_FAILURE;
   if (shadow)
     printf("Applied %s as version %lld (shadow: evaluated beside the active version, not enforced)\n", name,
            (long long)json_integer_value(json_object_get(result, "version")));
@@ -229,13 +223,7 @@ static int show_main(int argc, char **argv) {
     }
   }
   json_t *args = json_pack("{s:i}", "version", (int)version), *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "rules.show", args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome rules show: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call("rules show", socket, "rules.show", args, &result) < 0) return DOME_EXIT_FAILURE;
   fputs(json_string_value(json_object_get(result, "text")), stdout);
   json_decref(result);
   return 0;
@@ -278,13 +266,7 @@ static int shadow_main(int argc, char **argv) {
     }
   }
   json_t *args = json_pack("{s:b}", "stop", stop), *report = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "rules.shadow", args, &report, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome rules shadow: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call("rules shadow", socket, "rules.shadow", args, &report) < 0) return DOME_EXIT_FAILURE;
   if (json) {
     char *text = json_dumps(report, JSON_INDENT(2) | JSON_SORT_KEYS);
     if (text) printf("%s\n", text);
@@ -349,13 +331,7 @@ static int promote_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   json_t *args = json_pack("{s:s}", "name", name), *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "rules.promote", args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome rules promote: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call("rules promote", socket, "rules.promote", args, &result) < 0) return DOME_EXIT_FAILURE;
   printf("Promoted %s: version %lld is active (was %lld)\n", name,
          (long long)json_integer_value(json_object_get(result, "version")),
          (long long)json_integer_value(json_object_get(result, "previous_version")));

@@ -172,14 +172,21 @@ static int print_json(const struct jail_result *r, json_t *extra) {
 }
 
 /* DOME_RUN_PREPARED=1 (tests/run --pool-size): the jail is prepared before the program is known, as domed's
- * pool prepares its jails, then bound to it (jail_prepare, jail_prepared_run), so that the escape suites
- * run against that path too. A jail that needs its network namespace at clone time (egress) runs fresh. */
+ * pool prepares its jails (for `python3 -c` with the interpreter started), then bound to it (jail_prepare,
+ * jail_prepared_run), so that the escape suites run against that path too. A jail that needs its network
+ * namespace at clone time (egress) runs fresh. */
 static int run_prepared(void *context, const struct jail_config *config, struct jail_result *result,
                         dome_error *err) {
   (void)context;
   if (config->on_namespaces_ready) return jail_run(config, result, err);
+  /* `python3 -c CODE`: the interpreter started before the code is handed over, as domed's pool does */
+  struct jail_config shape = *config;
+  const char *program = config->argv[0], *slash = strrchr(program, '/');
+  if (strcmp(slash ? slash + 1 : program, "python3") == 0 &&
+      jail_python_call_fits(program, config->env, config))
+    shape.prepared_python = program;
   struct jail_prepared *prepared = NULL;
-  int r = jail_prepare(config, &prepared, err);
+  int r = jail_prepare(&shape, &prepared, err);
   if (r < 0) {
     memset(result, 0, sizeof *result);
     result->exit_code = -1;

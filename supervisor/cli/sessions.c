@@ -59,13 +59,7 @@ static int one_session(int argc, char **argv, const char *method, const char *us
     return DOME_EXIT_FAILURE;
   }
   json_t *args = json_pack("{s:s}", "session_id", id), *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), method, args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome %s: %s\n", argv[0], err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call(argv[0], socket, method, args, &result) < 0) return DOME_EXIT_FAILURE;
   json_dumpf(result, stdout, JSON_INDENT(2));
   printf("\n");
   json_decref(result);
@@ -124,14 +118,9 @@ static int snapshots_main(int argc, char **argv) {
   json_t *args =
       delete_id ? json_pack("{s:s}", "snapshot_id", delete_id) : json_pack("{s:s?}", "agent", agent);
   json_t *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket),
-                        delete_id ? "sessions.snapshot_delete" : "sessions.snapshots", args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome %s: %s\n", argv[0], err.message);
+  if (cli_control_call(argv[0], socket, delete_id ? "sessions.snapshot_delete" : "sessions.snapshots", args,
+                       &result) < 0)
     return DOME_EXIT_FAILURE;
-  }
   if (json_output || delete_id) {
     if (delete_id && !json_output)
       printf("Deleted snapshot %s\n", delete_id);

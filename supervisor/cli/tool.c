@@ -227,13 +227,7 @@ static int remove_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   json_t *args = json_pack("{s:s}", "name", name), *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "tools.remove", args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome tool remove: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call("tool remove", socket, "tools.remove", args, &result) < 0) return DOME_EXIT_FAILURE;
   json_decref(result);
   printf("Removed tool %s\n", name);
   return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "supervisor/cli/command.h"
+#include "supervisor/cli/control_list.h"
 #include "supervisor/control/control.h"
 
 static const char *text_or(json_t *value, const char *fallback) {
@@ -45,13 +46,7 @@ static int approve_main(int argc, char **argv) {
     return DOME_EXIT_FAILURE;
   }
   json_t *args = json_pack("{s:s,s:b}", "name", name, "accept_findings", accept), *result = NULL;
-  dome_error err = {0};
-  int rc = control_call(control_socket_path(socket), "tools.approve", args, &result, &err);
-  json_decref(args);
-  if (rc < 0) {
-    fprintf(stderr, "dome tool approve: %s\n", err.message);
-    return DOME_EXIT_FAILURE;
-  }
+  if (cli_control_call("tool approve", socket, "tools.approve", args, &result) < 0) return DOME_EXIT_FAILURE;
   bool approved = json_is_true(json_object_get(result, "approved"));
   if (json) {
     char *text = json_dumps(result, JSON_INDENT(2) | JSON_SORT_KEYS);

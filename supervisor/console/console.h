@@ -1,9 +1,11 @@
 /* The console's own state, apart from HTTP and domed: operator login sessions (the cookie, the CSRF
  * token, the idle timeout), the rate limit on login attempts, the security headers of every console
- * response, and the web assets built into the binary (generated from console/ at build time). */
+ * response, the bounded stores behind the Anomalies and Agents views (alerts, calls per minute), and
+ * the web assets built into the binary (generated from console/ at build time). */
 #ifndef DOME_CONSOLE_CONSOLE_H
 #define DOME_CONSOLE_CONSOLE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -97,5 +99,46 @@ struct console_asset {
 
 /* The built-in file at `path` (relative to /console/, no leading slash), or NULL. */
 const struct console_asset *console_asset_find(const char *path);
+
+/* ---- alerts.c: the newest anomaly alerts, for the Anomalies view ---- */
+
+#define CONSOLE_ALERTS_MAX 10000
+#define CONSOLE_ALERTS_BYTES (16u << 20) /* of their journal lines */
+struct console_alerts;
+/* A new, empty store keeping at most `max_alerts` alerts and `max_bytes` of their journal lines (0: the
+ * defaults above), or NULL (out of memory). */
+struct console_alerts *console_alerts_new(size_t max_alerts, size_t max_bytes);
+void console_alerts_free(struct console_alerts *alerts);
+/* Fold one journal event (borrowed; a reference is kept), `seq` its seq and `bytes` its line's length:
+ * an anomaly.alert is kept, `level` its Sigma level's rank (anomaly_level: higher is more severe; the
+ * oldest alerts give way past the bounds; one not newer than the newest kept is ignored); an
+ * agent.suspended is attached as the response of the kept alert its `alert_seq` names (the first
+ * only). Other events are ignored. */
+void console_alerts_fold(struct console_alerts *alerts, json_t *event, uint64_t seq, size_t bytes, int level);
+struct console_alert_query {
+  const char *agent; /* exact, or NULL */
+  int min_level;     /* alerts whose level's rank is at least this */
+  size_t limit;      /* most results, newest first */
+};
+/* {alerts: [the alert events, each with `response` (the agent.suspended event, or null)], kept (the count
+ * held), oldest_kept_seq (0 when none), older_dropped (an older alert gave way)} (new reference). */
+json_t *console_alerts_list(struct console_alerts *alerts, const struct console_alert_query *query);
+/* A copy of the kept alert `seq` with its response, or NULL. */
+json_t *console_alerts_find(struct console_alerts *alerts, uint64_t seq);
+
+/* ---- calls.c: each agent's calls per minute over the last hour, for the Agents view ---- */
+
+#define CONSOLE_CALLS_AGENTS_MAX 4096
+struct console_calls;
+/* A new table for at most `max_agents` agents (0: CONSOLE_CALLS_AGENTS_MAX), or NULL (out of memory).
+ * About 1 KiB an agent. */
+struct console_calls *console_calls_new(size_t max_agents);
+void console_calls_free(struct console_calls *calls);
+/* Count one call of `agent` at `time_ns` (Unix ns), allowed or denied. A new agent beyond the bound
+ * takes the place of the agent whose last call is the oldest. */
+void console_calls_count(struct console_calls *calls, const char *agent, bool allow, int64_t time_ns);
+/* {agent: {calls_per_minute: [60 counts, oldest first, the last the minute of now_ns], allow, deny (over
+ * those 60 minutes)}} for the agents with a call in them (new reference). */
+json_t *console_calls_last_hour(const struct console_calls *calls, int64_t now_ns);
 
 #endif

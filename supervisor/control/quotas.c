@@ -99,22 +99,26 @@ void control_quota_for_session(const struct control_quota *quota, struct control
   if (quota->session_pids) session->pids = quota->session_pids;
 }
 
+/* The flag of quota field `key` ("session_cpus" -> "--session-cpus") into `flag`. */
+static const char *flag_of(const char *key, char flag[64]) {
+  snprintf(flag, 64, "--%s", key);
+  for (char *c = flag; *c; c++)
+    if (*c == '_') *c = '-';
+  return flag;
+}
+
 /* A duration field: seconds as a number, or a duration text ("90", "10m"); (0, 86400] s. */
 static int duration_field(json_t *fields, const char *key, uint64_t *out, dome_error *err) {
   json_t *v = json_object_get(fields, key);
   if (v == NULL) return 0;
   uint64_t ms = 0;
+  char flag[64];
   if (json_is_number(v) && json_number_value(v) > 0)
     ms = (uint64_t)llround(json_number_value(v) * 1000);
   else if (json_is_string(v) && dome_parse_duration_ms(json_string_value(v), &ms, err) < 0)
-    return dome_error_wrap(err, "--%s", key);
-  if (ms == 0 || ms > 24ull * 3600 * 1000) {
-    char flag[64];
-    snprintf(flag, sizeof flag, "%s", key);
-    for (char *c = flag; *c; c++)
-      if (*c == '_') *c = '-';
-    return dome_error_set(err, EINVAL, "--%s: expected (0, 86400] seconds", flag);
-  }
+    return dome_error_wrap(err, "%s", flag_of(key, flag));
+  if (ms == 0 || ms > 24ull * 3600 * 1000)
+    return dome_error_set(err, EINVAL, "%s: expected (0, 86400] seconds", flag_of(key, flag));
   *out = ms;
   return 0;
 }
@@ -128,19 +132,13 @@ static int size_field(json_t *fields, const char *key, uint64_t *out, dome_error
   }
   if (json_is_string(v)) {
     int rc = dome_parse_size(json_string_value(v), out, err);
-    if (rc < 0) return dome_error_wrap(err, "--%s", key);
-    if (*out == 0) return dome_error_set(err, EINVAL, "--%s: must be positive", key);
+    char flag[64];
+    if (rc < 0) return dome_error_wrap(err, "%s", flag_of(key, flag));
+    if (*out == 0) return dome_error_set(err, EINVAL, "%s: must be positive", flag_of(key, flag));
     return 0;
   }
-  return dome_error_set(err, EINVAL, "--%s: expected a size", key);
-}
-
-/* The flag of quota field `key` ("session_cpus" -> "--session-cpus") into `flag`. */
-static const char *flag_of(const char *key, char flag[64]) {
-  snprintf(flag, 64, "--%s", key);
-  for (char *c = flag; *c; c++)
-    if (*c == '_') *c = '-';
-  return flag;
+  char flag[64];
+  return dome_error_set(err, EINVAL, "%s: expected a size", flag_of(key, flag));
 }
 
 /* A number of CPUs in the jail's own range (jail_run: 0.01 .. 4096), the whole text a number; 0 too when
@@ -164,19 +162,40 @@ static int cpus_field(json_t *fields, const char *key, bool zero_allowed, double
   return 0;
 }
 
-/* A pids.max in [1, 1000000] (0 too when zero_allowed), the whole text an integer. */
-static int pids_field(json_t *fields, const char *key, bool zero_allowed, uint64_t *out, dome_error *err) {
+/* A whole number in [min, max], as a JSON integer or a text that is an integer and nothing else. */
+static int count_field(json_t *fields, const char *key, long long min, long long max, uint64_t *out,
+                       dome_error *err) {
   json_t *v = json_object_get(fields, key);
   if (v == NULL) return 0;
   char *end = NULL, flag[64];
-  long long pids = json_is_integer(v)  ? json_integer_value(v)
-                   : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
-                                       : -1;
-  if (json_is_string(v) && (end == json_string_value(v) || *end)) pids = -1;
-  if (pids < (zero_allowed ? 0 : 1) || pids > 1000000)
-    return dome_error_set(err, EINVAL, "%s: expected an integer in [%d, 1000000]", flag_of(key, flag),
-                          zero_allowed ? 0 : 1);
-  *out = (uint64_t)pids;
+  long long count = json_is_integer(v)  ? json_integer_value(v)
+                    : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
+                                        : min - 1;
+  if (json_is_string(v) && (end == json_string_value(v) || *end)) count = min - 1;
+  if (count < min || count > max)
+    return dome_error_set(err, EINVAL, "%s: expected an integer in [%lld, %lld]", flag_of(key, flag), min,
+                          max);
+  *out = (uint64_t)count;
+  return 0;
+}
+
+/* A size in bytes (a JSON integer or a size text, dome_parse_size) in [min, max], or 0 when zero_allowed
+ * (the field then defers to another); `expected` says the range in the error ("0 or 1K..64M"). */
+static int bounded_size_field(json_t *fields, const char *key, bool zero_allowed, uint64_t min, uint64_t max,
+                              const char *expected, uint64_t *out, dome_error *err) {
+  json_t *v = json_object_get(fields, key);
+  if (v == NULL) return 0;
+  char flag[64];
+  uint64_t bytes = 0;
+  if (json_is_integer(v) && json_integer_value(v) >= 0)
+    bytes = (uint64_t)json_integer_value(v);
+  else if (!json_is_string(v))
+    return dome_error_set(err, EINVAL, "%s: expected a size", flag_of(key, flag));
+  else if (dome_parse_size(json_string_value(v), &bytes, err) < 0)
+    return dome_error_wrap(err, "%s", flag_of(key, flag));
+  if (!(bytes == 0 && zero_allowed) && (bytes < min || bytes > max))
+    return dome_error_set(err, EINVAL, "%s: expected %s", flag_of(key, flag), expected);
+  *out = bytes;
   return 0;
 }
 
@@ -211,30 +230,14 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
   if ((rc = size_field(fields, "blob_bytes", &quota.blob_bytes, err)) < 0) return rc;
   json_t *v;
   if ((rc = cpus_field(fields, "cpus", false, &quota.cpus, err)) < 0) return rc;
-  if ((rc = pids_field(fields, "pids", false, &quota.pids, err)) < 0) return rc;
+  if ((rc = count_field(fields, "pids", 1, 1000000, &quota.pids, err)) < 0) return rc;
   if ((rc = cpus_field(fields, "session_cpus", true, &quota.session_cpus, err)) < 0) return rc;
-  if ((rc = pids_field(fields, "session_pids", true, &quota.session_pids, err)) < 0) return rc;
-  if ((v = json_object_get(fields, "session_memory"))) {
-    /* 0 is allowed: the capability's sessions go back to its --memory */
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
-      quota.session_memory_bytes = (uint64_t)json_integer_value(v);
-    else if (!json_is_string(v) ||
-             (rc = dome_parse_size(json_string_value(v), &quota.session_memory_bytes, err)) < 0)
-      return json_is_string(v) ? dome_error_wrap(err, "--session-memory")
-                               : dome_error_set(err, EINVAL, "--session-memory: expected a size");
-    if (quota.session_memory_bytes != 0 && quota.session_memory_bytes < (1u << 20))
-      return dome_error_set(err, EINVAL, "--session-memory: expected 0 or at least 1M");
-  }
-  if ((v = json_object_get(fields, "timeout"))) {
-    uint64_t ms = 0;
-    if (json_is_number(v) && json_number_value(v) > 0)
-      ms = (uint64_t)llround(json_number_value(v) * 1000);
-    else if (json_is_string(v) && (rc = dome_parse_duration_ms(json_string_value(v), &ms, err)) < 0)
-      return dome_error_wrap(err, "--timeout");
-    if (ms == 0 || ms > 24ull * 3600 * 1000)
-      return dome_error_set(err, EINVAL, "--timeout: expected (0, 86400] seconds");
-    quota.timeout_ms = ms;
-  }
+  if ((rc = count_field(fields, "session_pids", 0, 1000000, &quota.session_pids, err)) < 0) return rc;
+  /* 0: the capability's sessions go back to its --memory */
+  if ((rc = bounded_size_field(fields, "session_memory", true, 1u << 20, UINT64_MAX, "0 or at least 1M",
+                               &quota.session_memory_bytes, err)) < 0)
+    return rc;
+  if ((rc = duration_field(fields, "timeout", &quota.timeout_ms, err)) < 0) return rc;
   if ((v = json_object_get(fields, "egress"))) {
     if (json_is_boolean(v))
       quota.egress = json_is_true(v);
@@ -245,39 +248,16 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     else
       return dome_error_set(err, EINVAL, "--egress: expected allow or deny");
   }
-  if ((v = json_object_get(fields, "egress_bytes"))) {
-    /* 0 is allowed here: the capability's jails go back to domed's egress_quota */
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
-      quota.egress_bytes = (uint64_t)json_integer_value(v);
-    else if (!json_is_string(v) || (rc = dome_parse_size(json_string_value(v), &quota.egress_bytes, err)) < 0)
-      return json_is_string(v) ? dome_error_wrap(err, "--egress-bytes")
-                               : dome_error_set(err, EINVAL, "--egress-bytes: expected a size");
-    if (quota.egress_bytes > (uint64_t)INT64_MAX)
-      return dome_error_set(err, EINVAL, "--egress-bytes: at most %lld bytes", (long long)INT64_MAX);
-  }
-  if ((v = json_object_get(fields, "mcp_output_limit"))) {
-    /* 0 is allowed: the capability goes back to domed's mcp_output_limit */
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
-      quota.mcp_output_bytes = (uint64_t)json_integer_value(v);
-    else if (!json_is_string(v) ||
-             (rc = dome_parse_size(json_string_value(v), &quota.mcp_output_bytes, err)) < 0)
-      return json_is_string(v) ? dome_error_wrap(err, "--mcp-output-limit")
-                               : dome_error_set(err, EINVAL, "--mcp-output-limit: expected a size");
-    if (quota.mcp_output_bytes != 0 &&
-        (quota.mcp_output_bytes < 1024 || quota.mcp_output_bytes > (64u << 20)))
-      return dome_error_set(err, EINVAL, "--mcp-output-limit: expected 0 or 1K..64M");
-  }
-  if ((v = json_object_get(fields, "concurrency"))) {
-    /* 0 is allowed: the capability's agents go back to sharing max_jails */
-    char *end = NULL;
-    long long count = json_is_integer(v)  ? json_integer_value(v)
-                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
-                                          : -1;
-    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
-    if (count < 0 || count > 4096)
-      return dome_error_set(err, EINVAL, "--concurrency: expected an integer in [0, 4096]");
-    quota.concurrency = (uint64_t)count;
-  }
+  /* 0: the capability's jails go back to domed's egress_quota */
+  if ((rc = bounded_size_field(fields, "egress_bytes", true, 1, (uint64_t)INT64_MAX,
+                               "at most 9223372036854775807 bytes", &quota.egress_bytes, err)) < 0)
+    return rc;
+  /* 0: the capability goes back to domed's mcp_output_limit */
+  if ((rc = bounded_size_field(fields, "mcp_output_limit", true, 1024, 64u << 20, "0 or 1K..64M",
+                               &quota.mcp_output_bytes, err)) < 0)
+    return rc;
+  /* 0: the capability's agents go back to sharing max_jails */
+  if ((rc = count_field(fields, "concurrency", 0, 4096, &quota.concurrency, err)) < 0) return rc;
   if ((v = json_object_get(fields, "task_ttl"))) {
     /* 0 is allowed: the capability goes back to domed's task_ttl_max_s */
     uint64_t ms = 0;
@@ -291,46 +271,12 @@ int control_quota_set(control_store *store, const char *capability, json_t *fiel
     if (ms > 30ull * 86400 * 1000) return dome_error_set(err, EINVAL, "--task-ttl: at most 30 days");
     quota.task_ttl_ms = ms;
   }
-  if ((v = json_object_get(fields, "tasks"))) {
-    char *end = NULL;
-    long long count = json_is_integer(v)  ? json_integer_value(v)
-                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
-                                          : -1;
-    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
-    if (count < 0 || count > 100000)
-      return dome_error_set(err, EINVAL, "--tasks: expected an integer in [0, 100000]");
-    quota.tasks = (uint64_t)count;
-  }
-  if ((v = json_object_get(fields, "sessions"))) {
-    char *end = NULL;
-    long long count = json_is_integer(v)  ? json_integer_value(v)
-                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
-                                          : -1;
-    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
-    if (count < 0 || count > 1024)
-      return dome_error_set(err, EINVAL, "--sessions: expected an integer in [0, 1024]");
-    quota.sessions = (uint64_t)count;
-  }
-  if ((v = json_object_get(fields, "snapshots"))) {
-    char *end = NULL;
-    long long count = json_is_integer(v)  ? json_integer_value(v)
-                      : json_is_string(v) ? strtoll(json_string_value(v), &end, 10)
-                                          : -1;
-    if (json_is_string(v) && (end == json_string_value(v) || *end)) count = -1;
-    if (count < 0 || count > 1024)
-      return dome_error_set(err, EINVAL, "--snapshots: expected an integer in [0, 1024]");
-    quota.snapshots = (uint64_t)count;
-  }
-  if ((v = json_object_get(fields, "snapshot_bytes"))) {
-    if (json_is_integer(v) && json_integer_value(v) > 0)
-      quota.snapshot_bytes = (uint64_t)json_integer_value(v);
-    else if (!json_is_string(v) ||
-             (rc = dome_parse_size(json_string_value(v), &quota.snapshot_bytes, err)) < 0)
-      return json_is_string(v) ? dome_error_wrap(err, "--snapshot-bytes")
-                               : dome_error_set(err, EINVAL, "--snapshot-bytes: expected a size");
-    if (quota.snapshot_bytes < 1024)
-      return dome_error_set(err, EINVAL, "--snapshot-bytes: expected at least 1K");
-  }
+  if ((rc = count_field(fields, "tasks", 0, 100000, &quota.tasks, err)) < 0) return rc;
+  if ((rc = count_field(fields, "sessions", 0, 1024, &quota.sessions, err)) < 0) return rc;
+  if ((rc = count_field(fields, "snapshots", 0, 1024, &quota.snapshots, err)) < 0) return rc;
+  if ((rc = bounded_size_field(fields, "snapshot_bytes", false, 1024, UINT64_MAX, "at least 1K",
+                               &quota.snapshot_bytes, err)) < 0)
+    return rc;
   if ((rc = duration_field(fields, "session_idle", &quota.session_idle_ms, err)) < 0) return rc;
   if ((rc = duration_field(fields, "session_lifetime", &quota.session_lifetime_ms, err)) < 0) return rc;
   pthread_mutex_lock(&store->lock);

@@ -20,7 +20,7 @@
 #define RULE_COUNTERS 256
 
 struct queued {
-  json_t *event;
+  anomaly_block text; /* the event's JSON text (anomaly_event_text) in a block of the queue's pool */
   uint64_t seq;
   int64_t time_ns;
   uint64_t queued_ns; /* CLOCK_MONOTONIC */
@@ -36,12 +36,20 @@ struct rule_counter {
   uint64_t alerts;
 };
 
+/* After it drains the queue, the detection thread waits this long on a timed wait before it sleeps
+ * until woken: an event offered meanwhile is not signalled (the offer makes no system call) and waits at
+ * most this long. Only the first event after a quiet spell wakes the thread. */
+#define LINGER_NS (2 * 1000 * 1000)
+#define DRAIN_BATCH 64 /* events taken out of the queue at a time */
+
 struct domed_anomaly {
   pthread_mutex_t lock;
-  pthread_cond_t ready;
+  pthread_cond_t ready; /* on CLOCK_MONOTONIC */
   struct queued *queue;
   size_t head, count;
   bool stop;
+  bool sleeping;             /* the detection thread waits untimed: an offer must signal */
+  anomaly_block_pool blocks; /* the texts' blocks, handed back after evaluation (under lock) */
   pthread_t thread;
   bool thread_started;
   /* applied set, swapped under lock; the thread makes a new engine when it changes */
@@ -164,10 +172,26 @@ static void *detection_thread(void *argument) {
   anomaly_engine *engine = NULL;
   uint64_t generation = 0;
   struct alert_context context = {.domed = domed};
+  bool lingering = false;
   pthread_mutex_lock(&a->lock);
   for (;;) {
-    while (a->count == 0 && !a->stop && a->dropped_reported == atomic_load(&a->dropped))
-      pthread_cond_wait(&a->ready, &a->lock);
+    while (a->count == 0 && !a->stop && a->dropped_reported == atomic_load(&a->dropped)) {
+      if (lingering) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += LINGER_NS;
+        if (until.tv_nsec >= 1000000000L) {
+          until.tv_sec++;
+          until.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&a->ready, &a->lock, &until) == ETIMEDOUT) lingering = false;
+      } else {
+        a->sleeping = true;
+        pthread_cond_wait(&a->ready, &a->lock);
+        a->sleeping = false;
+      }
+    }
+    lingering = true;
     if (a->stop && a->count == 0) break;
     if (generation != a->set_generation) {
       anomaly_engine_free(engine);
@@ -192,15 +216,26 @@ static void *detection_thread(void *argument) {
       continue;
     }
     if (a->count == 0) continue;
-    struct queued item = a->queue[a->head];
-    a->head = (a->head + 1) % QUEUE_CAPACITY;
-    a->count--;
+    /* a batch out of the queue under one hold of the lock, evaluated without it: an offer seldom finds
+     * the lock taken */
+    struct queued batch[DRAIN_BATCH];
+    size_t taken = 0;
+    while (a->count > 0 && taken < DRAIN_BATCH) {
+      batch[taken++] = a->queue[a->head];
+      a->head = (a->head + 1) % QUEUE_CAPACITY;
+      a->count--;
+    }
     pthread_mutex_unlock(&a->lock);
-    context.queued_ns = item.queued_ns;
-    if (engine) anomaly_engine_process(engine, item.event, item.seq, item.time_ns, on_alert, &context);
-    atomic_fetch_add(&a->evaluated, 1);
-    json_decref(item.event);
+    for (size_t i = 0; i < taken; i++) {
+      context.queued_ns = batch[i].queued_ns;
+      json_t *event = json_loadb(batch[i].text.data, batch[i].text.length, 0, NULL);
+      if (engine && event)
+        anomaly_engine_process(engine, event, batch[i].seq, batch[i].time_ns, on_alert, &context);
+      atomic_fetch_add(&a->evaluated, 1);
+      json_decref(event);
+    }
     pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < taken; i++) anomaly_block_release(&a->blocks, &batch[i].text);
   }
   pthread_mutex_unlock(&a->lock);
   anomaly_engine_free(engine);
@@ -259,7 +294,11 @@ int domed_anomaly_start(struct domed *domed, dome_error *err) {
     return dome_error_set(err, ENOMEM, "anomaly queue");
   }
   pthread_mutex_init(&a->lock, NULL);
-  pthread_cond_init(&a->ready, NULL);
+  pthread_condattr_t monotonic;
+  pthread_condattr_init(&monotonic);
+  pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+  pthread_cond_init(&a->ready, &monotonic);
+  pthread_condattr_destroy(&monotonic);
   if (anomaly_level_parse(domed->config.anomaly_suspend_level, &a->suspend_level, err) < 0) {
     free(a->queue);
     free(a);
@@ -298,7 +337,8 @@ void domed_anomaly_stop(struct domed *domed) {
   pthread_mutex_unlock(&a->lock);
   if (a->thread_started) pthread_join(a->thread, NULL);
   domed->anomaly = NULL;
-  for (size_t i = 0; i < a->count; i++) json_decref(a->queue[(a->head + i) % QUEUE_CAPACITY].event);
+  for (size_t i = 0; i < a->count; i++) free(a->queue[(a->head + i) % QUEUE_CAPACITY].text.data);
+  anomaly_block_pool_clear(&a->blocks);
   anomaly_rule_set_release(a->set);
   free(a->queue);
   domed_risk_free(domed->risk);
@@ -326,17 +366,21 @@ void domed_anomaly_offer(struct domed *domed, const json_t *event, uint64_t seq)
     return;
   }
   pthread_mutex_unlock(&a->lock);
-  /* the copy is made outside the lock: the caller keeps (and may change) its event */
-  json_t *copy = json_deep_copy(event);
+  /* serialized outside the lock (the caller keeps, and may change, its event), copied under it into a
+   * block of the queue's pool: no allocation in the steady state */
+  size_t length = 0;
+  const char *text = anomaly_event_text(event, &length);
   pthread_mutex_lock(&a->lock);
-  if (copy == NULL || a->count == QUEUE_CAPACITY) {
+  anomaly_block block = {0};
+  if (text == NULL || a->count == QUEUE_CAPACITY ||
+      anomaly_block_fill(&a->blocks, text, length, &block) < 0) {
     atomic_fetch_add(&a->dropped, 1);
-    json_decref(copy);
   } else {
-    a->queue[(a->head + a->count) % QUEUE_CAPACITY] = (struct queued){copy, seq, realtime_ns(), start};
+    a->queue[(a->head + a->count) % QUEUE_CAPACITY] = (struct queued){block, seq, realtime_ns(), start};
     a->count++;
   }
-  pthread_cond_signal(&a->ready);
+  /* a lingering thread finds the event within LINGER_NS; a half-full queue is worth the wake-up */
+  if (a->sleeping || a->count >= QUEUE_CAPACITY / 2) pthread_cond_signal(&a->ready);
   pthread_mutex_unlock(&a->lock);
   observe(a->offer_ns, monotonic_ns() - start);
 }
@@ -381,6 +425,45 @@ json_t *domed_anomaly_command(struct domed *domed, const struct control_request 
   }
   dome_error_set(err, EINVAL, "unknown command `anomalies.%s`", verb);
   return NULL;
+}
+
+/* The rule's file as it is on disk now, at most ANOMALY_MAX_FILE_BYTES; NULL when it cannot be read. */
+static json_t *rule_source(const char *path) {
+  FILE *file = path ? fopen(path, "re") : NULL;
+  if (file == NULL) return NULL;
+  char *text = malloc(ANOMALY_MAX_FILE_BYTES + 1);
+  size_t length = text ? fread(text, 1, ANOMALY_MAX_FILE_BYTES + 1, file) : 0;
+  bool whole = text && !ferror(file) && length <= ANOMALY_MAX_FILE_BYTES;
+  fclose(file);
+  json_t *source = whole ? json_stringn(text, length) : NULL; /* NULL too when not UTF-8 */
+  free(text);
+  return source;
+}
+
+json_t *domed_anomaly_rule(struct domed *domed, const char *rule_id) {
+  struct domed_anomaly *a = domed->anomaly;
+  if (a == NULL || rule_id == NULL) return NULL;
+  pthread_mutex_lock(&a->lock);
+  anomaly_rule_set *set = anomaly_rule_set_retain(a->set);
+  pthread_mutex_unlock(&a->lock);
+  json_t *found = NULL;
+  json_t *rules = set ? anomaly_rule_set_describe(set) : NULL;
+  size_t i;
+  json_t *rule;
+  json_array_foreach(rules, i, rule) {
+    const char *id = json_string_value(json_object_get(rule, "id"));
+    if (id == NULL || strcmp(id, rule_id) != 0) continue;
+    found = json_deep_copy(rule);
+    const char *file = anomaly_rule_set_rule_file(set, rule_id);
+    json_object_set_new(found, "file", file ? json_string(file) : json_null());
+    json_t *source = rule_source(file);
+    json_object_set_new(found, "source", source ? source : json_null());
+    json_object_set_new(found, "set_digest", json_string(anomaly_rule_set_digest(set)));
+    break;
+  }
+  json_decref(rules);
+  anomaly_rule_set_release(set);
+  return found;
 }
 
 void domed_anomaly_metrics(struct domed *domed, FILE *out) {

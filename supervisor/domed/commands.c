@@ -433,8 +433,8 @@ static json_t *gateways_command(struct domed *domed, const struct control_reques
  * journal fails the call (the CLI then stops its program: fail closed). Answers {appended}. */
 #define CONTROL_RECORDS_MAX 4096
 static json_t *audit_record(struct domed *domed, const struct control_request *request, dome_error *err) {
-  static const char *const types[] = {"exec.start",  "exec.jail",      "exec.output",
-                                      "exec.denial", "exec.redaction", "exec.end"};
+  static const char *const types[] = {"exec.start",  "exec.jail",      "exec.output", "exec.denial",
+                                      "exec.shadow", "exec.redaction", "exec.end"};
   json_t *records = json_object_get(request->args, "records");
   if (!json_is_array(records) || json_array_size(records) == 0 ||
       json_array_size(records) > CONTROL_RECORDS_MAX) {

@@ -28,6 +28,7 @@ void domed_config_defaults(struct domed_config *config) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   config->max_jails = cpus > 0 ? (unsigned)cpus : 1;
   config->pool_size = config->max_jails < DOMED_POOL_SIZE_MAX ? config->max_jails : DOMED_POOL_SIZE_MAX;
+  config->session_pool_size = 1;
   config->max_queue = 64;
   config->queue_timeout_s = 30;
   config->max_body_bytes = 4u << 20;
@@ -179,6 +180,8 @@ int domed_config_set(struct domed_config *c, const char *key, const char *value,
   if (strcmp(key, "max_jails") == 0) return set_unsigned(&c->max_jails, key, value, 1, 4096, err);
   if (strcmp(key, "pool_size") == 0)
     return set_unsigned(&c->pool_size, key, value, 0, DOMED_POOL_SIZE_MAX, err);
+  if (strcmp(key, "session_pool_size") == 0)
+    return set_unsigned(&c->session_pool_size, key, value, 0, DOMED_POOL_SIZE_MAX, err);
   if (strcmp(key, "max_queue") == 0) return set_unsigned(&c->max_queue, key, value, 0, 1000000, err);
   if (strcmp(key, "queue_timeout_s") == 0) return set_unsigned(&c->queue_timeout_s, key, value, 1, 3600, err);
   if (strcmp(key, "http_timeout_s") == 0) return set_unsigned(&c->http_timeout_s, key, value, 1, 3600, err);

@@ -428,6 +428,103 @@ static int agent_action(struct domed *domed, const struct console_session *sessi
   return reply_json(reply, 200, result);
 }
 
+/* ---- anomalies ---- */
+
+#define ALERTS_LIMIT_MAX 1000
+#define RESPONSE_SCAN_EVENTS 100000 /* how far past an alert no longer kept its suspension is looked for */
+
+/* GET /console/api/anomalies?level=&agent=&limit=: the kept alerts, newest first, at or above `level`. */
+static int anomalies(struct domed *domed, const mcp_console_request *request, mcp_console_reply *reply) {
+  struct console_alert_query search = {.agent = query(request, "agent"), .limit = 100};
+  dome_error err = {0};
+  const char *level = query(request, "level");
+  anomaly_level min_level = ANOMALY_LEVEL_NONE;
+  if (level && anomaly_level_parse(level, &min_level, &err) < 0) {
+    char message[600];
+    snprintf(message, sizeof message, "level: %.500s", err.message);
+    return reply_error(reply, 400, message);
+  }
+  uint64_t limit = 100;
+  if (query(request, "limit") && (!parse_unsigned(query(request, "limit"), &limit) || limit == 0))
+    return reply_error(reply, 400, "limit: expected a positive number");
+  search.limit = limit > ALERTS_LIMIT_MAX ? ALERTS_LIMIT_MAX : (size_t)limit;
+  search.min_level = (int)min_level;
+  json_t *found = domed_console_index_alerts(domed, &search, &err);
+  if (found == NULL) return reply_error(reply, 503, err.message);
+  return reply_json(reply, 200, found);
+}
+
+/* The journal's events with seq in [from, to] of `type` (NULL: any), at most `most`, appended to
+ * `events`. Returns 0 or the reader's -errno. */
+static int read_events(struct domed *domed, uint64_t from, uint64_t to, const char *type, size_t most,
+                       json_t *events, dome_error *err) {
+  journal_filter filter = {.from_seq = from, .to_seq = to, .type = type};
+  journal_reader *reader = NULL;
+  int rc = journal_reader_open(domed->config.journal_dir, &filter, &reader, err);
+  if (rc < 0) return rc;
+  journal_record record;
+  while (json_array_size(events) < most && (rc = journal_reader_next(reader, true, &record, err)) == 1)
+    json_array_append_new(events, record.event);
+  journal_reader_close(reader);
+  return rc < 0 ? rc : 0;
+}
+
+/* An alert no longer kept in memory: from the journal, with the agent.suspended naming it among the
+ * RESPONSE_SCAN_EVENTS events after it. NULL when `seq` is not an anomaly.alert. */
+static json_t *alert_from_journal(struct domed *domed, uint64_t seq, dome_error *err) {
+  json_t *found = json_array();
+  json_t *alert = NULL;
+  if (read_events(domed, seq, seq, "anomaly.alert", 1, found, err) == 0 && json_array_size(found) == 1) {
+    alert = json_incref(json_array_get(found, 0));
+    json_array_clear(found);
+    json_t *response = NULL;
+    if (read_events(domed, seq + 1, seq + RESPONSE_SCAN_EVENTS, "agent.suspended", RESPONSE_SCAN_EVENTS,
+                    found, err) == 0) {
+      size_t i;
+      json_t *event;
+      json_array_foreach(found, i, event) {
+        if (json_integer_value(json_object_get(event, "alert_seq")) == (json_int_t)seq) {
+          response = json_incref(event);
+          break;
+        }
+      }
+    }
+    json_object_set_new(alert, "response", response ? response : json_null());
+  }
+  json_decref(found);
+  return alert;
+}
+
+/* GET /console/api/anomalies/<seq>: {alert (with response), events (the contributing events, by the
+ * alert's seqs, in order; a seq retention removed is missing), rule (the applied set's rule with its
+ * source, or null)}. */
+static int anomaly(struct domed *domed, const char *rest, mcp_console_reply *reply) {
+  uint64_t seq = 0;
+  if (!parse_unsigned(rest, &seq) || seq == 0)
+    return reply_error(reply, 400, "alert: expected its seq (a positive number)");
+  dome_error err = {0};
+  json_t *alert = NULL;
+  if (domed_console_index_alert(domed, seq, &alert, &err) < 0) return reply_error(reply, 503, err.message);
+  if (alert == NULL && seq <= journal_last(domed)) alert = alert_from_journal(domed, seq, &err);
+  if (alert == NULL) return reply_error(reply, 404, "no such alert");
+  json_t *events = json_array();
+  size_t i;
+  json_t *value;
+  json_array_foreach(json_object_get(alert, "seqs"), i, value) {
+    uint64_t contributing = (uint64_t)json_integer_value(value);
+    if (contributing == 0 || contributing >= seq) continue; /* an alert follows what made it fire */
+    if (read_events(domed, contributing, contributing, NULL, json_array_size(events) + 1, events, &err) < 0) {
+      json_decref(events);
+      json_decref(alert);
+      return reply_error(reply, 503, err.message);
+    }
+  }
+  json_t *rule = domed_anomaly_rule(domed, json_string_value(json_object_get(alert, "rule_id")));
+  return reply_json(
+      reply, 200,
+      json_pack("{s:o,s:o,s:o}", "alert", alert, "events", events, "rule", rule ? rule : json_null()));
+}
+
 /* ---- rules ---- */
 
 static int rules(struct domed *domed, const char *rest, mcp_console_reply *reply) {
@@ -523,6 +620,13 @@ static int api(struct domed *domed, const mcp_console_request *request, mcp_cons
     return agent_action(domed, &session, route + 7, reply);
   if (strcmp(route, "rules/simulate") == 0 && strcmp(request->method, "POST") == 0)
     return rules_simulate(domed, &session, request, reply);
+  if (strcmp(route, "anomalies") == 0 && get) return anomalies(domed, request, reply);
+  if (strncmp(route, "anomalies/", 10) == 0 && get) return anomaly(domed, route + 10, reply);
+  if (strcmp(route, "rules/shadow") == 0 && get) {
+    /* the summary `dome rules shadow` prints (shadow.c), or none */
+    json_t *report = domed_shadow_report(domed);
+    return reply_json(reply, 200, report ? report : json_pack("{s:n}", "shadow"));
+  }
   if (strcmp(route, "rules") == 0 && get) return rules(domed, "", reply);
   if (strncmp(route, "rules/", 6) == 0 && get) return rules(domed, route + 6, reply);
   return reply_error(reply, 404, "no such console API");

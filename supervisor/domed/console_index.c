@@ -3,17 +3,21 @@
  * It follows the journal itself: a thread reads the existing journal at start and what was journalled
  * every 5 s, and every search first reads what came since, so it needs no hook on the write path and
  * holds each execution once. Executions older than the index holds are found by scanning the journal
- * before its oldest entry. Memory: about 100 bytes an execution, names interned. */
+ * before its oldest entry. Memory: about 100 bytes an execution, names interned.
+ * The same reading keeps the Agents view's calls (the Cedar decisions on mcp:call of each agent per
+ * minute for the last hour, supervisor/console calls.c) and the anomaly alerts (alerts.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "supervisor/audit/journal.h"
+#include "supervisor/console/console.h"
 #include "supervisor/domed/domed.h"
 
 #define EXEC_ID_MAX 48
 #define PENDING_REDACTIONS_MAX 65536 /* executions with redactions and no end yet */
+#define MINUTE_NS INT64_C(60000000000)
 
 struct summary {
   char exec_id[EXEC_ID_MAX];
@@ -29,10 +33,12 @@ struct domed_console_index {
   pthread_mutex_t lock;
   struct summary *ring; /* capacity DOMED_CONSOLE_INDEX_MAX; oldest at `head` */
   size_t head, count;
-  uint64_t through_seq;     /* every event up to this seq is indexed */
-  uint64_t first_kept_seq;  /* seq of the oldest summary kept, 0 when none was dropped */
-  json_t *names, *name_ids; /* array of interned names, and name -> index */
-  json_t *pending;          /* exec_id -> redactions seen before its end */
+  uint64_t through_seq;        /* every event up to this seq is indexed */
+  uint64_t first_kept_seq;     /* seq of the oldest summary kept, 0 when none was dropped */
+  json_t *names, *name_ids;    /* array of interned names, and name -> index */
+  json_t *pending;             /* exec_id -> redactions seen before its end */
+  struct console_calls *calls; /* decisions on mcp:call per agent and minute */
+  struct console_alerts *alerts;
   pthread_t warm_up;
   bool warm_up_started;
 };
@@ -49,6 +55,24 @@ static uint32_t intern(struct domed_console_index *index, const char *name) {
 
 static const char *name_of(const struct domed_console_index *index, uint32_t id) {
   return json_string_value(json_array_get(index->names, id));
+}
+
+/* Count one authz.decision on mcp:call in its agent's minute. Under lock. */
+static void fold_decision(struct domed_console_index *index, json_t *event, int64_t time_ns) {
+  const char *action = json_string_value(json_object_get(event, "action"));
+  const char *decision = json_string_value(json_object_get(event, "decision"));
+  const char *agent = json_string_value(json_object_get(event, "agent"));
+  if (action == NULL || strcmp(action, "mcp:call") != 0 || decision == NULL || agent == NULL) return;
+  console_calls_count(index->calls, agent, strcmp(decision, "allow") == 0, time_ns);
+}
+
+/* Keep an anomaly.alert (with its level's rank) or attach an agent.suspended. Under lock. */
+static void fold_alert(struct domed_console_index *index, const journal_record *record) {
+  anomaly_level level = ANOMALY_LEVEL_NONE;
+  dome_error err = {0};
+  const char *text = json_string_value(json_object_get(record->event, "level"));
+  if (text && anomaly_level_parse(text, &level, &err) < 0) level = ANOMALY_LEVEL_NONE;
+  console_alerts_fold(index->alerts, record->event, record->seq, record->length, (int)level);
 }
 
 /* Fold one exec.redaction or exec.end event into the index. Under lock. */
@@ -86,22 +110,41 @@ static void fold(struct domed_console_index *index, const journal_record *record
   index->count++;
 }
 
+/* Whether a line may be of a type the index folds: its compact JSON holds `"type":"<type>` (a string
+ * value cannot: its quotes are escaped). Only a hint; the parsed top-level type decides. */
+static bool may_fold(const char *line, size_t length) {
+  static const char *const wanted[] = {"\"type\":\"exec.", "\"type\":\"authz.decision\"",
+                                       "\"type\":\"anomaly.alert\"", "\"type\":\"agent.suspended\""};
+  for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+    if (memmem(line, length, wanted[i], strlen(wanted[i]))) return true;
+  return false;
+}
+
 /* Read the journal from through_seq + 1 to its end into the index. Under lock. */
 static int catch_up(struct domed *domed, struct domed_console_index *index, dome_error *err) {
-  journal_filter filter = {.from_seq = index->through_seq + 1, .type = "exec."};
+  journal_filter filter = {.from_seq = index->through_seq + 1};
   journal_reader *reader = NULL;
   int rc = journal_reader_open(domed->config.journal_dir, &filter, &reader, err);
   if (rc < 0) return rc == -ENOENT ? 0 : rc;
   journal_record record;
   uint64_t last = index->through_seq;
-  while ((rc = journal_reader_next(reader, true, &record, err)) == 1) {
-    fold(index, &record);
+  while ((rc = journal_reader_next(reader, false, &record, err)) == 1) {
     last = record.seq;
-    json_decref(record.event);
+    if (may_fold(record.line, record.length)) {
+      json_error_t parse_error;
+      record.event = json_loadb(record.line, record.length, 0, &parse_error);
+      const char *type = json_string_value(json_object_get(record.event, "type"));
+      if (type && strncmp(type, "exec.", 5) == 0)
+        fold(index, &record);
+      else if (type && strcmp(type, "authz.decision") == 0)
+        fold_decision(index, record.event, record.time_ns);
+      else if (type)
+        fold_alert(index, &record);
+      json_decref(record.event);
+    }
     if (atomic_load(&domed->stopping)) break;
   }
   journal_reader_close(reader);
-  /* events of other types after the last exec.* one are not folded; later reads skip them again */
   index->through_seq = last;
   return rc < 0 ? rc : 0;
 }
@@ -188,7 +231,7 @@ int domed_console_index_search(struct domed *domed, const struct domed_execution
 
 json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_error *err) {
   struct domed_console_index *index = domed->console_index;
-  const int64_t minute_ns = INT64_C(60000000000);
+  const int64_t minute_ns = MINUTE_NS;
   pthread_mutex_lock(&index->lock);
   int rc = catch_up(domed, index, err);
   json_t *activity = json_object();
@@ -214,10 +257,34 @@ json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_e
       json_object_set_new(entry, counters[c],
                           json_integer(json_integer_value(json_object_get(entry, counters[c])) + add[c]));
   }
+  json_t *calls = rc == 0 ? console_calls_last_hour(index->calls, now_ns) : NULL;
+  const char *agent;
+  json_t *entry, *counted;
+  json_object_foreach(calls, agent, counted) {
+    entry = json_object_get(activity, agent);
+    if (entry == NULL) {
+      json_t *executions = json_array();
+      for (int m = 0; m < 60; m++) json_array_append_new(executions, json_integer(0));
+      entry = json_pack("{s:o,s:I,s:I,s:I,s:I}", "per_minute", executions, "executions", (json_int_t)0,
+                        "failed", (json_int_t)0, "denials", (json_int_t)0, "redactions", (json_int_t)0);
+      json_object_set_new(activity, agent, entry);
+    }
+    json_object_update(entry, counted);
+  }
+  json_decref(calls);
   pthread_mutex_unlock(&index->lock);
   if (rc < 0) {
     json_decref(activity);
     return NULL;
+  }
+  /* agents with executions but no decision kept (older than the hour, or evicted) */
+  json_object_foreach(activity, agent, entry) {
+    if (json_object_get(entry, "calls_per_minute")) continue;
+    json_t *minutes = json_array();
+    for (int m = 0; m < 60; m++) json_array_append_new(minutes, json_integer(0));
+    json_object_set_new(entry, "calls_per_minute", minutes);
+    json_object_set_new(entry, "allow", json_integer(0));
+    json_object_set_new(entry, "deny", json_integer(0));
   }
   return activity;
 }
@@ -241,8 +308,17 @@ static void *warm_up(void *context) {
 
 int domed_console_index_start(struct domed *domed, dome_error *err) {
   struct domed_console_index *index = calloc(1, sizeof *index);
-  if (index) index->ring = calloc(DOMED_CONSOLE_INDEX_MAX, sizeof index->ring[0]);
-  if (index == NULL || index->ring == NULL) {
+  if (index) {
+    index->ring = calloc(DOMED_CONSOLE_INDEX_MAX, sizeof index->ring[0]);
+    index->calls = console_calls_new(0);
+    index->alerts = console_alerts_new(0, 0);
+  }
+  if (index == NULL || index->ring == NULL || index->calls == NULL || index->alerts == NULL) {
+    if (index) {
+      free(index->ring);
+      console_calls_free(index->calls);
+      console_alerts_free(index->alerts);
+    }
     free(index);
     return dome_error_set(err, ENOMEM, "console: execution index: out of memory");
   }
@@ -263,7 +339,28 @@ void domed_console_index_stop(struct domed *domed) {
   json_decref(index->names);
   json_decref(index->name_ids);
   json_decref(index->pending);
+  console_alerts_free(index->alerts);
+  console_calls_free(index->calls);
   free(index->ring);
   free(index);
   domed->console_index = NULL;
+}
+
+json_t *domed_console_index_alerts(struct domed *domed, const struct console_alert_query *query,
+                                   dome_error *err) {
+  struct domed_console_index *index = domed->console_index;
+  pthread_mutex_lock(&index->lock);
+  int rc = catch_up(domed, index, err);
+  json_t *found = rc < 0 ? NULL : console_alerts_list(index->alerts, query);
+  pthread_mutex_unlock(&index->lock);
+  return found;
+}
+
+int domed_console_index_alert(struct domed *domed, uint64_t seq, json_t **alert, dome_error *err) {
+  struct domed_console_index *index = domed->console_index;
+  pthread_mutex_lock(&index->lock);
+  int rc = catch_up(domed, index, err);
+  *alert = rc < 0 ? NULL : console_alerts_find(index->alerts, seq);
+  pthread_mutex_unlock(&index->lock);
+  return rc < 0 ? rc : 0;
 }

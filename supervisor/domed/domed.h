@@ -13,6 +13,7 @@
 
 #include "supervisor/anomaly/anomaly.h"
 #include "supervisor/common/error.h"
+#include "supervisor/console/console.h"
 #include "supervisor/control/control.h"
 #include "supervisor/mcp/mcp.h"
 
@@ -36,6 +37,10 @@ struct domed_config {
   unsigned max_jails;         /* max_jails = number of CPUs: concurrent executions */
   unsigned pool_size;         /* pool_size = number of CPUs: prepared jails kept per limits class of `image`
                                * (0: none, every call builds its jail; at most DOMED_POOL_SIZE_MAX) */
+  unsigned session_pool_size; /* session_pool_size = 1: prepared session jails (ipykernel imported) kept per
+                               * session limits class, made from the first create_session of that class
+                               * (0: none, every session starts its jail and kernel; at most
+                               * DOMED_POOL_SIZE_MAX) */
   unsigned max_queue;         /* max_queue = 64: calls waiting for a jail before "overloaded" */
   unsigned queue_timeout_s;   /* queue_timeout_s = 30 */
   size_t max_body_bytes;      /* max_body = 4M */
@@ -168,6 +173,7 @@ struct domed_metrics {
   atomic_uint_fast64_t decisions_allow, decisions_deny;
   atomic_uint_fast64_t redactions;
   atomic_uint_fast64_t denials_kernel;
+  atomic_uint_fast64_t shadows_kernel; /* kernel shadow differences (exec.shadow), kept or not */
   atomic_uint_fast64_t overloaded;
   atomic_uint_fast64_t journal_refused; /* events the journal could not take or make durable */
   atomic_uint_fast64_t digest_only;     /* members recorded by digest whose bytes the blob store refused */
@@ -257,6 +263,10 @@ struct domed {
 
 struct jail_config;
 struct jail_result;
+/* The program of every session's jail (session_launcher_program with jail_python_waiting_program), made once;
+ * NULL when out of memory. A prepared session jail of the pool runs it in advance. */
+const char *domed_session_program(void);
+
 /* Start the refill thread (none when pool_size is 0). Returns 0, or -errno (-ENOMEM, pthread_create). */
 int domed_jail_pool_start(struct domed *domed, dome_error *err);
 /* Discard every ready jail, wait for the jails taken from the pool to finish, join the thread, free. */
@@ -299,9 +309,18 @@ struct domed_execution_query {
 int domed_console_index_search(struct domed *domed, const struct domed_execution_query *query, json_t **found,
                                dome_error *err);
 /* The last hour of executions per agent, from the index: {agent: {per_minute: [60 counts, oldest
- * first, the last the current minute], executions, failed (exit not 0 or no exit), denials, redactions}}
+ * first, the last the current minute], executions, failed (exit not 0 or no exit), denials, redactions,
+ * calls_per_minute: [60 Cedar decisions on mcp:call, as per_minute], allow, deny (those decisions)}}
  * (new reference), or NULL with *err. */
 json_t *domed_console_index_activity(struct domed *domed, int64_t now_ns, dome_error *err);
+/* The anomaly alerts the index keeps, for the Anomalies view (supervisor/console alerts.c): read what
+ * the journal holds since into the index, then console_alerts_list's answer (new reference), or NULL
+ * with the journal reader's error in *err. */
+json_t *domed_console_index_alerts(struct domed *domed, const struct console_alert_query *query,
+                                   dome_error *err);
+/* The kept alert `seq` with its response in *alert (new reference), or NULL when the index does not
+ * hold it. Returns 0, or the journal reader's -errno with *err. */
+int domed_console_index_alert(struct domed *domed, uint64_t seq, json_t **alert, dome_error *err);
 /* Make the index and start reading the existing journal into it in the background. -ENOMEM. */
 int domed_console_index_start(struct domed *domed, dome_error *err);
 void domed_console_index_stop(struct domed *domed);
@@ -346,6 +365,10 @@ json_t *domed_anomaly_command(struct domed *domed, const struct control_request 
                               dome_error *err);
 /* The /metrics lines of detection (evaluated, dropped, suspensions, alerts by rule and level). */
 void domed_anomaly_metrics(struct domed *domed, FILE *out);
+/* The applied set's rule `rule_id`: {id, title, level, status, tags, kind, active, alerts, file, source
+ * (the file's text as on disk now, null when it cannot be read), set_digest} (new reference), or NULL
+ * when the applied set has no such rule (or no set is applied). */
+json_t *domed_anomaly_rule(struct domed *domed, const char *rule_id);
 
 /* ---- risk.c: an agent's recent anomaly alerts, as Cedar's context.risk ---- */
 
@@ -611,6 +634,12 @@ struct domed_kernel_run {
   uint64_t start_ns;  /* CLOCK_MONOTONIC at attachment: the base of the denials' offset_ms */
   const char *level;  /* "reduced"/"full" while attached (static), NULL: no kernel layer */
   const char *reason; /* why ruleset 0: "quota" (the capability's quota denies egress), else "policy" */
+  /* Shadow rules whose kernel tables the ruleset carries (dome rules apply --shadow): their version (0:
+   * none) and the differences seen (dome_denial_shadow_to_json objects plus shadow_version, at most
+   * DOME_KERNEL_DENIALS_KEPT; NULL: none; owned by the caller) and counted. */
+  int shadow_version;
+  json_t *shadows;
+  uint64_t shadow_count;
   struct domed_kernel_run *next;
 };
 /* Install `rules` compiled for `principal` into the kernel ruleset `ruleset` (one a running jail of that

@@ -14,6 +14,7 @@
 #include "supervisor/guards/guard.h"
 #include "supervisor/jail/jail.h"
 #include "supervisor/domed/domed.h"
+#include "supervisor/session/session.h"
 
 struct adapter {
   struct domed *domed;
@@ -81,6 +82,8 @@ static void kernel_report(void *context, bool finish, struct exec_kernel_report 
   report->denials = NULL;
   if (!finish) return;
   report->denials = a->kernel_run.denials ? json_incref(a->kernel_run.denials) : json_array();
+  report->shadows = a->kernel_run.shadows ? json_incref(a->kernel_run.shadows) : NULL;
+  report->shadow_count = a->kernel_run.shadow_count;
 }
 
 static int egress_namespaces_ready(void *context, pid_t child_pid, dome_error *err) {
@@ -103,8 +106,16 @@ static void egress_report(void *context, json_t *object) {
 static int run_jail(void *context, const struct jail_config *config, struct jail_result *result,
                     dome_error *err) {
   struct adapter *a = context;
-  return domed_jail_pool_run(a->domed, a->execution->rules ? a->execution->rules->version : 0, config, result,
-                             err);
+  int version = a->execution->rules ? a->execution->rules->version : 0;
+  /* A session's jail without an egress path: its hook only learns the init (so it may run at the bind of
+   * a prepared jail), and a prepared session jail (its kernel imported) may serve it */
+  if (a->execution->on_jail_started && !a->egress.wanted) {
+    struct jail_config session = *config;
+    session.namespaces_hook_late = true;
+    session.prepared_python_program = domed_session_program();
+    return domed_jail_pool_run(a->domed, version, &session, result, err);
+  }
+  return domed_jail_pool_run(a->domed, version, config, result, err);
 }
 
 static int before_jail(void *context, struct jail_config *config, dome_error *err) {
@@ -258,9 +269,11 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   struct exec_outcome outcome;
   int rc = exec_run(&request, &sink, &outcome, err);
   json_decref(a.kernel_run.denials);
+  json_decref(a.kernel_run.shadows);
   domed_path_rules_release(a.path_rules);
   atomic_fetch_add(&domed->metrics.phase_sum_us[DOMED_PHASE_KERNEL], outcome.attach_us + a.kernel_finish_us);
   atomic_fetch_add(&domed->metrics.denials_kernel, outcome.denial_count);
+  atomic_fetch_add(&domed->metrics.shadows_kernel, outcome.shadow_count);
   atomic_fetch_add(&domed->metrics.start_sync_us, outcome.start_sync_us);
   if (rc < 0 && !outcome.started) { /* nothing ran: an input could not be kept or exec.start not durable */
     exec_outcome_release(&outcome);

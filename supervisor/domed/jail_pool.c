@@ -1,8 +1,10 @@
 /* Warm jails: prepared, single-use jails (supervisor/jail's jail_prepare) kept ready per limits class, so
  * that an execute_code call only binds one to its agent (limits read back, kernel rules attached, Landlock,
  * environment, program) instead of building it. A class is the shape of a jail: domed's image and the
- * capability's memory, pids, cpus and workspace size; up to POOL_CLASSES classes, the least recently
- * used one giving way to a new shape; the default quota's shape is warmed from the start.
+ * capability's memory, pids, cpus and workspace size, and whether its jails start a Python interpreter
+ * for `python -c` calls (the interpreter then waits for the code, see jail_prepared_run); up to POOL_CLASSES
+ * classes, the least recently used one giving way to a new shape; the default quota's shape is warmed from
+ * the start.
  *
  * - One refill thread prepares jails for every class below `pool_size`, most recently used first, at nice
  *   REFILL_NICE so that it yields the CPU to the calls (jail_prepared_run gives the bound jail the
@@ -15,7 +17,13 @@
  * - Every administrative change (rules, quotas, agents, tools: domed_jail_pool_invalidate) and a change of
  *   the active rules version make the jails prepared before it stale: they are discarded, never used.
  * - A jail that does not fit or no longer waits is discarded by jail_prepared_run and the call runs fresh.
- * - domed_jail_pool_stop (SIGTERM) discards every ready jail and joins the thread: nothing is left. */
+ * - domed_jail_pool_stop (SIGTERM) discards every ready jail and joins the thread: nothing is left.
+ * - Session classes (shape.session, `session_pool_size` each): jails whose interpreter runs the session's
+ *   program (domed_session_program) and has imported ipykernel before any call; a class is made by the
+ *   first create_session of its shape. A session takes one only when it fits exactly (session_call: the
+ *   launcher's environment, Landlock rules that read the whole image, no egress path); its hit counts when
+ *   taken, since the jail then runs for the session's life. Each ready jail serves only calls of the rules
+ *   version active when it was prepared. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +33,11 @@
 #include <unistd.h>
 
 #include "supervisor/domed/domed.h"
+#include "supervisor/exec/exec.h"
 #include "supervisor/jail/jail.h"
+#include "supervisor/session/session.h"
 
-#define POOL_CLASSES 4
+#define POOL_CLASSES 6
 #define REFILL_NICE 10
 
 struct pool_class {
@@ -37,29 +47,109 @@ struct pool_class {
     uint64_t memory_bytes, workspace_bytes;
     uint32_t pids;
     double cpus;
+    bool python;  /* its jails start a Python interpreter (jail_config.prepared_python) */
+    bool session; /* and that interpreter is a session's kernel imported (domed_session_program) */
   } shape;
   uint64_t last_used;
   int rules_version; /* of the last call: a change discards the class's jails */
   struct jail_prepared *ready[DOMED_POOL_SIZE_MAX];
-  uint64_t generation[DOMED_POOL_SIZE_MAX]; /* pool generation each ready jail was prepared in */
+  uint64_t generation[DOMED_POOL_SIZE_MAX];    /* pool generation each ready jail was prepared in */
+  int jail_rules_version[DOMED_POOL_SIZE_MAX]; /* the active rules version when it was prepared */
   unsigned count;
 };
 
 struct domed_jail_pool {
+  struct domed *domed;
   pthread_mutex_t lock;
   pthread_cond_t wake; /* the refill has work, or stop */
   pthread_cond_t idle; /* a taken jail finished */
   pthread_t thread;
   bool stopping;
-  unsigned size; /* pool_size: ready jails kept per class */
+  unsigned size;         /* pool_size: ready jails kept per class */
+  unsigned session_size; /* session_pool_size: ready jails kept per session class */
+  char **session_env;    /* a session launcher's environment (the base, then session_launcher_env) */
   uint64_t generation;
   uint64_t clock;
   unsigned in_use; /* taken jails still running */
   struct pool_class classes[POOL_CLASSES];
-  atomic_uint_fast64_t hits, misses, discards, refills, refill_failures, refill_us;
+  atomic_uint_fast64_t hits, interpreter_hits, misses, discards, refills, refill_failures, refill_us;
+  atomic_uint_fast64_t session_hits, session_misses;
 };
 
-static void shape_fill(struct pool_class *c, const struct jail_config *config) {
+/* Ready jails wanted for class `c`. */
+static unsigned target_of(const struct domed_jail_pool *pool, const struct pool_class *c) {
+  return c->shape.session ? pool->session_size : pool->size;
+}
+
+/* Do the call's Landlock rules let it read the whole image (a rule granting read beneath "/", as the
+ * baseline does)? A prepared session jail imported its modules before Landlock: it may serve only an agent
+ * that could read every file those imports read, so that nothing is loaded it could not load itself. */
+static bool reads_everything(const struct jail_config *config) {
+  if (config->path_rules == NULL) return true;
+  for (size_t i = 0; i < config->path_rule_count; i++) {
+    const struct jail_path_rule *rule = &config->path_rules[i];
+    /* optional or not ("/" is always there), but beneath, not the directory alone */
+    if (rule->path && strcmp(rule->path, "/") == 0 && (rule->access & JAIL_ACCESS_READ) && !rule->exact)
+      return true;
+  }
+  return false;
+}
+
+/* Is `config` a session's launcher that a prepared session jail can serve exactly as a fresh jail
+ * (execute.c's run_jail names the program): its interpreter, `-c` with no stdin, and an environment that
+ * is exactly the one such a jail's interpreter starts with (no secrets, no variables of the agent), and
+ * Landlock rules that read the whole image. */
+static bool session_call(const struct domed_jail_pool *pool, const struct jail_config *config) {
+  const char *program = domed_session_program();
+  return pool->session_env && program && config->prepared_python_program &&
+         strcmp(config->prepared_python_program, program) == 0 && reads_everything(config) &&
+         jail_python_call_fits(exec_interpreter("python"), pool->session_env, config);
+}
+
+/* The base environment and then the launcher's, as "KEY=VALUE" strings (NULL-terminated, malloc'd). */
+static char **session_environment(void) {
+  json_t *env = session_launcher_env();
+  size_t base = 0;
+  while (exec_base_environment[base]) base++;
+  char **list = env ? calloc(base + json_object_size(env) + 1, sizeof *list) : NULL;
+  size_t count = 0;
+  bool ok = list != NULL;
+  for (size_t i = 0; ok && i < base; i++) ok = (list[count++] = strdup(exec_base_environment[i])) != NULL;
+  const char *key;
+  json_t *value;
+  json_object_foreach(env, key, value) {
+    if (!ok) break;
+    ok = asprintf(&list[count], "%s=%s", key, json_string_value(value)) >= 0;
+    if (ok)
+      count++;
+    else
+      list[count] = NULL;
+  }
+  json_decref(env);
+  if (!ok && list) {
+    for (size_t i = 0; i < count; i++) free(list[i]);
+    free(list);
+    return NULL;
+  }
+  return list;
+}
+
+static void session_environment_free(char **list) {
+  for (size_t i = 0; list && list[i]; i++) free(list[i]);
+  free(list);
+}
+
+/* Would a Python interpreter started in advance serve this call as a fresh one would (jail.h,
+ * jail_python_call_fits): started with the pipeline's base environment, it serves `python -c` calls whose
+ * start-up variables are those of the base (the secrets and the agent's own variables come with the
+ * call). */
+static bool python_call(const struct jail_config *config) {
+  return jail_python_call_fits(exec_interpreter("python"), exec_base_environment, config);
+}
+
+static void shape_fill(struct pool_class *c, const struct jail_config *config, bool python, bool session) {
+  c->shape.python = python;
+  c->shape.session = session;
   snprintf(c->shape.image, sizeof c->shape.image, "%s", config->image ? config->image : JAIL_DEFAULT_IMAGE);
   c->shape.memory_bytes = config->memory_bytes ? config->memory_bytes : JAIL_DEFAULT_MEMORY_BYTES;
   c->shape.workspace_bytes = config->workspace_bytes ? config->workspace_bytes : JAIL_DEFAULT_WORKSPACE_BYTES;
@@ -67,22 +157,33 @@ static void shape_fill(struct pool_class *c, const struct jail_config *config) {
   c->shape.cpus = config->cpus > 0 ? config->cpus : JAIL_DEFAULT_CPUS;
 }
 
-static bool shape_matches(const struct pool_class *c, const struct jail_config *config) {
+static bool shape_matches(const struct pool_class *c, const struct jail_config *config, bool python,
+                          bool session) {
   struct pool_class probe;
-  shape_fill(&probe, config);
-  return c->used && strcmp(c->shape.image, probe.shape.image) == 0 &&
+  shape_fill(&probe, config, python, session);
+  return c->used && c->shape.python == python && c->shape.session == session &&
+         strcmp(c->shape.image, probe.shape.image) == 0 &&
          c->shape.memory_bytes == probe.shape.memory_bytes &&
          c->shape.workspace_bytes == probe.shape.workspace_bytes && c->shape.pids == probe.shape.pids &&
          c->shape.cpus == probe.shape.cpus;
 }
 
-static void shape_config(const struct pool_class *c, struct jail_config *config) {
+static void shape_config(const struct domed_jail_pool *pool, const struct pool_class *c,
+                         struct jail_config *config) {
   jail_config_init(config);
   config->image = c->shape.image;
   config->memory_bytes = c->shape.memory_bytes;
   config->workspace_bytes = c->shape.workspace_bytes;
   config->pids = c->shape.pids;
   config->cpus = c->shape.cpus;
+  if (c->shape.python) {
+    config->prepared_python = exec_interpreter("python");
+    config->env = exec_base_environment;
+  }
+  if (c->shape.session) {
+    config->env = pool->session_env;
+    config->prepared_python_program = domed_session_program();
+  }
 }
 
 /* Move every ready jail of `c` to `out` (at *count); the caller discards them outside the lock. */
@@ -101,7 +202,8 @@ static struct pool_class *class_to_refill(struct domed_jail_pool *pool) {
   struct pool_class *best = NULL;
   for (size_t i = 0; i < POOL_CLASSES; i++) {
     struct pool_class *c = &pool->classes[i];
-    if (c->used && c->count < pool->size && (best == NULL || c->last_used > best->last_used)) best = c;
+    if (c->used && c->count < target_of(pool, c) && (best == NULL || c->last_used > best->last_used))
+      best = c;
   }
   return best;
 }
@@ -134,8 +236,11 @@ static void *refill_main(void *context) {
     struct pool_class wanted = *c;
     uint64_t generation = pool->generation;
     pthread_mutex_unlock(&pool->lock);
+    struct domed_rules *active = domed_rules_acquire(pool->domed);
+    int version = active ? active->version : 0;
+    domed_rules_release(active);
     struct jail_config shape;
-    shape_config(&wanted, &shape);
+    shape_config(pool, &wanted, &shape);
     struct jail_prepared *prepared = NULL;
     dome_error err = {0};
     uint64_t start = domed_now_us();
@@ -162,14 +267,16 @@ static void *refill_main(void *context) {
     }
     /* the class may have been replaced, or the pool invalidated, while we prepared */
     bool keep = !pool->stopping && generation == pool->generation && c->used &&
+                c->shape.python == wanted.shape.python && c->shape.session == wanted.shape.session &&
                 strcmp(c->shape.image, wanted.shape.image) == 0 &&
                 c->shape.memory_bytes == wanted.shape.memory_bytes &&
                 c->shape.workspace_bytes == wanted.shape.workspace_bytes &&
                 c->shape.pids == wanted.shape.pids && c->shape.cpus == wanted.shape.cpus &&
-                c->count < pool->size;
+                c->count < target_of(pool, c);
     if (keep) {
       c->ready[c->count] = prepared;
       c->generation[c->count] = generation;
+      c->jail_rules_version[c->count] = version;
       c->count++;
       continue;
     }
@@ -191,24 +298,35 @@ static void *refill_main(void *context) {
 
 int domed_jail_pool_start(struct domed *domed, dome_error *err) {
   domed->jail_pool = NULL;
-  if (domed->config.pool_size == 0) return 0;
+  if (domed->config.pool_size == 0 && domed->config.session_pool_size == 0) return 0;
   struct domed_jail_pool *pool = calloc(1, sizeof *pool);
   if (pool == NULL) return dome_error_set(err, ENOMEM, "jail pool: out of memory");
+  pool->domed = domed;
   pool->size = domed->config.pool_size;
+  pool->session_size = domed->config.session_pool_size;
+  if (pool->session_size > 0 && (pool->session_env = session_environment()) == NULL) {
+    free(pool);
+    return dome_error_set(err, ENOMEM, "jail pool: out of memory");
+  }
   /* warm from the start for the default quota's shape (a capability without limits of its own) */
   struct jail_config shape;
   jail_config_init(&shape);
   shape.image = domed->config.image;
-  pool->classes[0].used = true;
-  shape_fill(&pool->classes[0], &shape);
+  /* and its Python interpreters, the language most calls use */
   struct domed_rules *rules = domed_rules_acquire(domed);
-  pool->classes[0].rules_version = rules ? rules->version : 0;
+  for (size_t i = 0; i < 2 && pool->size > 0; i++) {
+    pool->classes[i].used = true;
+    shape_fill(&pool->classes[i], &shape, i == 1, false);
+    pool->classes[i].rules_version = rules ? rules->version : 0;
+    pool->classes[i].last_used = i; /* the interpreters are refilled first */
+  }
   domed_rules_release(rules);
   pthread_mutex_init(&pool->lock, NULL);
   pthread_cond_init(&pool->wake, NULL);
   pthread_cond_init(&pool->idle, NULL);
   int rc = pthread_create(&pool->thread, NULL, refill_main, pool);
   if (rc != 0) {
+    session_environment_free(pool->session_env);
     free(pool);
     return dome_error_set_errno(err, rc, "jail pool: start the refill thread");
   }
@@ -224,10 +342,14 @@ void domed_jail_pool_stop(struct domed *domed) {
   pthread_cond_broadcast(&pool->wake);
   pthread_mutex_unlock(&pool->lock);
   pthread_join(pool->thread, NULL);
-  domed_log("info", "jail_pool", "msg=drained hits=%llu misses=%llu discards=%llu refills=%llu",
+  domed_log("info", "jail_pool",
+            "msg=drained hits=%llu misses=%llu discards=%llu refills=%llu session_hits=%llu "
+            "session_misses=%llu",
             (unsigned long long)atomic_load(&pool->hits), (unsigned long long)atomic_load(&pool->misses),
-            (unsigned long long)atomic_load(&pool->discards),
-            (unsigned long long)atomic_load(&pool->refills));
+            (unsigned long long)atomic_load(&pool->discards), (unsigned long long)atomic_load(&pool->refills),
+            (unsigned long long)atomic_load(&pool->session_hits),
+            (unsigned long long)atomic_load(&pool->session_misses));
+  session_environment_free(pool->session_env);
   pthread_cond_destroy(&pool->wake);
   pthread_cond_destroy(&pool->idle);
   pthread_mutex_destroy(&pool->lock);
@@ -252,15 +374,30 @@ int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jai
                         struct jail_result *result, dome_error *err) {
   struct domed_jail_pool *pool = domed->jail_pool;
   /* A jail with an egress path needs its network namespace at clone time; a resolver changes its /etc. */
-  if (pool == NULL || config->on_namespaces_ready || config->resolv_conf || config->hosts_dns)
+  if (pool == NULL || (config->on_namespaces_ready && !config->namespaces_hook_late) || config->resolv_conf ||
+      config->hosts_dns)
     return jail_run(config, result, err);
+  /* a session's launcher takes a prepared session jail or a fresh one (never a one-shot class) */
+  bool session = config->prepared_python_program != NULL;
+  if (session && !session_call(pool, config)) {
+    domed_log("info", "jail_pool",
+              "msg=\"a prepared session jail cannot serve this session: a fresh jail\" reads_image=%d "
+              "environment_fits=%d",
+              reads_everything(config),
+              jail_python_call_fits(exec_interpreter("python"), pool->session_env, config));
+    atomic_fetch_add(&pool->session_misses, 1);
+    return jail_run(config, result, err);
+  }
+  if (!session && config->namespaces_hook_late) return jail_run(config, result, err);
+  if ((session ? pool->session_size : pool->size) == 0) return jail_run(config, result, err);
   struct jail_prepared *stale[DOMED_POOL_SIZE_MAX + 1];
   size_t stale_count = 0;
   struct jail_prepared *prepared = NULL;
+  bool python = session || python_call(config);
   pthread_mutex_lock(&pool->lock);
   struct pool_class *c = NULL;
   for (size_t i = 0; i < POOL_CLASSES && c == NULL; i++)
-    if (shape_matches(&pool->classes[i], config)) c = &pool->classes[i];
+    if (shape_matches(&pool->classes[i], config, python, session)) c = &pool->classes[i];
   if (c == NULL && !pool->stopping) {
     /* a new shape takes a free class, else the least recently used one's place */
     c = &pool->classes[0];
@@ -274,36 +411,38 @@ int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jai
     empty_class(c, stale, &stale_count);
     memset(c, 0, sizeof *c);
     c->used = true;
-    shape_fill(c, config);
+    shape_fill(c, config, python, session);
     c->rules_version = rules_version;
   }
   if (c) {
     c->last_used = ++pool->clock;
-    if (c->rules_version != rules_version) { /* prepared under other rules: never used */
-      empty_class(c, stale, &stale_count);
-      c->rules_version = rules_version;
-    }
+    c->rules_version = rules_version;
+    /* one prepared under other rules (or before an administrative change) is never used */
     while (c->count > 0 && prepared == NULL) {
       struct jail_prepared *top = c->ready[--c->count];
-      if (c->generation[c->count] == pool->generation)
+      if (c->generation[c->count] == pool->generation && c->jail_rules_version[c->count] == rules_version)
         prepared = top;
       else
         stale[stale_count++] = top;
     }
     if (prepared) pool->in_use++;
+    /* a session's jail runs for the session's life: its hit counts when it is taken */
+    if (prepared && session) atomic_fetch_add(&pool->session_hits, 1);
     pthread_cond_signal(&pool->wake);
   }
   pthread_mutex_unlock(&pool->lock);
   discard_all(pool, stale, stale_count);
   if (prepared == NULL) {
-    atomic_fetch_add(&pool->misses, 1);
+    atomic_fetch_add(session ? &pool->session_misses : &pool->misses, 1);
     return jail_run(config, result, err);
   }
   int rc = jail_prepared_run(prepared, config, result, err);
   if (result->prepared) {
-    atomic_fetch_add(&pool->hits, 1);
+    if (!session) atomic_fetch_add(&pool->hits, 1);
+    if (python && !session) atomic_fetch_add(&pool->interpreter_hits, 1);
   } else { /* it no longer waited, or did not fit: discarded, and the call ran fresh */
-    atomic_fetch_add(&pool->misses, 1);
+    if (session) atomic_fetch_sub(&pool->session_hits, 1);
+    atomic_fetch_add(session ? &pool->session_misses : &pool->misses, 1);
     atomic_fetch_add(&pool->discards, 1);
   }
   pthread_mutex_lock(&pool->lock);
@@ -313,20 +452,23 @@ int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jai
   return rc;
 }
 
-static unsigned ready_count(struct domed_jail_pool *pool) {
+static unsigned ready_count(struct domed_jail_pool *pool, bool sessions) {
   unsigned ready = 0;
   pthread_mutex_lock(&pool->lock);
-  for (size_t i = 0; i < POOL_CLASSES; i++) ready += pool->classes[i].count;
+  for (size_t i = 0; i < POOL_CLASSES; i++)
+    if (pool->classes[i].shape.session == sessions) ready += pool->classes[i].count;
   pthread_mutex_unlock(&pool->lock);
   return ready;
 }
 
 void domed_jail_pool_metrics(struct domed *domed, FILE *out) {
   struct domed_jail_pool *pool = domed->jail_pool;
-  unsigned long long ready = pool ? ready_count(pool) : 0;
+  unsigned long long ready = pool ? ready_count(pool, false) : 0;
+  unsigned long long session_ready = pool ? ready_count(pool, true) : 0;
   unsigned long long hits = pool ? atomic_load(&pool->hits) : 0,
                      misses = pool ? atomic_load(&pool->misses) : 0;
   unsigned long long discards = pool ? atomic_load(&pool->discards) : 0;
+  unsigned long long interpreter_hits = pool ? atomic_load(&pool->interpreter_hits) : 0;
   unsigned long long refills = pool ? atomic_load(&pool->refills) : 0;
   unsigned long long failures = pool ? atomic_load(&pool->refill_failures) : 0;
   double refill_s = pool ? (double)atomic_load(&pool->refill_us) / 1e6 : 0;
@@ -337,6 +479,9 @@ void domed_jail_pool_metrics(struct domed *domed, FILE *out) {
           "# TYPE dome_jail_pool_target gauge\ndome_jail_pool_target %u\n"
           "# HELP dome_jail_pool_hits_total Executions that ran in a prepared jail.\n"
           "# TYPE dome_jail_pool_hits_total counter\ndome_jail_pool_hits_total %llu\n"
+          "# HELP dome_jail_pool_interpreter_hits_total Python executions whose interpreter was started in "
+          "advance (a subset of hits).\n"
+          "# TYPE dome_jail_pool_interpreter_hits_total counter\ndome_jail_pool_interpreter_hits_total %llu\n"
           "# HELP dome_jail_pool_misses_total Executions of a pooled shape that ran in a fresh jail.\n"
           "# TYPE dome_jail_pool_misses_total counter\ndome_jail_pool_misses_total %llu\n"
           "# HELP dome_jail_pool_discards_total Prepared jails destroyed unused (stale, replaced, dead).\n"
@@ -347,17 +492,36 @@ void domed_jail_pool_metrics(struct domed *domed, FILE *out) {
           "# TYPE dome_jail_pool_refill_failures_total counter\ndome_jail_pool_refill_failures_total %llu\n"
           "# HELP dome_jail_pool_refill_seconds_sum Time the refill spent preparing jails.\n"
           "# TYPE dome_jail_pool_refill_seconds_sum counter\ndome_jail_pool_refill_seconds_sum %.6f\n",
-          ready, pool ? pool->size : 0u, hits, misses, discards, refills, failures, refill_s);
+          ready, pool ? pool->size : 0u, hits, interpreter_hits, misses, discards, refills, failures,
+          refill_s);
+  fprintf(
+      out,
+      "# HELP dome_session_pool_size Prepared session jails (kernel imported) ready now.\n"
+      "# TYPE dome_session_pool_size gauge\ndome_session_pool_size %llu\n"
+      "# HELP dome_session_pool_target Prepared session jails kept per session limits class "
+      "(session_pool_size; 0: no pool).\n"
+      "# TYPE dome_session_pool_target gauge\ndome_session_pool_target %u\n"
+      "# HELP dome_session_pool_hits_total Sessions whose jail and kernel were prepared before the call.\n"
+      "# TYPE dome_session_pool_hits_total counter\ndome_session_pool_hits_total %llu\n"
+      "# HELP dome_session_pool_misses_total Sessions that started a fresh jail (none ready, or the call "
+      "did not fit one).\n"
+      "# TYPE dome_session_pool_misses_total counter\ndome_session_pool_misses_total %llu\n",
+      session_ready, pool ? pool->session_size : 0u,
+      pool ? (unsigned long long)atomic_load(&pool->session_hits) : 0ull,
+      pool ? (unsigned long long)atomic_load(&pool->session_misses) : 0ull);
 }
 
 json_t *domed_jail_pool_status(struct domed *domed) {
   struct domed_jail_pool *pool = domed->jail_pool;
   if (pool == NULL) return json_pack("{s:i}", "pool_size", 0);
-  return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "pool_size", (int)pool->size, "ready",
-                   (json_int_t)ready_count(pool), "hits", (json_int_t)atomic_load(&pool->hits), "misses",
-                   (json_int_t)atomic_load(&pool->misses), "discards",
+  return json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:i,s:I,s:I,s:I}", "pool_size", (int)pool->size, "ready",
+                   (json_int_t)ready_count(pool, false), "hits", (json_int_t)atomic_load(&pool->hits),
+                   "misses", (json_int_t)atomic_load(&pool->misses), "discards",
                    (json_int_t)atomic_load(&pool->discards), "refills",
                    (json_int_t)atomic_load(&pool->refills), "refill_failures",
                    (json_int_t)atomic_load(&pool->refill_failures), "refill_seconds",
-                   (double)atomic_load(&pool->refill_us) / 1e6);
+                   (double)atomic_load(&pool->refill_us) / 1e6, "session_pool_size", (int)pool->session_size,
+                   "session_ready", (json_int_t)ready_count(pool, true), "session_hits",
+                   (json_int_t)atomic_load(&pool->session_hits), "session_misses",
+                   (json_int_t)atomic_load(&pool->session_misses));
 }

@@ -9,6 +9,14 @@
  * jail of that agent and version (least recently used slot replaced when none is free). A host where
  * the programs cannot be loaded runs without this layer; results say so in `enforcement`.
  *
+ * Shadow rules (dome rules apply --shadow): the shadow version is compiled by the same compiler for the
+ * agent and installed as the slot's shadow tables (dome_kernel_install_shadow_tables), replaced or removed
+ * in place when the shadow changes; the programs report each access the shadow decides otherwise, which
+ * becomes an exec.shadow record of the execution. The shadow never changes what is enforced: shadow rules
+ * that do not compile for the agent are logged and the run goes on without them. An execution records the
+ * differences of the shadow version its ruleset carried when it attached (none: it records none, even if a
+ * later execution of the agent installs one meanwhile).
+ *
  * Files: the agent's fs:* rules also become the jail's Landlock path rules (domed_kernel_path_rules, at the
  * end of this file), whatever the quota says. Egress plumbing (supervisor/net) for rules that permit more
  * than loopback is not wired yet: such connects fail in the jail's empty network namespace. */
@@ -31,7 +39,8 @@
 struct ruleset_slot {
   char agent[256];
   int version;
-  unsigned attached; /* running jails using it */
+  int shadow_version; /* shadow tables installed beside (0: none) */
+  unsigned attached;  /* running jails using it */
   uint64_t used;
   bool installed;
 };
@@ -104,10 +113,27 @@ int domed_kernel_check(struct domed *domed, struct domed_rules *rules, const cha
   return 0;
 }
 
+/* A shadow difference of a run: kept (bounded as denials) with the shadow version, and counted. */
+static void collect_shadow(struct domed_kernel_run *run, const struct dome_denial *denial) {
+  if (run->shadows == NULL) return; /* shadow tables removed since: not this run's shadow */
+  run->shadow_count++;
+  if (json_array_size(run->shadows) >= DOME_KERNEL_DENIALS_KEPT) return;
+  json_t *entry = dome_denial_shadow_to_json(denial, run->start_ns);
+  if (entry == NULL) return;
+  char version[32];
+  snprintf(version, sizeof version, "%d", run->shadow_version);
+  json_object_set_new(entry, "shadow_version", json_string(version));
+  json_array_append_new(run->shadows, entry);
+}
+
 static void collect(void *context, const struct dome_denial *denial) {
   struct domed_kernel *k = context;
   for (struct domed_kernel_run *run = k->runs; run; run = run->next) {
     if (run->cgroup_id != denial->cgroup_id) continue;
+    if (denial->kind == DOME_EVENT_SHADOW) {
+      collect_shadow(run, denial);
+      return;
+    }
     if (json_array_size(run->denials) >= DOME_KERNEL_DENIALS_KEPT) return; /* the count goes to metrics */
     json_t *entry = dome_denial_to_json(denial, run->start_ns);
     if (entry == NULL) return;
@@ -177,9 +203,34 @@ void domed_kernel_cleanup(struct domed *domed) {
   domed->kernel = NULL;
 }
 
-/* The ruleset of (agent, version), compiled and installed on first use. Under k->lock. */
+/* Make the slot's shadow tables those of `shadow` (NULL: none) compiled for the principal, in place (every
+ * jail of the slot moves at once). A shadow that does not compile is logged and left out: it never stops
+ * an execution. Under k->lock. */
+static void shadow_for(struct domed *domed, struct domed_kernel *k, struct ruleset_slot *slot, uint32_t index,
+                       const struct domed_principal *principal, struct domed_rules *shadow) {
+  int wanted = shadow && shadow->kernel_policies ? shadow->version : 0;
+  if (slot->shadow_version == wanted) return;
+  struct dome_rule_tables tables;
+  dome_rule_tables_init(&tables);
+  dome_error err = {0};
+  int rc = wanted ? domed_compile_tables(domed, shadow, principal->agent, principal->capabilities,
+                                         principal->gateway, &tables, &err)
+                  : 0;
+  if (rc == 0) rc = dome_kernel_install_shadow_tables(k->kernel, index, wanted ? &tables : NULL, &err);
+  dome_rule_tables_free(&tables);
+  if (rc < 0) {
+    domed_log("warn", "kernel", "agent=%s shadow_version=%d msg=\"shadow kernel rules left out: %s\"",
+              principal->agent, wanted, err.message);
+    dome_kernel_install_shadow_tables(k->kernel, index, NULL, &err); /* none rather than a stale one */
+  }
+  slot->shadow_version = wanted; /* also when left out: not retried for every execution */
+}
+
+/* The ruleset of (agent, version), compiled and installed on first use; its shadow tables those of the
+ * current shadow rules. Under k->lock. */
 static int ruleset_for(struct domed *domed, struct domed_kernel *k, const struct domed_principal *principal,
-                       struct domed_rules *rules, uint32_t *ruleset, dome_error *err) {
+                       struct domed_rules *rules, struct domed_rules *shadow, uint32_t *ruleset,
+                       dome_error *err) {
   struct ruleset_slot *free_slot = NULL;
   for (size_t i = 0; i < RULESET_SLOTS; i++) {
     struct ruleset_slot *slot = &k->slots[i];
@@ -187,6 +238,7 @@ static int ruleset_for(struct domed *domed, struct domed_kernel *k, const struct
       slot->used = ++k->tick;
       slot->attached++;
       *ruleset = (uint32_t)i + 1;
+      shadow_for(domed, k, slot, *ruleset, principal, shadow);
       return 0;
     }
     if (slot->attached == 0 &&
@@ -209,6 +261,9 @@ static int ruleset_for(struct domed *domed, struct domed_kernel *k, const struct
   free_slot->installed = true;
   free_slot->attached = 1;
   free_slot->used = ++k->tick;
+  /* a new install of the ruleset keeps the shadow tables of the slot's previous holder: replace them */
+  free_slot->shadow_version = -1;
+  shadow_for(domed, k, free_slot, index, principal, shadow);
   *ruleset = index;
   return 0;
 }
@@ -218,10 +273,12 @@ int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const
                         dome_error *err) {
   struct domed_kernel *k = domed->kernel;
   if (k == NULL) return 0;
+  struct domed_rules *shadow = egress && rules && rules->kernel_policies ? domed_shadow_acquire(domed) : NULL;
   pthread_mutex_lock(&k->lock);
   uint32_t ruleset = 0;
   int rc = 0;
-  if (egress && rules && rules->kernel_policies) rc = ruleset_for(domed, k, principal, rules, &ruleset, err);
+  if (egress && rules && rules->kernel_policies)
+    rc = ruleset_for(domed, k, principal, rules, shadow, &ruleset, err);
   struct dome_kernel_jail jail = {.cgroup_fd = leaf->fd, .cgroup_id = leaf->id, .ruleset = ruleset};
   if (rc == 0)
     rc = dome_kernel_attach(k->kernel, &jail, (struct dome_kernel_attachment **)&run->attachment, err);
@@ -234,12 +291,15 @@ int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const
     run->level = dome_enforcement_level_name(dome_kernel_level(k->kernel));
     run->reason = ruleset == 0 && !egress && rules && rules->kernel_policies ? "quota" : "policy";
     if (run->denials == NULL) run->denials = json_array();
+    run->shadow_version = ruleset > 0 ? k->slots[ruleset - 1].shadow_version : 0;
+    if (run->shadow_version > 0 && run->shadows == NULL) run->shadows = json_array();
     run->next = k->runs;
     k->runs = run;
   } else if (ruleset > 0) {
     k->slots[ruleset - 1].attached--;
   }
   pthread_mutex_unlock(&k->lock);
+  domed_rules_release(shadow);
   if (rc < 0) return dome_error_wrap(err, "kernel enforcement for `%s`", leaf->path);
   return 0;
 }

@@ -58,6 +58,9 @@ void domed_rules_install(struct domed *domed, struct domed_rules *rules) {
   domed->rules = rules;
   pthread_mutex_unlock(&domed->rules_lock);
   domed_rules_release(old);
+  /* jails prepared under the version before are never used (admin_end's invalidation came before the
+   * version was installed: a jail the refill began in between would carry the old version) */
+  domed_jail_pool_invalidate(domed);
 }
 
 static void usage(FILE *out) {
@@ -278,6 +281,8 @@ int main(int argc, char **argv) {
       .task_ttl_max_ms = (uint64_t)domed->config.task_ttl_max_s * 1000u,
       .max_tasks_per_agent = domed->config.max_tasks_per_agent,
       .max_request_id_bytes = DOMED_REQUEST_ID_MAX,
+      /* in fleet mode a session id names its node, so that the others answer 404 naming it */
+      .session_node = domed->config.fleet_url[0] ? domed->config.node_name : NULL,
       .connection_timeout_s = domed->config.http_timeout_s,
       .max_connections = domed->config.max_connections,
       .max_sessions = domed->config.max_sessions,
@@ -353,11 +358,12 @@ int main(int argc, char **argv) {
     mcp_server_cancel_all(domed->mcp);
   }
   mcp_server_stop(domed->mcp);
+  /* every session's jail ends (session.closed reason=shutdown) while the kernel layer and the journal
+   * are still there; first, since a session may run in a jail of the pool, whose refill thread waits for
+   * the last jail taken from it */
+  domed_sessions_stop(domed);
   /* no call runs any more: the prepared jails go, and the refill thread they are tied to */
   domed_jail_pool_stop(domed);
-  /* every session's jail ends (session.closed reason=shutdown) while the kernel layer and the journal
-   * are still there */
-  domed_sessions_stop(domed);
   gateway_registry_free(domed->gateways);
   domed->gateways = NULL;
   domed_egress_cleanup(domed);

@@ -59,6 +59,9 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   fprintf(out, "dome_authz_shadow_flips_total{direction=\"deny_to_allow\"} %llu\n",
           (unsigned long long)atomic_load(&m->shadow_flips[1]));
   COUNTER("dome_kernel_denials_total", "Kernel denial events of jails.", atomic_load(&m->denials_kernel));
+  COUNTER("dome_kernel_shadow_differences_total",
+          "Accesses in jails that the shadow rules' kernel tables decide otherwise (exec.shadow).",
+          atomic_load(&m->shadows_kernel));
   COUNTER("dome_redactions_total", "Redactions applied to results.", atomic_load(&m->redactions));
   COUNTER("dome_overloaded_total", "Calls refused because every jail slot and the queue were full.",
           atomic_load(&m->overloaded));

@@ -240,6 +240,35 @@ static int wait_for_root(struct domed_session *s, uint64_t deadline_ms, dome_err
   }
 }
 
+static char *session_program;
+static pthread_once_t session_program_once = PTHREAD_ONCE_INIT;
+
+static void make_session_program(void) {
+  session_program = session_launcher_program(jail_python_waiting_program());
+}
+
+const char *domed_session_program(void) {
+  pthread_once(&session_program_once, make_session_program);
+  return session_program;
+}
+
+/* The kernel's connection file into the jail, once the launcher has made its socket directory. */
+static int write_connection(struct domed_session *s, const char *connection, uint64_t deadline_ms,
+                            dome_error *err) {
+  for (;;) {
+    int rc = session_connection_write(s->root_fd, connection, err);
+    if (rc != -ENOENT) return rc;
+    pthread_mutex_lock(&s->lock);
+    bool done = s->jail_done;
+    pthread_mutex_unlock(&s->lock);
+    if (done) return dome_error_set(err, ECHILD, "the session's jail ended while it started");
+    if (session_monotonic_ms() >= deadline_ms)
+      return dome_error_set(err, ETIMEDOUT, "the session's launcher did not start in time");
+    struct timespec pause = {0, 2 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+}
+
 /* ---- journal -------------------------------------------------------------------------------------- */
 
 static json_t *session_event(const char *type, const struct domed_session *s, const mcp_identity *identity) {
@@ -547,12 +576,15 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
   s->entry.owner = s;
   s->entry.detail = json_pack("{s:o}", "limits", limits_of(&quota));
   s->entry.busy = 1; /* until it answers: not idle, not listed as usable */
-  char *connection = session_connection_file(s->key);
-  s->arguments = json_pack("{s:s,s:s,s:s?,s:o}", "language", "python", "code", session_launcher_source,
-                           "stdin", connection, "env", session_launcher_env());
-  if (connection) sodium_memzero(connection, strlen(connection));
-  free(connection);
-  if (s->end_fd < 0 || s->arguments == NULL || s->entry.detail == NULL) {
+  /* the connection file (with the session's key) goes into the jail's /tmp once it runs, never through
+   * the execution's arguments (journalled) */
+  _cleanup_free_ char *connection = session_connection_file(s->key);
+  const char *program = domed_session_program();
+  s->arguments = program ? json_pack("{s:s,s:s,s:o}", "language", "python", "code", program, "env",
+                                     session_launcher_env())
+                         : NULL;
+  if (s->end_fd < 0 || s->arguments == NULL || s->entry.detail == NULL || connection == NULL) {
+    if (connection) sodium_memzero(connection, strlen(connection));
     session_free(s);
     dome_error_set(err, ENOMEM, "session");
     return NULL;
@@ -585,6 +617,8 @@ static json_t *create_session(struct domed *domed, const struct domed_execution 
     json_object_set_new(s->entry.detail, "cgroup", held);
     pthread_mutex_unlock(&sessions.table.lock);
   }
+  if (rc == 0) rc = write_connection(s, connection, started + KERNEL_START_MS, &start_err);
+  sodium_memzero(connection, strlen(connection));
   if (rc == 0) {
     snprintf(s->socket_dir, sizeof s->socket_dir, "/proc/self/fd/%d" SESSION_SOCKET_DIR, s->root_fd);
     snprintf(s->runner_path, sizeof s->runner_path, "%s/run", s->socket_dir);

@@ -24,6 +24,14 @@ static uint64_t monotonic_ns(void) {
 static void collect(void *context, const struct dome_denial *denial) {
   struct exec_enforcement *e = context;
   if (denial->cgroup_id != e->cgroup_id) return;
+  if (denial->kind == DOME_EVENT_SHADOW) {
+    if (e->shadows == NULL) return; /* no shadow tables of this run */
+    e->shadow_count++;
+    if (json_array_size(e->shadows) >= DOME_KERNEL_DENIALS_KEPT) return;
+    json_t *o = dome_denial_shadow_to_json(denial, e->start_ns);
+    if (o) json_array_append_new(e->shadows, o);
+    return;
+  }
   e->denial_count++;
   if (json_array_size(e->denials) >= DOME_KERNEL_DENIALS_KEPT) return;
   json_t *o = dome_denial_to_json(denial, e->start_ns);
@@ -77,6 +85,11 @@ int exec_enforcement_prepare(struct exec_enforcement *e, const struct exec_reque
     return dome_error_wrap(err, "load the kernel programs");
   if ((rc = dome_kernel_install_tables(e->kernel, 0, e->tables, err)) < 0)
     return dome_error_wrap(err, "install the decision tables");
+  if (request->shadow_tables) {
+    if ((e->shadows = json_array()) == NULL) return dome_error_set(err, ENOMEM, "kernel shadow differences");
+    if ((rc = dome_kernel_install_shadow_tables(e->kernel, 0, request->shadow_tables, err)) < 0)
+      return dome_error_wrap(err, "install the shadow decision tables");
+  }
   e->kernel_hook = (struct dome_kernel_jail_hook){.kernel = e->kernel, .ruleset = 0};
   e->egress = dome_compile_needs_egress(e->tables);
   if (e->egress) {
@@ -140,6 +153,8 @@ void exec_enforcement_finish(struct exec_enforcement *e, struct exec_kernel_repo
         .reason = "policy",
         .denials = e->denials ? json_incref(e->denials) : json_array(),
         .count = e->denial_count,
+        .shadows = e->shadows ? json_incref(e->shadows) : NULL,
+        .shadow_count = e->shadow_count,
     };
   }
 }
@@ -155,4 +170,6 @@ void exec_enforcement_release(struct exec_enforcement *e) {
   dome_landlock_path_rules_free(&e->path_rules);
   json_decref(e->denials);
   e->denials = NULL;
+  json_decref(e->shadows);
+  e->shadows = NULL;
 }

@@ -6,8 +6,8 @@
  * into Landlock path rules and cgroup BPF enforcement (supervisor/kernel/kernel.h), plumbs egress for
  * tables that permit network (supervisor/net/net.h), redacts the output as it streams and the result as
  * a whole (supervisor/guards/guard.h), and writes the execution's records — exec.start, exec.jail,
- * exec.output, exec.denial, exec.redaction, exec.end, in the shapes of docs/journal-format.md — to a
- * sink. It knows nothing of MCP, of the journal's files or of domed: the sink decides where records go.
+ * exec.output, exec.denial, exec.shadow, exec.redaction, exec.end, in the shapes of docs/journal-format.md —
+ * to a sink. It knows nothing of MCP, of the journal's files or of domed: the sink decides where records go.
  *
  * Fail closed: a record the sink refuses stops the execution. exec.start must be durable (sink->sync)
  * before the program starts; a refusal while the program runs cancels it; exec_run reports the refusal
@@ -88,6 +88,10 @@ struct exec_kernel_report {
   json_t *denials;    /* new reference: array of kernel denial objects, at most DOME_KERNEL_DENIALS_KEPT
                          (supervisor/kernel/kernel.h) */
   uint64_t count;     /* denials seen, kept or not */
+  /* Shadow tables in effect: new reference, array of shadow difference objects (dome_denial_shadow_to_json),
+   * at most DOME_KERNEL_DENIALS_KEPT; NULL: no shadow tables for this run. */
+  json_t *shadows;
+  uint64_t shadow_count; /* differences seen, kept or not */
 };
 struct exec_kernel_provider {
   void *context;
@@ -142,6 +146,12 @@ struct exec_request {
    * that exec_run loads for this run, and egress when they permit network; or a kernel provider. NULL
    * for both: the jail's baseline (no network, no extra paths). */
   const struct dome_rule_tables *tables;
+  /* Shadow tables (borrowed, NULL: none; only with `tables`): installed beside them in the cgroup BPF
+   * programs (and the BPF-LSM ones at the full level), not enforced; each access they would decide
+   * otherwise is recorded as exec.shadow. Landlock has no shadow mode: at the reduced level only network
+   * differences are seen. shadow_version names them in the records (NULL: absent). */
+  const struct dome_rule_tables *shadow_tables;
+  const char *shadow_version;
   bool allow_degraded;               /* run even when Landlock cannot express a file deny of the tables */
   const struct dome_net_config *net; /* egress mode for tables that permit network; NULL: auto */
   const struct exec_kernel_provider *kernel;
@@ -191,6 +201,7 @@ struct exec_outcome {
       jail; /* the jail's own result (raw output, copy-out errors); release with exec_outcome_release */
   const char *kernel_level; /* "none", "reduced", "full" */
   uint64_t denial_count;
+  uint64_t shadow_count; /* shadow differences seen (exec.shadow records: at most DOME_KERNEL_DENIALS_KEPT) */
   size_t redaction_count;
   bool degraded; /* Landlock could not express a file deny (allowed by allow_degraded) */
   char degraded_reason[1024];
@@ -211,13 +222,12 @@ struct exec_outcome {
  * Order: exec.start (inputs inline within EXEC_INPUT_INLINE_MAX each and EXEC_INPUTS_INLINE_BUDGET in
  * all, else by SHA-256 with the bytes given to sink->put_blob), synced; the jail; exec.jail once its
  * cgroup leaf exists and the kernel layer is attached; exec.output per coalesced redacted chunk;
- * exec.denial per kernel denial kept; exec.redaction per (field, detector) found in the result;
- * exec.end, synced.
- * Returns 0 when the program ran and every record is durable (outcome->result set). Otherwise -errno
- * with *err: -EINVAL (bad request: no program, tables Landlock cannot express without allow_degraded),
- * -ENOMEM, a sink refusal (outcome->journal_rc set, fail closed), a jail_run error (outcome->recorded
- * true when its exec.end with `error` is durable: the caller may answer with that error). `outcome` is
- * always initialised; release it with exec_outcome_release. */
+ * exec.denial per kernel denial kept; exec.shadow per shadow difference kept; exec.redaction per (field,
+ * detector) found in the result; exec.end, synced. Returns 0 when the program ran and every record is durable
+ * (outcome->result set). Otherwise -errno with *err: -EINVAL (bad request: no program, tables Landlock cannot
+ * express without allow_degraded), -ENOMEM, a sink refusal (outcome->journal_rc set, fail closed), a jail_run
+ * error (outcome->recorded true when its exec.end with `error` is durable: the caller may answer with that
+ * error). `outcome` is always initialised; release it with exec_outcome_release. */
 int exec_run(const struct exec_request *request, const struct exec_sink *sink, struct exec_outcome *outcome,
              dome_error *err);
 
@@ -239,6 +249,10 @@ json_t *exec_unstarted_end(const struct exec_identity *identity, uint64_t queued
 
 /* The interpreter of a language (python, bash, sh, javascript), or NULL. */
 const char *exec_interpreter(const char *language);
+/* The environment every program starts from, before the secrets and then the agent's own variables
+ * override or extend it: NULL-terminated "KEY=VALUE" strings (PATH, HOME=/workspace, LANG=C.UTF-8). A
+ * prepared interpreter starts with exactly this. */
+extern char *const exec_base_environment[];
 /* The option that hands it the program text: "-e" for javascript (node), "-c" for the others. */
 const char *exec_code_option(const char *language);
 

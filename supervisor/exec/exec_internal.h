@@ -26,6 +26,8 @@ struct exec_enforcement {
   /* denial collection while the program runs (a thread started once the jail is attached) */
   json_t *denials;
   uint64_t denial_count;
+  json_t *shadows; /* NULL: no shadow tables */
+  uint64_t shadow_count;
   int stop_fd;
   bool poller_running;
   unsigned long poller;
@@ -50,6 +52,8 @@ json_t *exec_record(const struct exec_identity *identity, const char *type);
 json_t *exec_start_record(const struct exec_request *request, char *const *argv, const struct exec_sink *sink,
                           dome_error *err);
 json_t *exec_denial_record(const struct exec_request *request, json_t *denial, const char *reason);
+/* exec.shadow of one shadow difference object (dome_denial_shadow_to_json); NULL when out of memory. */
+json_t *exec_shadow_record(const struct exec_request *request, json_t *shadow);
 
 /* ---- output.c: redacted output gathered into exec.output records ---- */
 struct exec_output {

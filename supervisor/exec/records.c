@@ -238,6 +238,18 @@ static json_t *denial_request(const struct exec_request *request, const char *ho
                    "entities", entities);
 }
 
+json_t *exec_shadow_record(const struct exec_request *request, json_t *shadow) {
+  json_t *record = exec_record(&request->identity, "exec.shadow");
+  if (record == NULL) return NULL;
+  if (json_object_update(record, shadow) < 0 ||
+      (request->shadow_version &&
+       json_object_set_new(record, "shadow_version", json_string(request->shadow_version)) < 0)) {
+    json_decref(record);
+    return NULL;
+  }
+  return record;
+}
+
 json_t *exec_denial_record(const struct exec_request *request, json_t *denial, const char *reason) {
   json_t *record = exec_record(&request->identity, "exec.denial");
   if (record == NULL) return NULL;

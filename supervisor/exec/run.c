@@ -123,11 +123,17 @@ static void on_tick(void *context, uint64_t offset_ms) {
   }
 }
 
-/* Environment: a fixed base, the secrets, then the agent's own variables. */
+char *const exec_base_environment[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "LANG=C.UTF-8",
+                                       NULL};
+
+/* Environment: the fixed base, the secrets, then the agent's own variables. */
 static json_t *environment_of(const struct exec_program *program) {
-  json_t *environment = json_pack("{s:s,s:s,s:s}", "PATH", "/usr/local/bin:/usr/bin:/bin", "HOME",
-                                  "/workspace", "LANG", "C.UTF-8");
+  json_t *environment = json_object();
   if (environment == NULL) return NULL;
+  for (size_t i = 0; exec_base_environment[i]; i++) {
+    const char *entry = exec_base_environment[i], *sign = strchr(entry, '=');
+    json_object_setn_new(environment, entry, (size_t)(sign - entry), json_string(sign + 1));
+  }
   if (program->secrets) json_object_update(environment, program->secrets);
   if (program->env) json_object_update(environment, program->env);
   return environment;
@@ -388,6 +394,14 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
     if (record) append(&run, record, NULL);
     json_decref(record);
   }
+  /* shadow differences, bounded as the denials: the kept ones as records, all counted in exec.end */
+  _cleanup_(json_decrefp) json_t *shadows = report.shadows;
+  outcome->shadow_count = report.shadow_count;
+  json_array_foreach(shadows, d, denial) {
+    json_t *record = exec_shadow_record(request, denial);
+    if (record) append(&run, record, NULL);
+    json_decref(record);
+  }
   _cleanup_(json_decrefp) json_t *end = exec_record(&request->identity, "exec.end");
   if (end == NULL) {
     exec_output_close(&run.output);
@@ -398,6 +412,11 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   json_object_set_new(end, "offset_ms", json_integer((json_int_t)outcome->jail.duration_ms));
   json_object_set_new(end, "kernel", json_string(outcome->kernel_level));
   json_object_set_new(end, "denials", json_integer((json_int_t)report.count));
+  if (shadows) {
+    json_object_set_new(end, "shadows", json_integer((json_int_t)report.shadow_count));
+    json_object_set_new(end, "shadows_dropped",
+                        json_integer((json_int_t)(report.shadow_count - json_array_size(shadows))));
+  }
   exec_output_digests(&run.output, end);
   exec_output_close(&run.output);
   exec_enforcement_release(&run.enforcement);

@@ -622,21 +622,78 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
  * sockets being set up by other threads) would keep those open meanwhile, so that a neighbour's end of
  * file or a client's closed connection never arrives. Close everything but our own channels at once. */
 static void close_inherited(const struct jail_plan *plan) {
-  int keep[4] = {plan->sync_fd, plan->stdout_fd, plan->stderr_fd, plan->status_fd};
-  for (int i = 1; i < 4; i++)
+  enum { KEEP = 6 };
+  int keep[KEEP] = {plan->sync_fd,   plan->stdout_fd, plan->stderr_fd,
+                    plan->status_fd, plan->stdin_fd,  plan->python_argv ? plan->call_channel_fd : -1};
+  for (int i = 1; i < KEEP; i++)
     for (int k = i; k > 0 && keep[k - 1] > keep[k]; k--) {
       int t = keep[k];
       keep[k] = keep[k - 1];
       keep[k - 1] = t;
     }
   unsigned from = 0;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < KEEP; i++) {
     if (keep[i] < 0 || (unsigned)keep[i] < from) continue;
     if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0) < 0)
       fail(plan, errno, "close inherited fds", NULL);
     from = (unsigned)keep[i] + 1;
   }
   if (syscall(SYS_close_range, from, ~0u, 0) < 0) fail(plan, errno, "close inherited fds", NULL);
+}
+
+/* Move `fd` to at least 64, close-on-exec (so that the final numbers can be set without clobbering). */
+static int lift(const struct jail_plan *plan, int fd) {
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, 64);
+  if (high < 0) fail(plan, errno, "move an fd", NULL);
+  close(fd);
+  return high;
+}
+
+/* A prepared jail with an interpreter (plan->python_argv): the jail is finished now, as for a program, but
+ * for what belongs to its call: no workspace file is written and no Landlock domain made (the interpreter
+ * applies its call's ruleset itself, python_bootstrap.py). The interpreter is pid 2 with fds 0 (the host's
+ * /dev/null), 1, 2, 3 (the call's stream) and 4 (the control socket, on which it reports SYNC_PREPARED
+ * once it has started); this process stays its init. */
+__attribute__((noreturn)) static void start_interpreter(const struct jail_plan *plan) {
+  send_workspace(plan);
+  if (chdir(JAIL_STAGING) < 0) fail(plan, errno, "chdir", JAIL_STAGING);
+  if (syscall(SYS_pivot_root, ".", ".") < 0) fail(plan, errno, "pivot_root", JAIL_STAGING);
+  if (umount2(".", MNT_DETACH) < 0) fail(plan, errno, "detach the host root", NULL);
+  if (chdir("/workspace") < 0) fail(plan, errno, "working directory", "/workspace");
+  set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
+  set_limit(plan, RLIMIT_NOFILE, plan->nofile_limit, "RLIMIT_NOFILE");
+  set_limit(plan, RLIMIT_FSIZE, plan->fsize_limit, "RLIMIT_FSIZE");
+  set_limit(plan, RLIMIT_SIGPENDING, JAIL_SIGPENDING_MAX, "RLIMIT_SIGPENDING");
+  if (setsid() < 0) fail(plan, errno, "setsid", NULL);
+  if (plan->network_namespace_helper) join_network_namespace(plan);
+  struct jail_plan moved = *plan;
+  int sources[6] = {plan->stdin_fd,        plan->stdout_fd, plan->stderr_fd,
+                    plan->call_channel_fd, plan->sync_fd,   plan->status_fd};
+  for (int i = 0; i < 6; i++) sources[i] = lift(&moved, sources[i]);
+  moved.sync_fd = sources[4];
+  /* 0..4 inherited by the interpreter; the status pipe (5) is the init's only */
+  for (int i = 0; i < 6; i++)
+    if (dup3(sources[i], i, i == 5 ? O_CLOEXEC : 0) < 0) fail(&moved, errno, "dup3 interpreter fds", NULL);
+  moved.sync_fd = 4;
+  moved.status_fd = 5;
+  if (syscall(SYS_close_range, 6u, ~0u, 0) < 0) fail(&moved, errno, "close_range", NULL);
+  drop_capabilities(&moved);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) fail(&moved, errno, "no_new_privs", NULL);
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, plan->seccomp) < 0)
+    fail(&moved, errno, "install seccomp filter", NULL);
+  /* SYNC_PREPARED comes from the interpreter once it has started and waits */
+  hide_supervisor(&moved);
+  pid_t interpreter = vfork();
+  if (interpreter < 0) fail(&moved, errno, "fork the interpreter", NULL);
+  if (interpreter == 0) {
+    /* resolved as a program is: through the PATH of its start environment, which a call it serves has too */
+    struct jail_plan program = moved;
+    program.argv = plan->python_argv;
+    program.envp = plan->python_env;
+    exec_program(&program);
+  }
+  close(3); /* the call's stream and (in run_init) the control socket are the interpreter's only */
+  run_init(interpreter, &moved);
 }
 
 void jail_child_main(const struct jail_plan *initial) {
@@ -676,6 +733,7 @@ void jail_child_main(const struct jail_plan *initial) {
   /* After the credential change, which clears it: the jail dies with the thread that runs jail_run. */
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   setup_mounts(plan);
+  if (plan->prepared && plan->python_argv) start_interpreter(plan);
   if (plan->prepared) receive_call(&call);
   enter_root(plan);
 

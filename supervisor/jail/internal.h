@@ -192,6 +192,13 @@ struct jail_plan {
    * reports SYNC_PREPARED and waits for SYNC_BIND, which carries a memfd with that part (jail_call_encode)
    * and the program's stdin; everything from the workspace files on is then done as in a fresh jail. */
   bool prepared;
+  /* jail_prepare with jail_config.prepared_python: after its mounts the child finishes the jail as for a
+   * program (no workspace files, no Landlock yet), reports SYNC_PREPARED and starts the interpreter
+   * (python_argv, python_env, resolved through search_path; fds 0 stdin_fd, 1, 2, 3 call_channel_fd, 4 the
+   * control socket), which waits for its call on fd 3 (interpreter.c). */
+  char *const *python_argv;
+  char *const *python_env;
+  int call_channel_fd;
 };
 
 /* ---- the call's part of a plan, handed to a prepared jail (call.c) ---- */
@@ -206,6 +213,15 @@ int jail_call_encode(const struct jail_plan *plan, dome_error *err);
  * `block` (`size` bytes, a private writable mapping of the memfd), relocating the offsets in place. Returns
  * 0, or -EINVAL when an offset or count lies outside the block or a string is not NUL-terminated in it. */
 int jail_call_decode(void *block, size_t size, struct jail_plan *plan);
+
+/* ---- a prepared jail's interpreter (interpreter.c) ---- */
+
+/* The Python program the interpreter runs while it waits (supervisor/jail/python_bootstrap.py). */
+const char *jail_python_bootstrap_source(void);
+/* The call's message to a waiting interpreter (format in interpreter.c) from the call's plan (argv
+ * {python, "-c", code}, envp, working_directory, workspace entries, Landlock ABI and rules): *data
+ * malloc'd, *length bytes. Returns 0, -ENOMEM, or -E2BIG past JAIL_CALL_MAX_BYTES. */
+int jail_python_message(const struct jail_plan *plan, char **data, size_t *length, dome_error *err);
 
 /* Messages on the control socket (SOCK_SEQPACKET). */
 enum jail_sync_kind {

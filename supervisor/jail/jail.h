@@ -189,6 +189,26 @@ struct jail_config {
    * back (coalescing, the redaction hold-back) and release it after a quiet time. */
   void (*on_tick)(void *context, uint64_t offset_ms);
   uint64_t tick_ms;
+
+  /* jail_prepare only: the Python interpreter the prepared jail starts before its call, as a call would
+   * name it in argv[0] ("/usr/bin/python3", or "python3" resolved through the PATH of `env`), with argv
+   * {python, "-c", <dome's waiting program>} and `env` as its environment, stdin the host's /dev/null, stdout
+   * and stderr the jail's pipes: it imports `site` as a fresh `python -c` does, then waits for its call (see
+   * jail_prepared_run). NULL: no interpreter, the jail waits before its workspace files. Ignored by jail_run.
+   */
+  const char *prepared_python;
+  /* jail_prepare with prepared_python only: the program the interpreter runs (`python -c PROGRAM`) in place
+   * of dome's waiting program (jail_python_waiting_program): PROGRAM does in advance what needs nothing of a
+   * call (a session's launcher imports its kernel) and then, seeing fds 3 and 4 open (a fresh jail's
+   * program has them closed), runs jail_python_waiting_program() itself, which waits for the call. In a
+   * call's config: the program it accepts; a prepared jail fits only a call naming the same program, whose
+   * argv is {python, "-c", PROGRAM} and whose environment is exactly the start environment, so that the
+   * command line, the environment and the modules the program loaded are those of a fresh jail. */
+  const char *prepared_python_program;
+  /* The on_namespaces_ready hook needs no network namespace built at clone time (it only learns the
+   * jail's init pid): such a call may run in a prepared jail, where the hook runs at the bind, after the
+   * limits and on_cgroup_ready and before anything of the call reaches the jail. */
+  bool namespaces_hook_late;
 };
 
 /* Fill *config with defaults: every limit 0 (= default), stdin_fd -1, cancel_fd -1, everything else
@@ -292,8 +312,23 @@ struct jail_prepared;
  * is found dead (jail_prepared_waiting false) and replaced by a fresh one. */
 int jail_prepare(const struct jail_config *config, struct jail_prepared **prepared, dome_error *err);
 
-/* Would `config` run in `prepared`: the same shape (see jail_prepare) and no on_namespaces_ready hook. */
+/* Would `config` run in `prepared`: the same shape (see jail_prepare) and no on_namespaces_ready hook; for
+ * a jail with a prepared interpreter also jail_python_call_fits. */
 bool jail_prepared_fits(const struct jail_prepared *prepared, const struct jail_config *config);
+
+/* Can the call `config` run in a jail whose interpreter `python` was started with `start_env` (see
+ * jail_config.prepared_python) and see what a fresh `python -c` would: argv is exactly {python, "-c", code};
+ * every variable Python reads while it starts (PYTHON*, _PYTHON*, LC_*, LANG, LANGUAGE, HOME, PATH, TZ) has
+ * the same value in config->env as in start_env, or is absent from both; no stdin (the interpreter's stdin
+ * was fixed when it started); no host workspace directory and no input file under `.local` (the user site
+ * directory of HOME=/workspace, read while Python starts); input files of at most
+ * JAIL_PYTHON_MAX_INPUT_BYTES in all. */
+#define JAIL_PYTHON_MAX_INPUT_BYTES (4ull << 20)
+bool jail_python_call_fits(const char *python, char *const *start_env, const struct jail_config *config);
+
+/* dome's waiting program of a prepared interpreter (supervisor/jail/python_bootstrap.py), which a
+ * prepared_python_program runs itself. */
+const char *jail_python_waiting_program(void);
 
 /* Is the prepared jail's child still waiting for its call (alive, nothing reported)? */
 bool jail_prepared_waiting(const struct jail_prepared *prepared);
@@ -302,12 +337,20 @@ bool jail_prepared_waiting(const struct jail_prepared *prepared);
 const char *jail_prepared_id(const struct jail_prepared *prepared);
 
 /* Run `config` in `prepared` as jail_run would, and consume `prepared` (always: it is destroyed, whatever
- * the outcome). The call is bound before anything of it reaches the jail: the limits are written again and
- * read back (-EIO when the kernel holds another value), on_cgroup_ready runs (kernel rules attached to the
- * leaf), then the program, environment, working directory, workspace files, Landlock rules and stdin are
- * handed to the waiting child, which applies them in the same order as a fresh jail's child and execs the
- * program. A prepared jail that does not fit `config` or no longer waits is discarded and the call runs in
- * a fresh jail (jail_run; result->prepared false). Returns and fills *result as jail_run. */
+ * the outcome). With a prepared interpreter, the call (code, environment, working directory, workspace
+ * files, Landlock rules) is written to the waiting interpreter, which writes the files, changes directory,
+ * applies the Landlock ruleset itself (landlock_restrict_self in its own process, under the seccomp filter
+ * and no_new_privs its init set before it started), replaces os.environ and the C environment with the
+ * call's, sets sys.orig_argv, closes its channels and runs the code as `__main__` (tracebacks show the
+ * code's frames only); the interpreter is used for this one call. What a program can still tell apart
+ * from a fresh `python -c`: /proc/self/cmdline and /proc/self/environ show the waiting program and its
+ * start environment, ctypes' libraries are mapped, and the code's module frame has a caller. The call is
+ * bound before anything of it reaches the jail: the limits are written again and read back (-EIO when the
+ * kernel holds another value), on_cgroup_ready runs (kernel rules attached to the leaf), then the program,
+ * environment, working directory, workspace files, Landlock rules and stdin are handed to the waiting child,
+ * which applies them in the same order as a fresh jail's child and execs the program. A prepared jail that
+ * does not fit `config` or no longer waits is discarded and the call runs in a fresh jail (jail_run;
+ * result->prepared false). Returns and fills *result as jail_run. */
 int jail_prepared_run(struct jail_prepared *prepared, const struct jail_config *config,
                       struct jail_result *result, dome_error *err);
 

@@ -13,3 +13,12 @@ $(BUILD)/gen/jail_seccomp_filter.h: $(BUILD)/seccomp-filter-generate
 	$(BUILD)/seccomp-filter-generate $@.tmp && mv $@.tmp $@
 
 GENERATED += $(BUILD)/gen/jail_seccomp_filter.h
+
+# The waiting program of a prepared jail's Python interpreter, embedded as a C string (comment lines
+# dropped). Its first line, a comment, names it in the interpreter's /proc/PID/cmdline, so that a process
+# list (and the tests' check for leftover jails, tests/mcp/lib/harness.mjs) can tell it apart.
+$(BUILD)/gen/jail_python_bootstrap.h: supervisor/jail/python_bootstrap.py
+	@mkdir -p $(@D)
+	{ printf 'static const char jail_python_bootstrap[] =\n'; printf '    "#dome: a prepared interpreter waiting for its call\\n"\n'; grep -v '^#' $< | sed 's/\\/\\\\/g; s/"/\\"/g; s/^/    "/; s/$$/\\n"/'; printf ';\n'; } > $@.tmp && mv $@.tmp $@
+
+GENERATED += $(BUILD)/gen/jail_python_bootstrap.h

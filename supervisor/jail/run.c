@@ -57,6 +57,7 @@ struct run_state {
   struct jail_leaf leaf;
   bool leaf_created;
   int pidfd, workspace_fd, sync_fd, child_sync; /* child_sync: the child's end until clone3 */
+  int call_channel, call_channel_child; /* a prepared interpreter's call stream (ours, the child's end) */
   int stdin_read, stdin_write, stdout_read, stdout_write, stderr_read, stderr_write, status_read,
       status_write;
   pid_t pid;
@@ -77,9 +78,10 @@ static void run_state_release(struct run_state *s) {
   free(s->workspace_entries);
   jail_workspace_input_release(&s->workspace);
   jail_image_close(&s->image);
-  int *fds[] = {&s->pidfd,       &s->workspace_fd, &s->sync_fd,      &s->child_sync,    &s->stdin_read,
-                &s->stdin_write, &s->stdout_read,  &s->stdout_write, &s->stderr_read,   &s->stderr_write,
-                &s->status_read, &s->status_write, &s->oom_event_fd, &s->oom_control_fd};
+  int *fds[] = {&s->pidfd,        &s->workspace_fd,   &s->sync_fd,      &s->child_sync,
+                &s->stdin_read,   &s->stdin_write,    &s->stdout_read,  &s->stdout_write,
+                &s->stderr_read,  &s->stderr_write,   &s->status_read,  &s->status_write,
+                &s->oom_event_fd, &s->oom_control_fd, &s->call_channel, &s->call_channel_child};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close_fd(fds[i]);
   free(s->out.data);
   free(s->err.data);
@@ -243,6 +245,20 @@ static char **copy_strings(char *const *list) {
   }
   copy[count] = NULL;
   return copy;
+}
+
+/* The same strings in both lists, in any order (each list without repeats, as an environment). */
+static bool same_strings(char *const *a, char *const *b) {
+  size_t count_a = 0, count_b = 0;
+  while (a && a[count_a]) count_a++;
+  while (b && b[count_b]) count_b++;
+  if (count_a != count_b) return false;
+  for (size_t i = 0; i < count_a; i++) {
+    bool found = false;
+    for (size_t k = 0; k < count_b && !found; k++) found = strcmp(a[i], b[k]) == 0;
+    if (!found) return false;
+  }
+  return true;
 }
 
 static const char *search_path_of(char *const *env) {
@@ -610,9 +626,10 @@ static void settle_limits(const struct jail_config *c, const struct jail_shape *
 
 static void run_state_init(struct run_state *s) {
   memset(s, 0, sizeof *s);
-  int *fds[] = {&s->pidfd,       &s->workspace_fd, &s->sync_fd,      &s->child_sync,    &s->stdin_read,
-                &s->stdin_write, &s->stdout_read,  &s->stdout_write, &s->stderr_read,   &s->stderr_write,
-                &s->status_read, &s->status_write, &s->oom_event_fd, &s->oom_control_fd};
+  int *fds[] = {&s->pidfd,        &s->workspace_fd,   &s->sync_fd,      &s->child_sync,
+                &s->stdin_read,   &s->stdin_write,    &s->stdout_read,  &s->stdout_write,
+                &s->stderr_read,  &s->stderr_write,   &s->status_read,  &s->status_write,
+                &s->oom_event_fd, &s->oom_control_fd, &s->call_channel, &s->call_channel_child};
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) *fds[i] = -1;
   s->leaf.v2_fd = -1;
   s->out.number = 1;
@@ -703,6 +720,25 @@ static int start_jail(struct run_state *s, const struct jail_config *c, const st
       (s->sync_fd = sync_pair[0], s->child_sync = sync_pair[1], false))
     return dome_error_set_errno(err, errno, "create jail channels");
   if (!prepared && (r = open_stdin(s, c, err)) < 0) return r;
+  /* A prepared interpreter: its stdin is the host's /dev/null (a call with stdin does not fit it), and its
+   * call comes on a stream of its own. */
+  const char *python = prepared ? c->prepared_python : NULL;
+  const char *program =
+      c->prepared_python_program ? c->prepared_python_program : jail_python_bootstrap_source();
+  char *python_argv[4] = {(char *)python, "-c", (char *)program, NULL};
+  static char *const no_env[] = {NULL};
+  if (python) {
+    int channel[2];
+    if ((r = open_stdin(s, c, err)) < 0) return r;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) < 0)
+      return dome_error_set_errno(err, errno, "create the interpreter's call stream");
+    s->call_channel = channel[0];
+    s->call_channel_child = channel[1];
+    plan.python_argv = python_argv;
+    plan.python_env = c->env ? c->env : no_env;
+    plan.search_path = search_path_of(plan.python_env);
+    plan.call_channel_fd = s->call_channel_child;
+  }
 
   plan.prepared = prepared;
   plan.root_is_tmpfs = s->image.host_ro;
@@ -772,6 +808,7 @@ static int start_jail(struct run_state *s, const struct jail_config *c, const st
   if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
     abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
   close_fd(&s->child_sync);
+  close_fd(&s->call_channel_child);
   if (pid < 0) return dome_error_set_errno(err, clone_error, "clone3 into new namespaces");
   s->pid = pid;
   close_fd(&s->stdout_write);
@@ -893,10 +930,16 @@ struct jail_prepared {
   struct run_state state;
   struct jail_shape shape;
   char *image, *image_store, *resolv_conf; /* the shape's own copies */
+  char *python;                            /* the prepared interpreter, NULL when none */
+  char **python_env;                       /* its start environment (copy_strings) */
+  char *program;                           /* what it runs in place of the bootstrap, or NULL */
   struct jail_result made;                 /* jail_id, enforcement, Landlock ABI */
 };
 
 static void prepared_free(struct jail_prepared *p) {
+  free(p->python);
+  free(p->python_env);
+  free(p->program);
   free(p->image);
   free(p->image_store);
   free(p->resolv_conf);
@@ -916,8 +959,28 @@ static int await_prepared(struct run_state *s, dome_error *err) {
     if (ready < 0) return dome_error_set_errno(err, errno, "prepare jail: poll");
     if (ready == 0) continue;
     struct jail_sync_message message;
-    ssize_t n = recv(s->sync_fd, &message, sizeof message, 0);
+    union {
+      char buffer[CMSG_SPACE(sizeof(int))];
+      struct cmsghdr align;
+    } control;
+    struct iovec iov = {&message, sizeof message};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buffer,
+                         .msg_controllen = sizeof control.buffer};
+    ssize_t n = recvmsg(s->sync_fd, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && (errno == EINTR || errno == ECONNRESET)) continue;
+    /* a jail with an interpreter has made its root already: its workspace comes first */
+    for (struct cmsghdr *cmsg = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg))
+      if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
+        int fd;
+        memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+        if (message.kind == SYNC_WORKSPACE && s->workspace_fd < 0)
+          s->workspace_fd = fd;
+        else
+          close(fd);
+      }
+    if (n == (ssize_t)sizeof message && message.kind == SYNC_WORKSPACE) continue;
     if (n == (ssize_t)sizeof message && message.kind == SYNC_PREPARED) return 0;
     if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) {
       message.text[sizeof message.text - 1] = '\0';
@@ -934,6 +997,8 @@ int jail_prepare(const struct jail_config *config, struct jail_prepared **prepar
   if (r < 0) return r;
   if (config->on_namespaces_ready)
     return dome_error_set(err, EINVAL, "prepare jail: on_namespaces_ready needs a fresh jail (jail_run)");
+  if (config->prepared_python_program && !config->prepared_python)
+    return dome_error_set(err, EINVAL, "prepare jail: a program needs a prepared interpreter");
   struct jail_prepared *p = calloc(1, sizeof *p);
   if (p == NULL) return dome_error_set(err, ENOMEM, "prepare jail: out of memory");
   shape_of(config, &p->shape);
@@ -944,11 +1009,29 @@ int jail_prepare(const struct jail_config *config, struct jail_prepared **prepar
     prepared_free(p);
     return dome_error_set(err, ENOMEM, "prepare jail: out of memory");
   }
+  if (config->prepared_python) {
+    static char *const no_env[] = {NULL};
+    p->python = strdup(config->prepared_python);
+    p->python_env = copy_strings(config->env ? config->env : no_env);
+    p->program = config->prepared_python_program ? strdup(config->prepared_python_program) : NULL;
+    if (!p->python || !p->python_env || (config->prepared_python_program && !p->program)) {
+      prepared_free(p);
+      return dome_error_set(err, ENOMEM, "prepare jail: out of memory");
+    }
+  }
   p->shape.image = p->image;
   p->shape.image_store = p->image_store;
   p->shape.resolv_conf = p->resolv_conf;
   run_state_init(&p->state);
-  r = start_jail(&p->state, config, &p->shape, true, &p->made, err);
+  /* the interpreter's argv and environment from our own copies: the caller's may live in this process's
+   * argv and environment areas, which the jail's init blanks before the interpreter starts */
+  struct jail_config own = *config;
+  if (p->python) {
+    own.prepared_python = p->python;
+    own.env = p->python_env;
+    own.prepared_python_program = p->program;
+  }
+  r = start_jail(&p->state, &own, &p->shape, true, &p->made, err);
   if (r == 0) r = await_prepared(&p->state, err);
   if (r < 0) {
     end_jail(&p->state, r, err);
@@ -960,9 +1043,17 @@ int jail_prepare(const struct jail_config *config, struct jail_prepared **prepar
 }
 
 bool jail_prepared_fits(const struct jail_prepared *prepared, const struct jail_config *config) {
-  if (prepared == NULL || config->on_namespaces_ready) return false;
+  if (prepared == NULL || (config->on_namespaces_ready && !config->namespaces_hook_late)) return false;
   struct jail_shape shape;
   shape_of(config, &shape);
+  if (prepared->python && !jail_python_call_fits(prepared->python, prepared->python_env, config))
+    return false;
+  /* an interpreter with a program of its own serves only calls of that program, with its environment */
+  const char *program = config->prepared_python_program;
+  if ((prepared->program == NULL) != (program == NULL) ||
+      (program && (strcmp(prepared->program, program) != 0 || strcmp(config->argv[2], program) != 0 ||
+                   !same_strings(prepared->python_env, config->env))))
+    return false;
   return shape_equal(&prepared->shape, &shape);
 }
 
@@ -1011,6 +1102,43 @@ static int send_bind(struct run_state *s, int call_fd, dome_error *err) {
   return 0;
 }
 
+/* Give every process of the jail (its init and a prepared interpreter) the priority `nice_value`; the
+ * leaf's cgroup.procs lists them with host pids. Returns 0 or -errno. */
+static int give_priority(struct run_state *s, int nice_value) {
+  char list[256];
+  const char *dir = s->leaf.v2_path[0] ? s->leaf.v2_path : s->leaf.v1_path[JAIL_V1_PIDS];
+  if (jail_cgroup_read(dir, "cgroup.procs", list, sizeof list) < 0) return -EIO;
+  for (char *p = list, *end; *p; p = end) {
+    long pid = strtol(p, &end, 10);
+    if (end == p) break;
+    if (pid > 0 && setpriority(PRIO_PROCESS, (id_t)pid, nice_value) < 0) return -errno;
+    while (*end == '\n') end++;
+  }
+  return 0;
+}
+
+/* The call to a waiting interpreter: its message (interpreter.c), written whole on the call's stream,
+ * which is then closed (the interpreter reads to its end). */
+static int send_interpreter_call(struct run_state *s, const struct jail_plan *call, dome_error *err) {
+  char *data = NULL;
+  size_t length = 0;
+  int r = jail_python_message(call, &data, &length, err);
+  if (r < 0) return r;
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = send(s->call_channel, data + done, length - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      r = dome_error_set_errno(err, n < 0 ? errno : EIO, "hand the call to the interpreter");
+      break;
+    }
+    done += (size_t)n;
+  }
+  free(data);
+  close_fd(&s->call_channel);
+  return r;
+}
+
 int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, struct jail_result *result,
                       dome_error *err) {
   memset(result, 0, sizeof *result);
@@ -1035,7 +1163,8 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
   errno = 0;
   int child_nice = getpriority(PRIO_PROCESS, (id_t)s->pid);
   if ((nice_value == -1 && saved != 0) || (child_nice == -1 && errno != 0) ||
-      (child_nice != nice_value && setpriority(PRIO_PROCESS, (id_t)s->pid, nice_value) < 0)) {
+      (child_nice != nice_value && setpriority(PRIO_PROCESS, (id_t)s->pid, nice_value) < 0) ||
+      (child_nice != nice_value && p->python && give_priority(s, nice_value) < 0)) {
     jail_prepared_discard(p);
     return jail_run(c, result, err);
   }
@@ -1052,8 +1181,19 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
     struct jail_cgroup cg = {s->leaf.v2_path, s->leaf.v2_fd, s->leaf.v2_id, result->jail_id};
     if ((r = c->on_cgroup_ready(c->hook_context, &cg, err)) < 0) goto out;
   }
+  if (c->on_namespaces_ready && (r = c->on_namespaces_ready(c->hook_context, s->pid, err)) < 0) goto out;
   struct jail_plan call = {0};
   if ((r = plan_call(s, c, p->shape.workspace_bytes, p->made.landlock_abi, &call, err)) < 0) goto out;
+  if (p->python) {
+    call.landlock_abi = p->made.landlock_abi;
+    if ((r = send_interpreter_call(s, &call, err)) < 0) {
+      dome_error_wrap(err, "start jail `%s`", result->jail_id);
+      r = child_failure_pending(s, c, r, err);
+      goto out;
+    }
+    r = run_program(s, c, result, err);
+    goto out;
+  }
   if ((r = open_stdin(s, c, err)) < 0) goto out;
   int call_fd = jail_call_encode(&call, err);
   if (call_fd < 0) {

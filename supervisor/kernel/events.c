@@ -58,10 +58,22 @@ const char *dome_hook_name(enum dome_hook hook) {
 static const struct dome_rule_tables *tables_of(const struct dome_kernel *kernel, uint32_t generation) {
   if (generation == 0) return NULL;
   for (size_t i = 0; i < DOME_KERNEL_MAX_RULESETS; i++) {
-    if (kernel->rulesets[i].generation == generation) return &kernel->rulesets[i].current;
-    if (kernel->rulesets[i].previous_generation == generation) return &kernel->rulesets[i].previous;
+    const struct dome_kernel_ruleset *r = &kernel->rulesets[i];
+    if (r->generation == generation) return &r->current;
+    if (r->previous_generation == generation) return &r->previous;
+    if (r->shadow_generation == generation) return &r->shadow;
+    if (r->previous_shadow_generation == generation) return &r->previous_shadow;
   }
   return NULL;
+}
+
+/* The determining Cedar policy of entry `entry` (-1: none) of a network or file table. */
+static const char *policy_of(const struct dome_rule_tables *tables, bool network, long entry) {
+  if (tables == NULL || entry < 0) return NULL;
+  size_t count = network ? tables->net_count : tables->file_count;
+  if ((size_t)entry >= count) return NULL;
+  uint32_t p = network ? tables->net[entry].policy_index : tables->files[entry].policy_index;
+  return p != DOME_NO_POLICY && p < tables->policy_count ? tables->policy_ids[p] : NULL;
 }
 
 enum dome_hook_kind dome_hook_kind(enum dome_hook hook) {
@@ -111,6 +123,14 @@ static int on_event(void *context, void *data, size_t size) {
   denial->pid = event->pid;
   denial->hook = (enum dome_hook)event->hook;
   denial->entry = event->entry == DOME_BPF_NO_ENTRY ? -1 : (long)event->entry;
+  denial->kind = event->kind == DOME_EVENT_SHADOW ? DOME_EVENT_SHADOW : DOME_EVENT_DENIAL;
+  denial->shadow_entry = event->shadow_entry == DOME_BPF_NO_ENTRY ? -1 : (long)event->shadow_entry;
+  if (denial->kind == DOME_EVENT_SHADOW) {
+    denial->allowed = event->decision == DOME_DECISION_ALLOW;
+    denial->shadow_allowed = event->shadow_decision == DOME_DECISION_ALLOW;
+    denial->shadow_policy_id = policy_of(tables_of(kernel, event->shadow_generation),
+                                         is_net_hook(event->hook), denial->shadow_entry);
+  }
   const struct dome_rule_tables *tables = tables_of(kernel, event->generation);
   if (is_net_hook(event->hook) && event->family != 0) {
     char address[INET6_ADDRSTRLEN] = "?";
@@ -118,17 +138,11 @@ static int on_event(void *context, void *data, size_t size) {
     snprintf(denial->object, sizeof(denial->object), event->family == 4 ? "%s:%u" : "[%s]:%u", address,
              event->port);
     denial->net_action = (enum dome_net_action)event->action;
-    if (tables && denial->entry >= 0 && (size_t)denial->entry < tables->net_count) {
-      uint32_t p = tables->net[denial->entry].policy_index;
-      if (p != DOME_NO_POLICY && p < tables->policy_count) denial->policy_id = tables->policy_ids[p];
-    }
+    denial->policy_id = policy_of(tables, true, denial->entry);
   } else if (is_file_hook(event->hook)) {
     snprintf(denial->object, sizeof(denial->object), "%.*s", (int)sizeof(event->path), event->path);
     denial->file_access = (enum dome_file_access)event->action;
-    if (tables && denial->entry >= 0 && (size_t)denial->entry < tables->file_count) {
-      uint32_t p = tables->files[denial->entry].policy_index;
-      if (p != DOME_NO_POLICY && p < tables->policy_count) denial->policy_id = tables->policy_ids[p];
-    }
+    denial->policy_id = policy_of(tables, false, denial->entry);
   } else if (event->hook == DOME_HOOK_SOCK_CREATE || event->hook == DOME_HOOK_SOCKET_CREATE ||
              event->hook == DOME_HOOK_SOCKET_CONNECT) {
     snprintf(denial->object, sizeof(denial->object), "family %u type %u", event->extra, event->port);

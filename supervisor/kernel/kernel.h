@@ -81,6 +81,22 @@ enum dome_enforcement_level dome_kernel_level(const struct dome_kernel *kernel);
 int dome_kernel_install_tables(struct dome_kernel *kernel, uint32_t ruleset,
                                const struct dome_rule_tables *tables, dome_error *err);
 
+/* Install (tables non-NULL) or remove (NULL) the shadow tables of an installed ruleset: a second set that
+ * the programs decide every request under too, after the active tables, without enforcing it; each request
+ * whose shadow decision differs from the active one is reported as a DOME_EVENT_SHADOW event (struct
+ * dome_denial.kind) by the hooks that decide it — connect4/6 (or socket_connect at the full level, which
+ * decides connect(2) first), sendmsg4/6, bind4/6 and, at the full level, file_open, file_receive and
+ * bprm_check_security (file_permission, path_link and path_rename do not report; a file whose shadow
+ * decision differs is never taken into the verdict cache, so each open of it is decided and reported). At
+ * the reduced level the file entries are not installed (Landlock enforces files; it has no shadow): only
+ * network differences are reported. Same install and switch as dome_kernel_install_tables (a fresh
+ * generation, one map update, the previous shadow generation removed at the next change); a later
+ * dome_kernel_install_tables keeps the shadow tables. Without shadow tables the programs pay nothing but
+ * the test of the generation read with the active one. Returns 0, -ENOENT (ruleset not installed),
+ * -EINVAL, -E2BIG, -errno of a map update, as dome_kernel_install_tables. */
+int dome_kernel_install_shadow_tables(struct dome_kernel *kernel, uint32_t ruleset,
+                                      const struct dome_rule_tables *tables, dome_error *err);
+
 /* Entries currently in the rule maps (all rulesets and generations): counts[0] network groups, counts[1]
  * file path keys, counts[2] device+inode keys. The generation before the current one of each ruleset is
  * kept until the next install (a program that read the old generation just before the switch still finds
@@ -162,8 +178,10 @@ enum dome_hook_kind {
 };
 enum dome_hook_kind dome_hook_kind(enum dome_hook hook);
 
-/* One refusal, as delivered to user space. */
+/* One event, as delivered to user space: a refusal (kind DOME_EVENT_DENIAL) or a shadow difference
+ * (DOME_EVENT_SHADOW, see dome_kernel_install_shadow_tables). */
 struct dome_denial {
+  enum dome_event_kind kind;
   uint64_t time_ns;   /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
   uint64_t cgroup_id; /* the jail's cgroup leaf */
   uint32_t pid;       /* thread group id of the refused task */
@@ -173,6 +191,12 @@ struct dome_denial {
   const char *policy_id;      /* the determining Cedar policy id, or NULL (valid until the next poll) */
   enum dome_net_action net_action;   /* for network hooks */
   enum dome_file_access file_access; /* for file hooks */
+  /* DOME_EVENT_SHADOW only: the active tables' decision (enforced; entry and policy_id above) and the
+   * shadow tables' (shadow_entry, -1 = default deny, and shadow_policy_id, NULL for it). */
+  bool allowed;
+  bool shadow_allowed;
+  long shadow_entry;
+  const char *shadow_policy_id; /* valid until the next poll */
 };
 
 typedef void (*dome_denial_fn)(void *context, const struct dome_denial *denial);
@@ -188,6 +212,13 @@ typedef void (*dome_denial_fn)(void *context, const struct dome_denial *denial);
  * to the refusal, 0 when earlier}. Returns a new reference, or NULL when out of memory. */
 struct json_t;
 struct json_t *dome_denial_to_json(const struct dome_denial *denial, uint64_t start_ns);
+
+/* The JSON object of one shadow difference (kind DOME_EVENT_SHADOW), as `exec.shadow` records carry it
+ * (docs/journal-format.md): {"hook", "object", "action", "pid", "offset_ms" as dome_denial_to_json,
+ * "active": {"decision": "allow"|"deny", "determining": [the active tables' policy id] or []},
+ * "shadow": {"decision": ..., "determining": [...]}} — the sides of authz.shadow. Returns a new reference,
+ * or NULL when out of memory or the event is no shadow difference. */
+struct json_t *dome_denial_shadow_to_json(const struct dome_denial *denial, uint64_t start_ns);
 
 /* File descriptor that becomes readable when denials are pending (for epoll). */
 int dome_kernel_denial_fd(const struct dome_kernel *kernel);

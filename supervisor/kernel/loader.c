@@ -123,6 +123,7 @@ int dome_kernel_open(struct dome_kernel **kernel_out, const struct dome_kernel_o
   /* The LSM programs are global: never load them below the full level (host safety). */
   for (size_t i = 0; i < DOME_KERNEL_LSM_PROGRAMS; i++)
     bpf_program__set_autoload(lsm_programs(kernel->skel, i), level == DOME_LEVEL_FULL);
+  kernel->skel->rodata->lsm_decides_connect = level == DOME_LEVEL_FULL;
   int r = dome_bpf__load(kernel->skel);
   if (r) {
     dome_error_set_errno(err, -r, "load BPF programs (level %s)", dome_enforcement_level_name(level));
@@ -150,6 +151,8 @@ void dome_kernel_close(struct dome_kernel *kernel) {
   for (size_t i = 0; i < DOME_KERNEL_MAX_RULESETS; i++) {
     dome_rule_tables_free(&kernel->rulesets[i].current);
     dome_rule_tables_free(&kernel->rulesets[i].previous);
+    dome_rule_tables_free(&kernel->rulesets[i].shadow);
+    dome_rule_tables_free(&kernel->rulesets[i].previous_shadow);
   }
   dome_bpf__destroy(kernel->skel);
   free(kernel);
@@ -354,41 +357,90 @@ static int copy_tables(struct dome_rule_tables *to, const struct dome_rule_table
   return r;
 }
 
-int dome_kernel_install_tables(struct dome_kernel *kernel, uint32_t ruleset,
-                               const struct dome_rule_tables *tables, dome_error *err) {
+/* Validate and copy `tables`, write them into the rule maps under a fresh generation. Returns the
+ * generation (> 0) with *copy filled, or -errno. */
+static int install_generation(struct dome_kernel *kernel, uint32_t ruleset,
+                              const struct dome_rule_tables *tables, struct dome_rule_tables *copy,
+                              dome_error *err) {
   if (ruleset >= DOME_KERNEL_MAX_RULESETS)
-    return dome_error_set(err, 0, "ruleset %u out of range (0..%d)", ruleset, DOME_KERNEL_MAX_RULESETS - 1);
+    return dome_error_set(err, EINVAL, "ruleset %u out of range (0..%d)", ruleset,
+                          DOME_KERNEL_MAX_RULESETS - 1);
   int r = dome_rule_tables_validate(tables, err);
-  if (r < 0) return dome_error_wrap(err, "install tables");
-  struct dome_rule_tables copy;
-  dome_rule_tables_init(&copy);
-  if ((r = copy_tables(&copy, tables, err)) < 0) return dome_error_wrap(err, "install tables");
+  if (r < 0) return r;
+  dome_rule_tables_init(copy);
+  if ((r = copy_tables(copy, tables, err)) < 0) return r;
   uint32_t generation = ++kernel->last_generation;
   if (generation == 0) generation = ++kernel->last_generation;
-  r = install_net(kernel, &copy, generation, err);
-  if (r >= 0 && kernel->level == DOME_LEVEL_FULL) r = install_files(kernel, &copy, generation, err);
+  r = install_net(kernel, copy, generation, err);
+  if (r >= 0 && kernel->level == DOME_LEVEL_FULL) r = install_files(kernel, copy, generation, err);
   if (r >= 0 && kernel->level == DOME_LEVEL_FULL)
-    r = dome_kernel_install_aliases(kernel, &copy, generation, err);
+    r = dome_kernel_install_aliases(kernel, copy, generation, err);
   if (r < 0) {
+    remove_generation(kernel, generation);
+    dome_rule_tables_free(copy);
+    return r;
+  }
+  return (int)generation;
+}
+
+/* The switch: one array update of the ruleset's two generations, so every jail of this ruleset moves to the
+ * new tables at once. Returns 0 or -errno. */
+static int switch_ruleset(struct dome_kernel *kernel, uint32_t ruleset, uint32_t generation,
+                          uint32_t shadow_generation, dome_error *err) {
+  uint32_t slot = ruleset;
+  struct dome_ruleset value = {.generation = generation, .shadow_generation = shadow_generation};
+  if (bpf_map_update_elem(bpf_map__fd(kernel->skel->maps.rulesets), &slot, &value, BPF_ANY) != 0)
+    return dome_error_set_errno(err, errno, "switch ruleset %u to generation %u (shadow %u)", ruleset,
+                                generation, shadow_generation);
+  return 0;
+}
+
+int dome_kernel_install_tables(struct dome_kernel *kernel, uint32_t ruleset,
+                               const struct dome_rule_tables *tables, dome_error *err) {
+  struct dome_rule_tables copy;
+  int r = install_generation(kernel, ruleset, tables, &copy, err);
+  if (r < 0) return dome_error_wrap(err, "install tables for ruleset %u", ruleset);
+  uint32_t generation = (uint32_t)r;
+  struct dome_kernel_ruleset *state = &kernel->rulesets[ruleset];
+  if ((r = switch_ruleset(kernel, ruleset, generation, state->shadow_generation, err)) < 0) {
     remove_generation(kernel, generation);
     dome_rule_tables_free(&copy);
     return dome_error_wrap(err, "install tables for ruleset %u", ruleset);
   }
-  /* The switch: one array update, so every jail of this ruleset moves to the new tables at once. */
-  uint32_t slot = ruleset;
-  if (bpf_map_update_elem(bpf_map__fd(kernel->skel->maps.rulesets), &slot, &generation, BPF_ANY) != 0) {
-    int e = errno;
-    remove_generation(kernel, generation);
-    dome_rule_tables_free(&copy);
-    return dome_error_set_errno(err, e, "install tables for ruleset %u: switch generation", ruleset);
-  }
-  struct dome_kernel_ruleset *state = &kernel->rulesets[ruleset];
   if (state->previous_generation) remove_generation(kernel, state->previous_generation);
   dome_rule_tables_free(&state->previous);
   state->previous = state->current;
   state->previous_generation = state->generation;
   state->current = copy;
   state->generation = generation;
+  return 0;
+}
+
+int dome_kernel_install_shadow_tables(struct dome_kernel *kernel, uint32_t ruleset,
+                                      const struct dome_rule_tables *tables, dome_error *err) {
+  if (ruleset >= DOME_KERNEL_MAX_RULESETS || kernel->rulesets[ruleset].generation == 0)
+    return dome_error_set(err, ENOENT, "shadow tables for ruleset %u: the ruleset is not installed", ruleset);
+  struct dome_kernel_ruleset *state = &kernel->rulesets[ruleset];
+  struct dome_rule_tables copy;
+  dome_rule_tables_init(&copy);
+  uint32_t generation = 0;
+  int r;
+  if (tables) {
+    if ((r = install_generation(kernel, ruleset, tables, &copy, err)) < 0)
+      return dome_error_wrap(err, "install shadow tables for ruleset %u", ruleset);
+    generation = (uint32_t)r;
+  }
+  if ((r = switch_ruleset(kernel, ruleset, state->generation, generation, err)) < 0) {
+    if (generation) remove_generation(kernel, generation);
+    dome_rule_tables_free(&copy);
+    return dome_error_wrap(err, "install shadow tables for ruleset %u", ruleset);
+  }
+  if (state->previous_shadow_generation) remove_generation(kernel, state->previous_shadow_generation);
+  dome_rule_tables_free(&state->previous_shadow);
+  state->previous_shadow = state->shadow;
+  state->previous_shadow_generation = state->shadow_generation;
+  state->shadow = copy;
+  state->shadow_generation = generation;
   return 0;
 }
 

@@ -19,12 +19,16 @@ struct dome_kernel_attachment {
 };
 
 /* Tables installed for one ruleset: the current generation, and the previous one kept so that late
- * events of the old generation still name their policy. */
+ * events of the old generation still name their policy; the same for the shadow tables. */
 struct dome_kernel_ruleset {
   uint32_t generation; /* 0: not installed */
   struct dome_rule_tables current;
   uint32_t previous_generation;
   struct dome_rule_tables previous;
+  uint32_t shadow_generation; /* 0: no shadow tables */
+  struct dome_rule_tables shadow;
+  uint32_t previous_shadow_generation;
+  struct dome_rule_tables previous_shadow;
 };
 
 struct dome_kernel {

@@ -617,8 +617,13 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
     return dome_error_set(err, EINVAL, "TLS needs both a certificate and a key");
   if (options->tls_cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
     return dome_error_set(err, ENOTSUP, "this libmicrohttpd has no TLS support");
+  if (options->session_node && !mcp_session_node_valid(options->session_node))
+    return dome_error_set(err, EINVAL, "session node \"%.80s\": 1..%d of A-Z a-z 0-9 _ -",
+                          options->session_node, MCP_SESSION_NODE_MAX);
   mcp_server *server = calloc(1, sizeof *server);
   if (server == NULL) return dome_error_set(err, ENOMEM, "allocate server");
+  if (options->session_node)
+    snprintf(server->session_node, sizeof server->session_node, "%s", options->session_node);
   server->options = *options;
   server->handlers = *handlers;
   server->path = strdup(options->path ? options->path : "/mcp");
@@ -649,6 +654,7 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
     server->console_headers[i] = (char *)options->console_headers[i];
   server->options.console_headers = NULL;
   server->options.console_listen = NULL;
+  server->options.session_node = NULL;
   server->get_token = options->get_token && options->get_token[0] ? strdup(options->get_token) : NULL;
   server->options.get_token = NULL;
   server->sessions = calloc(server->options.max_sessions, sizeof server->sessions[0]);

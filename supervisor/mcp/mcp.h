@@ -20,9 +20,10 @@
  *     (basic/transports "Resumability and Redelivery"); DELETE ends the session;
  *   - logging/setLevel and notifications/message (server/utilities/logging); tasks: task-augmented
  *     tools/call, tasks/get, tasks/result, tasks/cancel, tasks/list (basic/utilities/tasks);
- *   - Mcp-Session-Id: 256 random bits (libsodium), hex; missing on a non-initialize request -> 400,
- *     unknown or expired -> 404; MCP-Protocol-Version: unsupported -> 400 (absent: the negotiated
- *     revision is assumed);
+ *   - Mcp-Session-Id: 256 random bits (libsodium), hex, after "<node>." when options.session_node is
+ *     set; missing on a non-initialize request -> 400, unknown or expired -> 404, and an id naming
+ *     another node -> 404 with the header "Dome-Session-Node: <that node>"; MCP-Protocol-Version:
+ *     unsupported -> 400 (absent: the negotiated revision is assumed);
  *   - Origin, when present, must be in the allowed list (default: loopback origins) else 403;
  *   - Authorization: Bearer <token> on every request, resolved by the authenticate handler
  *     (401 with WWW-Authenticate on failure); X-Dome-Act-As passes a delegated identity through;
@@ -43,6 +44,8 @@
 #include "supervisor/common/error.h"
 
 #define MCP_PROTOCOL_LATEST "2025-11-25"
+#define MCP_SESSION_NODE_MAX 63                     /* characters of options.session_node */
+#define MCP_SESSION_NODE_HEADER "Dome-Session-Node" /* names the node owning a session found elsewhere */
 #define MCP_GATEWAY_DEFAULT "Default"
 
 /* JSON-RPC 2.0 error codes (JSON-RPC 2.0 section 5.1). */
@@ -219,10 +222,22 @@ struct mcp_server_options {
   uint64_t task_ttl_max_ms; /* longest task TTL, milliseconds (0: 1 hour); a request asking more gets this */
   unsigned max_tasks_per_agent; /* live tasks of one agent (0: 16); beyond, MCP_SERVER_OVERLOADED */
   unsigned task_poll_ms;        /* the pollInterval suggested, milliseconds (0: 1000) */
-  size_t max_request_id_bytes;  /* JSON text of a request's id (JSON-RPC 2.0 leaves its size to the server):
-                                   a longer one is refused (-32600) before any work, whatever the method,
-                                   and reported to handlers.request_refused (0: no bound) */
+  /* Fleet mode (docs/fleet.md): this node's name, 1..MCP_SESSION_NODE_MAX of [A-Za-z0-9_-] (else
+   * mcp_server_start fails with -EINVAL). Session ids are then "<node>.<64 hex>", and a request carrying
+   * an id "<other>.<64 hex>" of another node is answered 404 with MCP_SESSION_NODE_HEADER: <other>, so
+   * that a load balancer or a client tells "wrong node" from "no such session". NULL: ids are 64 hex and
+   * every unknown id is a plain 404. */
+  const char *session_node;
+  size_t max_request_id_bytes; /* JSON text of a request's id (JSON-RPC 2.0 leaves its size to the server):
+                                  a longer one is refused (-32600) before any work, whatever the method,
+                                  and reported to handlers.request_refused (0: no bound) */
 };
+
+/* The node a session id names: for an id "<node>.<64 lowercase hex>" whose node is 1..MCP_SESSION_NODE_MAX
+ * of [A-Za-z0-9_-], copies the node name into node (size bytes, at least MCP_SESSION_NODE_MAX + 1) and
+ * returns true; for any other text (a plain 64-hex id, NULL, a bad name or suffix) returns false and
+ * leaves node "". The form is this server's (options.session_node), readable by every node. */
+bool mcp_session_id_node(const char *id, char *node, size_t size);
 
 /* Counters for /metrics. */
 struct mcp_server_stats {

@@ -10,6 +10,8 @@
 #include "supervisor/mcp/mcp.h"
 
 #define MCP_SESSION_ID_BYTES 32
+/* The longest session id: "<node>.<64 hex>" with a node name of MCP_SESSION_NODE_MAX characters. */
+#define MCP_SESSION_ID_TEXT_MAX (MCP_SESSION_NODE_MAX + 1 + MCP_SESSION_ID_BYTES * 2)
 #define MCP_STREAM_RECORDS 64 /* streams of one session that can be resumed; the oldest is forgotten */
 
 /* One SSE event kept for replay (basic/transports "Resumability and Redelivery"): the bytes exactly as
@@ -44,7 +46,7 @@ enum mcp_log_level {
 };
 
 struct mcp_session {
-  char id[MCP_SESSION_ID_BYTES * 2 + 1];
+  char id[MCP_SESSION_ID_TEXT_MAX + 1];
   char agent[256];
   char gateway[128];
   char protocol_version[16];
@@ -122,7 +124,7 @@ struct mcp_call {
   json_t *arguments;
   mcp_identity identity;
   char protocol_version[16];
-  char session_id[MCP_SESSION_ID_BYTES * 2 + 1];
+  char session_id[MCP_SESSION_ID_TEXT_MAX + 1];
   uint64_t received_us; /* CLOCK_MONOTONIC when the POST's headers arrived */
   int cancel_fd;
   atomic_bool cancelled;
@@ -153,6 +155,7 @@ struct mcp_server {
   char **allowed_origins;
   char **allowed_hosts;
   char *get_token;
+  char session_node[MCP_SESSION_NODE_MAX + 1]; /* options.session_node, "" when none */
   uint16_t port, get_port, console_port;
   pthread_mutex_t lock;
   pthread_cond_t idle;
@@ -178,6 +181,8 @@ json_t *mcp_jsonrpc_result(const json_t *id, json_t *result /* stolen */);
 int mcp_session_create(mcp_server *server, const mcp_identity *identity, const char *version,
                        struct mcp_session **session);
 struct mcp_session *mcp_session_find(mcp_server *server, const char *id); /* +1 ref or NULL */
+/* A node name of options.session_node: 1..MCP_SESSION_NODE_MAX of [A-Za-z0-9_-]. */
+bool mcp_session_node_valid(const char *name);
 void mcp_session_release(mcp_server *server, struct mcp_session *session);
 void mcp_session_close(mcp_server *server, struct mcp_session *session); /* remove from table, cancel calls */
 void mcp_session_close_all(mcp_server *server);

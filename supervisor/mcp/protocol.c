@@ -130,6 +130,15 @@ static struct mcp_session *lookup_session(mcp_server *server, const mcp_identity
     return NULL;
   }
   struct mcp_session *session = mcp_session_find(server, header);
+  char owner[MCP_SESSION_NODE_MAX + 1];
+  if (session == NULL && server->session_node[0] && mcp_session_id_node(header, owner, sizeof owner) &&
+      strcmp(owner, server->session_node) != 0) {
+    char message[MCP_SESSION_NODE_MAX + 64];
+    snprintf(message, sizeof message, "session not found: it belongs to node %s", owner);
+    *response = error_response(NULL, MCP_INVALID_REQUEST, message, 404, status);
+    if (*response) MHD_add_response_header(*response, MCP_SESSION_NODE_HEADER, owner);
+    return NULL;
+  }
   if (session == NULL) {
     *response = error_response(NULL, MCP_INVALID_REQUEST, "session not found", 404, status);
     return NULL;

@@ -1,7 +1,7 @@
 /* MCP sessions (basic/transports "Session Management"): ids of 256 random bits from libsodium's
- * CSPRNG, bound to the agent and gateway that initialized them, expired after an idle timeout, at
- * most max_sessions_per_agent per agent (its oldest idle session gives way to a new one). Every
- * session's creation and end is reported to the session_event handler, outside the server's lock. */
+ * CSPRNG (after "<node>." in fleet mode), bound to the agent and gateway that initialized them, expired after
+ * an idle timeout, at most max_sessions_per_agent per agent (its oldest idle session gives way to a new one).
+ * Every session's creation and end is reported to the session_event handler, outside the server's lock. */
 #include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 /* A session event noted under the lock and reported after it. */
 struct session_note {
   const char *type, *reason;
-  char id[MCP_SESSION_ID_BYTES * 2 + 1];
+  char id[MCP_SESSION_ID_TEXT_MAX + 1];
   char agent[256];
   char gateway[128];
 };
@@ -117,7 +117,12 @@ int mcp_session_create(mcp_server *server, const mcp_identity *identity, const c
   if (session == NULL) return -ENOMEM;
   unsigned char random_bytes[MCP_SESSION_ID_BYTES];
   randombytes_buf(random_bytes, sizeof random_bytes);
-  sodium_bin2hex(session->id, sizeof session->id, random_bytes, sizeof random_bytes);
+  char hex[MCP_SESSION_ID_BYTES * 2 + 1];
+  sodium_bin2hex(hex, sizeof hex, random_bytes, sizeof random_bytes);
+  if (server->session_node[0])
+    snprintf(session->id, sizeof session->id, "%s.%s", server->session_node, hex);
+  else
+    memcpy(session->id, hex, sizeof hex);
   snprintf(session->agent, sizeof session->agent, "%s", identity->agent);
   snprintf(session->gateway, sizeof session->gateway, "%s", identity->gateway);
   snprintf(session->protocol_version, sizeof session->protocol_version, "%s", version);
@@ -201,15 +206,44 @@ bool mcp_session_rate_allow(mcp_server *server, const char *agent) {
   return allowed;
 }
 
+bool mcp_session_node_valid(const char *name) {
+  size_t length = strlen(name);
+  if (length == 0 || length > MCP_SESSION_NODE_MAX) return false;
+  for (const char *c = name; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+          *c == '-'))
+      return false;
+  return true;
+}
+
+bool mcp_session_id_node(const char *id, char *node, size_t size) {
+  if (size) node[0] = '\0';
+  const char *dot = id ? strchr(id, '.') : NULL;
+  if (dot == NULL || size < MCP_SESSION_NODE_MAX + 1) return false;
+  size_t length = (size_t)(dot - id);
+  if (length == 0 || length > MCP_SESSION_NODE_MAX || strlen(dot + 1) != MCP_SESSION_ID_BYTES * 2)
+    return false;
+  for (const char *c = dot + 1; *c; c++)
+    if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))) return false;
+  char name[MCP_SESSION_NODE_MAX + 1];
+  memcpy(name, id, length);
+  name[length] = '\0';
+  if (!mcp_session_node_valid(name)) return false;
+  memcpy(node, name, length + 1);
+  return true;
+}
+
 struct mcp_session *mcp_session_find(mcp_server *server, const char *id) {
-  if (id == NULL || strlen(id) != MCP_SESSION_ID_BYTES * 2) return NULL;
+  size_t node_length = server->session_node[0] ? strlen(server->session_node) + 1 : 0;
+  size_t id_length = node_length + MCP_SESSION_ID_BYTES * 2;
+  if (id == NULL || strlen(id) != id_length) return NULL;
   struct mcp_session *found = NULL;
   time_t now = time(NULL);
   struct session_notes notes = {0};
   pthread_mutex_lock(&server->lock);
   for (size_t i = 0; i < server->session_count; i++) {
     struct mcp_session *session = server->sessions[i];
-    if (sodium_memcmp(session->id, id, MCP_SESSION_ID_BYTES * 2) == 0) {
+    if (sodium_memcmp(session->id, id, id_length) == 0) {
       if (idle_expired(server, session, now)) {
         /* expired: ended now, so that its end is journalled when it is first noticed */
         note_locked(&notes, session, "session.expired", NULL);

@@ -141,6 +141,24 @@ int replay_timeline(const char *journal_dir, const char *exec_id, replay_timelin
  * Memory grows with the execution's events (bounded by its output quota). Errors as replay_timeline. */
 int replay_timeline_json(const char *journal_dir, const char *exec_id, json_t **timeline, dome_error *err);
 
+/* One sandbox session as one timeline (docs/sessions.md): every event that names session_id in its
+ * `session_id` member (session.created, session.exec, session.file, session.snapshot, session.forked,
+ * session.rules, session.close, session.closed / session.expired) and every event of the calls made in it
+ * (matched by `exec_id`: their authz.decision, call.rejected), in seq order, passed to fn as steps of
+ * replay_timeline's shape with `exec_id` kept; offset_ms counts from the session's first event; kind:
+ * "created", "cell", "file", "snapshot", "forked", "rules", "close", "closed", "authorization", "rejected",
+ * "list", "unknown" (a call naming the session that found none: closed, or another agent's) or "event". Reads
+ * the journal twice (the decision of a call comes before the event that names the session); memory: one exec
+ * id per call, at most 1,000,000 calls (-E2BIG beyond). Returns the number of steps (> 0), -ENOENT (no such
+ * session, or no journal), -EINVAL (empty id), -E2BIG, -EBADMSG, -errno, or what fn returned. */
+int replay_session_timeline(const char *journal_dir, const char *session_id, replay_timeline_fn fn,
+                            void *context, dome_error *err);
+
+/* The session's timeline as one document: {"session_id", "agent" (the first step's), "steps": [...]}.
+ * Memory grows with the session's events. Errors as replay_session_timeline. */
+int replay_session_timeline_json(const char *journal_dir, const char *session_id, json_t **timeline,
+                                 dome_error *err);
+
 /* ---------------------------------------------------------------------------------------------
  * Replay: content-addressed blob store beside the journal (<journal>/blobs/sha256/<2 hex>/<64 hex>)
  * ------------------------------------------------------------------------------------------- */

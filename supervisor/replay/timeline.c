@@ -12,9 +12,16 @@ struct kind_map {
 };
 
 static const struct kind_map kinds[] = {
-    {"authz.decision", "authorization"}, {"exec.start", "start"},   {"exec.jail", "jail"},
-    {"exec.output", "output"},           {"exec.denial", "denial"}, {"exec.access", "access"},
-    {"exec.redaction", "redaction"},     {"exec.end", "end"},       {"exec.rerun.result", "rerun"},
+    {"authz.decision", "authorization"},
+    {"exec.start", "start"},
+    {"exec.jail", "jail"},
+    {"exec.output", "output"},
+    {"exec.denial", "denial"},
+    {"exec.shadow", "shadow"},
+    {"exec.access", "access"},
+    {"exec.redaction", "redaction"},
+    {"exec.end", "end"},
+    {"exec.rerun.result", "rerun"},
     {"exec.rerun.start", "rerun-start"},
 };
 

@@ -364,3 +364,19 @@ int session_file_delete(int workspace_fd, const char *path, dome_error *err) {
   if (errno == ENOTEMPTY) return dome_error_set(err, ENOTEMPTY, "path `%s`: directory not empty", path);
   return dome_error_set_errno(err, errno, "path `%s`", path);
 }
+
+int session_connection_write(int root_fd, const char *text, dome_error *err) {
+  _cleanup_close_ int tmp = openat(root_fd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (tmp < 0) return dome_error_set_errno(err, errno, "the session's /tmp");
+  _cleanup_close_ int dir =
+      openat(tmp, SESSION_SOCKET_DIR + sizeof "/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir < 0) return dome_error_set_errno(err, errno, "%s", SESSION_SOCKET_DIR);
+  int rc = session_file_write(dir, "connection.tmp", text, strlen(text), err);
+  if (rc < 0) return rc;
+  /* as the directory's owner: the jail's tmpfs knows no other ids (EOVERFLOW for the host's root) */
+  _as_owner_ identity;
+  if ((rc = become_owner(dir, &identity, err)) < 0) return rc;
+  if (renameat(dir, "connection.tmp", dir, "connection.json") < 0)
+    return dome_error_set_errno(err, errno, "%s/connection.json", SESSION_SOCKET_DIR);
+  return 0;
+}

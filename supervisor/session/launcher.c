@@ -14,18 +14,68 @@
 #include "supervisor/session/session.h"
 
 /* Runs as the jail's program (pid 2), and becomes the kernel: one interpreter, not a launcher beside it.
- * It writes the connection file, serves the process runner from a thread, imports ipykernel and runs
- * the kernel in its main thread; the jail ends when the kernel exits. pid 2 leads its own process group
- * (the jail gives its program a new session), so the kernel's interrupt (ipykernel signals its own
- * group) reaches the cell's processes; each runner process gets a group of its own, which neither the
- * interrupt reaches nor outlives its timeout. Left out of the kernel, because a session does not use
- * them and they cost start-up time: its debugger (debugpy: it would listen on a TCP port, which the jail's
- * kernel rules refuse), jedi (IPython completes without it), IPython's terminal front end (prompt_toolkit;
- * IPython imports it only for `embed`), the history database (sqlite; execution counts do not need it),
- * and its IOPub pipe for forked processes' output (a TCP socket on 127.0.0.1: ZeroMQ's address resolution
- * asks for the interfaces over netlink, which the jail's seccomp filter refuses, and ZeroMQ aborts on
- * that refusal). The start-up marks (CLOCK_REALTIME seconds: start, runner, imported) go to
- * SESSION_SOCKET_DIR/phases.json just before the kernel starts. */
+ * It waits for the connection file (domed writes it into SESSION_SOCKET_DIR, which the launcher makes),
+ * serves the process runner from a thread, imports ipykernel and runs the kernel in its main thread; the jail
+ * ends when the kernel exits. pid 2 leads its own process group (the jail gives its program a new session),
+ * so the kernel's interrupt (ipykernel signals its own group) reaches the cell's processes; each runner
+ * process gets a group of its own, which neither the interrupt reaches nor outlives its timeout. Left out of
+ * the kernel, because a session does not use them and they cost start-up time: its debugger (debugpy: it
+ * would listen on a TCP port, which the jail's kernel rules refuse), jedi (IPython completes without it),
+ * IPython's terminal front end (prompt_toolkit; IPython imports it only for `embed`), the history database
+ * (sqlite; execution counts do not need it), and its IOPub pipe for forked processes' output (a TCP socket on
+ * 127.0.0.1: ZeroMQ's address resolution asks for the interfaces over netlink, which the jail's seccomp
+ * filter refuses, and ZeroMQ aborts on that refusal). The start-up marks (CLOCK_REALTIME seconds: start,
+ * runner, imported) go to SESSION_SOCKET_DIR/phases.json just before the kernel starts. */
+/* The imports of the launcher, the part that needs nothing of a call (see session.h): a prepared session
+ * jail runs it before its call (session_launcher_preload); the launcher runs it again, which leaves what the
+ * preload did (its stubs, its modules) as they are. */
+#define SESSION_LAUNCHER_PRELOAD                                                                   \
+  "import sys, types\n"                                                                            \
+  "if 'ipykernel.kernelapp' not in sys.modules:\n"                                                 \
+  "    sys.modules['debugpy'] = None\n"                                                            \
+  "    sys.modules['jedi'] = None\n"                                                               \
+  "    embed = types.ModuleType('IPython.terminal.embed')\n"                                       \
+  "    def no_terminal(*args, **kwargs): raise RuntimeError('no terminal in a sandbox session')\n" \
+  "    embed.embed = embed.InteractiveShellEmbed = no_terminal\n"                                  \
+  "    sys.modules['IPython.terminal.embed'] = embed\n"                                            \
+  "from ipykernel import iostream, kernelapp\n"                                                    \
+  "iostream.IOPubThread._setup_pipe_in = lambda self: setattr(self, '_pipe_flag', False)\n"
+
+const char session_launcher_preload[] = SESSION_LAUNCHER_PRELOAD;
+
+char *session_launcher_program(const char *bootstrap) {
+  static const char head[] =
+      "import sys, time\n"
+      "import os\n"
+      "#dome: a prepared interpreter waiting for its call\n"
+      "try:\n"
+      "    os.fstat(3), os.fstat(4)\n"
+      "    prepared = True\n"
+      "except OSError:\n"
+      "    prepared = False\n"
+      "if prepared:\n"
+      "    exec(bytes.fromhex('";
+  static const char tail[] =
+      "').decode())\n"
+      "    sys.exit()\n";
+  size_t inner = strlen(session_launcher_preload) + strlen(bootstrap);
+  size_t size = sizeof head - 1 + 2 * inner + sizeof tail - 1 + strlen(session_launcher_source) + 1;
+  char *program = malloc(size);
+  if (program == NULL) return NULL;
+  char *at = program;
+  at = stpcpy(at, head);
+  static const char digits[] = "0123456789abcdef";
+  for (int part = 0; part < 2; part++)
+    for (const unsigned char *c = (const unsigned char *)(part ? bootstrap : session_launcher_preload); *c;
+         c++) {
+      *at++ = digits[*c >> 4];
+      *at++ = digits[*c & 15];
+    }
+  at = stpcpy(at, tail);
+  stpcpy(at, session_launcher_source);
+  return program;
+}
+
 const char session_launcher_source[] =
     "import sys, time\n"
     "marks = {'start': time.time()}\n"
@@ -33,9 +83,7 @@ const char session_launcher_source[] =
     "D = '" SESSION_SOCKET_DIR
     "'\n"
     "os.makedirs(D, mode=0o700, exist_ok=True)\n"
-    "connection = sys.stdin.read()\n"
-    "fd = os.open(D + '/connection.json', os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)\n"
-    "os.write(fd, connection.encode()); os.close(fd)\n"
+    "while not os.path.exists(D + '/connection.json'): time.sleep(0.002)\n"
     "os.chdir('/workspace')\n"
     "def pump(stream, buffer, limit, flags):\n"
     "    while True:\n"
@@ -84,15 +132,7 @@ const char session_launcher_source[] =
     "server.bind(D + '/run')\n"
     "server.listen(16)\n"
     "threading.Thread(target=accept, args=(server,), daemon=True).start()\n"
-    "marks['runner'] = time.time()\n"
-    "sys.modules['debugpy'] = None\n"
-    "sys.modules['jedi'] = None\n"
-    "embed = types.ModuleType('IPython.terminal.embed')\n"
-    "def no_terminal(*args, **kwargs): raise RuntimeError('no terminal in a sandbox session')\n"
-    "embed.embed = embed.InteractiveShellEmbed = no_terminal\n"
-    "sys.modules['IPython.terminal.embed'] = embed\n"
-    "from ipykernel import iostream, kernelapp\n"
-    "iostream.IOPubThread._setup_pipe_in = lambda self: setattr(self, '_pipe_flag', False)\n"
+    "marks['runner'] = time.time()\n" SESSION_LAUNCHER_PRELOAD
     "marks['imported'] = time.time()\n"
     "with open(D + '/phases.json', 'w') as f: json.dump(marks, f)\n"
     "sys.argv = ['ipykernel']\n"

@@ -40,7 +40,9 @@
 /* ---- the program of a session's jail ------------------------------------------------------------- */
 
 /* The launcher (Python source run by /usr/bin/python3 -c inside the jail), which becomes the kernel. It
- * reads the kernel's connection file from stdin, writes it into SESSION_SOCKET_DIR (0600), serves
+ * makes SESSION_SOCKET_DIR (0700) and waits for the kernel's connection file there (connection.json,
+ * written by domed through the jail's root with session_connection_write: no stdin, no environment
+ * variable, so that the key is in neither the journal nor /proc), serves
  * SESSION_SOCKET_DIR/run from a thread: one JSON line {argv, timeout_ms, output_bytes} per connection,
  * answered with {stdout, stderr, exit_code, signal, timed_out, truncated} once the process (its whole
  * process group) ended; writes its start-up marks to SESSION_SOCKET_DIR/phases.json ({start, runner,
@@ -48,6 +50,24 @@
  * jedi, the terminal front end and the history database) in its main thread. The jail ends when the
  * kernel exits. */
 extern const char session_launcher_source[];
+
+/* The launcher's imports (ipykernel, with its stubs), which need nothing of a call: a prepared session jail
+ * runs them before its call (jail_config.prepared_python_preload), the launcher again (a no-op then). */
+extern const char session_launcher_preload[];
+
+/* The program of a session's jail (a new string, NULL when out of memory): the launcher, run as a fresh
+ * jail's program, preceded by what makes it a prepared session jail's interpreter program
+ * (jail_config.prepared_python_program): when fds 3 and 4 are open (a prepared jail; a fresh jail's program
+ * has them closed) it runs session_launcher_preload and then `bootstrap` (jail_python_waiting_program: it
+ * waits for the call, which is this same program, and runs it, fds 3 and 4 closed) and exits with it. Either
+ * way the kernel's command line is this program. */
+char *session_launcher_program(const char *bootstrap);
+
+/* Write the connection file `text` into the jail whose root is root_fd (an O_PATH fd of /proc/PID/root):
+ * SESSION_SOCKET_DIR/connection.json, made as a temporary file owned as that directory is and renamed
+ * into place, so that the launcher reads it whole. Never follows a symlink. Returns 0, -ENOENT while the
+ * launcher has not made the directory yet, or -errno. */
+int session_connection_write(int root_fd, const char *text, dome_error *err);
 
 /* The environment the launcher needs (IPython, Jupyter and matplotlib state in /tmp, not in the
  * agent's /workspace). A new object. */

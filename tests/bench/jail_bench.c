@@ -6,7 +6,9 @@
  *
  * Prints, one per line: `fresh_p50_ms X`, `prepared_p50_ms X`, `fresh_program_p50_ms X` (the program's own
  * duration_ms in a fresh jail), `prepared_program_p50_ms X`, `refill_jails_per_second X`, and exits 0;
- * exit 1 when a jail fails (with the error on stderr). */
+ * exit 1 when a jail fails (with the error on stderr). A PROGRAM of the form `/abs/python3 -c CODE` is
+ * prepared with its interpreter started in advance (jail_config.prepared_python), as domed's pool does: the
+ * refill rate then includes the interpreter's start. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +55,11 @@ int main(int argc, char **argv) {
   jail_config_init(&config);
   config.argv = argv + i + 1;
   config.env = env;
+  const char *program = config.argv[0];
+  size_t length = program ? strlen(program) : 0;
+  if (program && program[0] == '/' && length >= 7 && strcmp(program + length - 7, "python3") == 0 &&
+      config.argv[1] && strcmp(config.argv[1], "-c") == 0)
+    config.prepared_python = program;
   double *fresh = calloc(runs, sizeof *fresh), *prepared = calloc(runs, sizeof *prepared);
   double *fresh_program = calloc(runs, sizeof *fresh), *prepared_program = calloc(runs, sizeof *fresh);
   if (!fresh || !prepared || !fresh_program || !prepared_program) return 1;

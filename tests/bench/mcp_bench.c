@@ -7,9 +7,11 @@
  * CALLS calls in all, shared by CLIENTS threads (each first initializes its session and makes one
  * warm-up call, not counted). Prints one JSON object on stdout: calls, errors, seconds, calls_per_s and,
  * in milliseconds, p50/p90/p99 of the latency, p50 of the program's own duration_ms (execute_code) and
- * p50 of the overhead (latency minus duration_ms, per call). Exit status 0; 1 with a message on stderr
- * when a session cannot be set up (no initialize result, or its warm-up call failed); 2 on bad usage. A
- * call that fails after that counts in `errors` (DOME_BENCH_VERBOSE=1 prints its answer). */
+ * p50 of the overhead (latency minus duration_ms, per call). DOME_BENCH_SAMPLES=FILE appends each counted
+ * call's latency (ms, one a line) to FILE, so that quantiles can be taken over several runs. Exit status 0; 1
+ * with a message on stderr when a session cannot be set up (no initialize result, or its warm-up call
+ * failed); 2 on bad usage. A call that fails after that counts in `errors` (DOME_BENCH_VERBOSE=1 prints its
+ * answer). */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -256,6 +258,19 @@ int main(int argc, char **argv) {
       overhead[k] = clients[i].overhead_ms[j];
       if (clients[i].program_ms[j] >= 0) program[programs++] = clients[i].program_ms[j];
     }
+  const char *samples = getenv("DOME_BENCH_SAMPLES");
+  if (samples && *samples) {
+    FILE *out = fopen(samples, "a");
+    if (out == NULL) {
+      perror(samples);
+      return 1;
+    }
+    for (long i = 0; i < count; i++) fprintf(out, "%.3f\n", latency[i]);
+    if (fclose(out) != 0) {
+      perror(samples);
+      return 1;
+    }
+  }
   double p50 = quantile(latency, count, 0.5), p90 = quantile(latency, count, 0.9),
          p99 = quantile(latency, count, 0.99);
   printf(

@@ -8,6 +8,10 @@
  *       wait until JetStream answers at URL (a cluster's meta leader is elected), at most SECONDS.
  *   dome-fleet-tool publish URL FLEET SUBJECT ID TEXT
  *       publish TEXT on SUBJECT of DOME_<FLEET>_AUDIT with message id ID ("-": none).
+ *   dome-fleet-tool times URL STREAM
+ *       print one line per message of STREAM (an audit stream, or a bucket's KV_<bucket>):
+ *       "<stream seq> <time the stream stored it, ns since the epoch> <Nats-Msg-Id or -> <subject>",
+ *       for scripts/bench-fleet's replication lag and KV propagation.
  * Exit 0, or 1 with the reason on stderr. */
 #include <jansson.h>
 #include <nats/nats.h>
@@ -97,6 +101,24 @@ static int copy_stream(jsCtx *js, jsCtx *target_js, const char *fleet, const cha
   return 0;
 }
 
+static int print_times(jsCtx *js, const char *stream) {
+  jsStreamInfo *info = NULL;
+  natsStatus s = js_GetStreamInfo(&info, js, stream, NULL, NULL);
+  if (s != NATS_OK) return fail(stream, s);
+  uint64_t first = info->State.FirstSeq, last = info->State.LastSeq;
+  jsStreamInfo_Destroy(info);
+  for (uint64_t seq = first; seq <= last && seq > 0; seq++) {
+    natsMsg *m = NULL;
+    if (js_GetMsg(&m, js, stream, seq, NULL, NULL) != NATS_OK) continue;
+    const char *id = NULL;
+    if (natsMsgHeader_Get(m, "Nats-Msg-Id", &id) != NATS_OK) id = "-";
+    printf("%llu %lld %s %s\n", (unsigned long long)seq, (long long)natsMsg_GetTime(m), id,
+           natsMsg_GetSubject(m));
+    natsMsg_Destroy(m);
+  }
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
 /* A cluster's meta leader answers stream creation: a probe stream is created and deleted. */
 static int wait_ready(const char *url, int seconds) {
   for (int tenth = 0; tenth < seconds * 10; tenth++) {
@@ -134,10 +156,13 @@ int main(int argc, char **argv) {
   natsConnection *target_connection = NULL;
   jsCtx *target_js = NULL;
   bool publish = argc == 7 && strcmp(argv[1], "publish") == 0;
-  if (!copy && !publish) {
+  bool times = argc == 4 && strcmp(argv[1], "times") == 0;
+  if (!copy && !publish && !times) {
     fprintf(stderr,
             "usage: dome-fleet-tool copy URL FLEET TO_URL [--alter NODE:SEQ] [--drop NODE:SEQ]\n"
-            "       dome-fleet-tool publish URL FLEET SUBJECT ID TEXT\n");
+            "       dome-fleet-tool publish URL FLEET SUBJECT ID TEXT\n"
+            "       dome-fleet-tool times URL STREAM\n"
+            "       dome-fleet-tool ready URL SECONDS\n");
     return 2;
   }
   const char *alter = NULL, *drop = NULL;
@@ -151,7 +176,9 @@ int main(int argc, char **argv) {
   jsCtx *js = NULL;
   natsConnection_JetStream(&js, connection, NULL);
   int rc;
-  if (copy) {
+  if (times) {
+    rc = print_times(js, argv[3]);
+  } else if (copy) {
     if ((s = natsConnection_ConnectTo(&target_connection, argv[4])) != NATS_OK) return fail(argv[4], s);
     natsConnection_JetStream(&target_js, target_connection, NULL);
     rc = copy_stream(js, target_js, argv[3], alter, drop);

@@ -1,6 +1,6 @@
-/* dome-kernel-probe main and helpers. usage: dome-kernel-probe net|landlock|files|property|bench [--level
- * reduced|full] Prints one line per check and closes with `N passed, N failed`; exit status 1 when a check
- * failed. */
+/* dome-kernel-probe main and helpers. usage: dome-kernel-probe
+ * net|landlock|files|property|shadow|bench|bench-shadow [--level reduced|full] Prints one line per check and
+ * closes with `N passed, N failed`; exit status 1 when a check failed. */
 #include "tests/kernel/probe.h"
 
 #include <errno.h>
@@ -108,11 +108,17 @@ int probe_tables(struct dome_rule_tables *tables, const char *json) {
 static void on_denial(void *context, const struct dome_denial *denial) {
   (void)context;
   if (getenv("PROBE_VERBOSE") && *getenv("PROBE_VERBOSE"))
-    fprintf(stderr, "denial: hook %s object %s entry %ld policy %s cgroup %llu pid %u\n",
-            dome_hook_name(denial->hook), denial->object, denial->entry,
-            denial->policy_id ? denial->policy_id : "-", (unsigned long long)denial->cgroup_id, denial->pid);
+    fprintf(stderr, "%s: hook %s object %s entry %ld policy %s cgroup %llu pid %u\n",
+            denial->kind == DOME_EVENT_SHADOW ? "shadow" : "denial", dome_hook_name(denial->hook),
+            denial->object, denial->entry, denial->policy_id ? denial->policy_id : "-",
+            (unsigned long long)denial->cgroup_id, denial->pid);
   if (probe_denial_count >= PROBE_MAX_DENIALS) return;
   struct probe_denial *d = &probe_denials[probe_denial_count++];
+  d->kind = denial->kind;
+  d->allowed = denial->allowed;
+  d->shadow_allowed = denial->shadow_allowed;
+  snprintf(d->shadow_policy, sizeof(d->shadow_policy), "%.60s",
+           denial->shadow_policy_id ? denial->shadow_policy_id : "");
   d->hook = denial->hook;
   snprintf(d->object, sizeof(d->object), "%.500s", denial->object);
   d->entry = denial->entry;
@@ -130,10 +136,17 @@ void probe_collect(struct dome_kernel *kernel, int timeout_ms) {
 bool probe_has_denial(enum dome_hook hook, const char *object, const char *policy) {
   for (unsigned i = 0; i < probe_denial_count; i++) {
     const struct probe_denial *d = &probe_denials[i];
-    if (d->hook == hook && strcmp(d->object, object) == 0 && (!policy || strcmp(d->policy, policy) == 0))
+    if (d->kind == DOME_EVENT_DENIAL && d->hook == hook && strcmp(d->object, object) == 0 &&
+        (!policy || strcmp(d->policy, policy) == 0))
       return true;
   }
   return false;
+}
+
+unsigned probe_kind_count(enum dome_event_kind kind) {
+  unsigned count = 0;
+  for (unsigned i = 0; i < probe_denial_count; i++) count += probe_denials[i].kind == kind;
+  return count;
 }
 
 int main(int argc, char **argv) {
@@ -142,7 +155,9 @@ int main(int argc, char **argv) {
   probe_counts = mmap(NULL, sizeof(*probe_counts), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (probe_counts == MAP_FAILED) return 2;
   if (argc < 2) {
-    fprintf(stderr, "usage: dome-kernel-probe net|landlock|files|property|bench [--level reduced|full]\n");
+    fprintf(stderr,
+            "usage: dome-kernel-probe net|landlock|files|property|shadow|bench|bench-shadow [--level "
+            "reduced|full]\n");
     return 2;
   }
   enum dome_enforcement_level level = DOME_LEVEL_REDUCED;
@@ -164,8 +179,12 @@ int main(int argc, char **argv) {
     r = probe_scenario_files();
   else if (strcmp(argv[1], "property") == 0)
     r = probe_scenario_property(level);
+  else if (strcmp(argv[1], "shadow") == 0)
+    r = probe_scenario_shadow(level);
   else if (strcmp(argv[1], "bench") == 0)
     return probe_scenario_bench();
+  else if (strcmp(argv[1], "bench-shadow") == 0)
+    return probe_scenario_bench_shadow();
   else {
     fprintf(stderr, "dome-kernel-probe: unknown scenario `%s`\n", argv[1]);
     return 2;

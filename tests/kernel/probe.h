@@ -31,8 +31,11 @@ int probe_leaf_enter(const struct probe_leaf *leaf);
 /* Parse tables from JSON text (aborts the scenario on error). */
 int probe_tables(struct dome_rule_tables *tables, const char *json);
 
-/* Collected denials of the last probe_collect() call. */
+/* Collected events (denials and shadow differences) of the last probe_collect() call. */
 struct probe_denial {
+  enum dome_event_kind kind;
+  bool allowed, shadow_allowed; /* DOME_EVENT_SHADOW */
+  char shadow_policy[64];
   enum dome_hook hook;
   char object[512];
   long entry;
@@ -46,6 +49,8 @@ extern unsigned probe_denial_count;
 void probe_collect(struct dome_kernel *kernel, int timeout_ms);
 /* Is there a collected denial with this hook and object (and policy, when not NULL)? */
 bool probe_has_denial(enum dome_hook hook, const char *object, const char *policy);
+/* Collected events of this kind. */
+unsigned probe_kind_count(enum dome_event_kind kind);
 
 /* Run fn in a child inside leaf; the child's exit status is returned (or -1). */
 int probe_in_leaf(const struct probe_leaf *leaf, int (*fn)(void *), void *arg);
@@ -54,6 +59,8 @@ int probe_scenario_net(enum dome_enforcement_level level);
 int probe_scenario_landlock(void);
 int probe_scenario_files(void);
 int probe_scenario_bench(void);
+int probe_scenario_bench_shadow(void);
 int probe_scenario_property(enum dome_enforcement_level level);
+int probe_scenario_shadow(enum dome_enforcement_level level);
 
 #endif

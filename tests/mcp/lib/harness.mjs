@@ -121,6 +121,9 @@ export class Domed {
     // suite sets its own; unset, domed's default (the number of CPUs) applies.
     const pool = process.env.DOME_TEST_POOL_SIZE && !extraArgs.includes('--pool-size')
       ? ['--pool-size', process.env.DOME_TEST_POOL_SIZE] : [];
+    // DOME_TEST_SESSION_POOL_SIZE (tests/run's `session-pool-off/` pass): the same for session_pool_size
+    if (process.env.DOME_TEST_SESSION_POOL_SIZE && !extraArgs.includes('--session-pool-size'))
+      pool.push('--session-pool-size', process.env.DOME_TEST_SESSION_POOL_SIZE);
     this.args = ['--listen', '127.0.0.1:0', '--state-dir', path.join(this.dir, 'state'), '--journal-dir',
       path.join(this.dir, 'journal'), '--control-socket', this.socket, ...pool, ...extraArgs];
     this.log = '';
@@ -218,17 +221,36 @@ export async function endPasta(dir) {
   if (pid > 1 && processAlive(pid) && ours()) process.kill(pid, 'SIGKILL');
 }
 
+// One segment's text through zstdcat. The active segment may end in an open frame (zstdcat prints its
+// flushed blocks, then fails on the truncated frame); a read that meets a block still being appended fails
+// there too, and zstdcat then drops what it had decoded but not yet written (up to 128 KiB of the newest
+// lines). So a failed read is repeated, 25 ms apart, until two reads give the same lines (at most 6), and
+// the longest is kept.
+function segmentText(file) {
+  const read = () => {
+    try {
+      return { text: execFileSync('zstdcat', [file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 28 }), complete: true };
+    } catch (e) {
+      return { text: String(e.stdout || ''), complete: false };
+    }
+  };
+  let best = read();
+  for (let attempt = 0; !best.complete && attempt < 5; attempt++) {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+    const again = read();
+    const stable = again.text === best.text;
+    if (again.complete || again.text.length > best.text.length) best = again;
+    if (stable) break;
+  }
+  return best.text;
+}
+
 // Journal events of a domed (read with zstdcat: segments are independent zstd frames of JSON lines).
 export function journalEvents(domed) {
   const dir = path.join(domed.dir, 'journal');
   const events = [];
   for (const file of fs.readdirSync(dir).filter((f) => f.startsWith('segment-')).sort()) {
-    let text = '';
-    try {
-      text = execFileSync('zstdcat', [path.join(dir, file)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 28 });
-    } catch (e) {
-      text = String(e.stdout || ''); // the active segment may end in an open frame
-    }
+    const text = segmentText(path.join(dir, file));
     for (const line of text.split('\n')) if (line.trim()) try { events.push(JSON.parse(line)); } catch { /* torn */ }
   }
   return events;
@@ -249,15 +271,49 @@ export async function settledLeaves(pid, owner = pid, most = 0, ms = 5000) {
   return leaves;
 }
 
-// Whether the leaf holds only a jail of domed's pool waiting for its call (or one still being set up): its
-// processes are copies of domed not yet renamed `init` (the jail's init takes that name before the program
-// exists). Such leaves are domed's pool, not leftovers; they go when domed drains its pool on SIGTERM.
-function waitingJail(dir) {
+// The first line of the program a prepared jail's waiting Python interpreter runs (supervisor/jail/
+// module.mk puts it before python_bootstrap.py): its /proc/PID/cmdline says what it is.
+export const WAITING_INTERPRETER = '#dome: a prepared interpreter waiting for its call';
+
+const readProc = (pid, file) => { try { return fs.readFileSync(`/proc/${pid}/${file}`, 'utf8'); } catch { return null; } };
+
+// Whether the leaf holds only a jail of domed's pool waiting for its call: either one still being set up,
+// whose processes are copies of domed not yet renamed `init` (the jail's init takes that name before the
+// program exists), or one whose init waits beside a Python interpreter started in advance
+// (WAITING_INTERPRETER). Such leaves are domed's pool, not leftovers; they go when domed drains its pool
+// on SIGTERM.
+// An interpreter that took its call keeps that command line, but it closes the call's stream (fd 3) and
+// the jail's control socket (fd 4), both sockets, before the code runs; while it waits it holds both.
+function waitingStreams(pid) {
+  const link = (fd) => { try { return fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { return ''; } };
+  return link(3).startsWith('socket:') && link(4).startsWith('socket:');
+}
+
+export function waitingJail(dir) {
   let pids = [];
   try { pids = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').trim().split('\n').filter(Boolean); } catch { return false; }
-  return pids.length > 0 && pids.every((p) => {
-    try { return fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'domed'; } catch { return false; }
+  if (pids.length === 0) return false;
+  const kinds = pids.map((p) => {
+    const comm = (readProc(p, 'comm') ?? '').trim();
+    if (comm === 'domed') return 'copy';
+    if ((readProc(p, 'cmdline') ?? '').includes(WAITING_INTERPRETER) && waitingStreams(p)) return 'interpreter';
+    return comm === 'init' ? 'init' : 'program';
   });
+  return kinds.every((k) => k === 'copy') || (kinds.includes('interpreter') && !kinds.includes('program') && !kinds.includes('copy'));
+}
+
+// Whether process `pid` belongs to a jail of domed's pool that waits for its call (waitingJail of its leaf,
+// found through its pids or cgroup2 line of /proc/PID/cgroup).
+export function waitingProcess(pid) {
+  if ((readProc(pid, 'comm') ?? '').trim() === 'domed') return true;
+  for (const line of (readProc(pid, 'cgroup') ?? '').trim().split('\n')) {
+    const [, controllers, relative] = line.split(':');
+    if (relative === undefined || !relative.includes('/jail-')) continue;
+    const mount = controllers === '' ? (fs.existsSync('/sys/fs/cgroup/unified') ? '/sys/fs/cgroup/unified' : '/sys/fs/cgroup')
+      : controllers.includes('pids') ? '/sys/fs/cgroup/pids' : null;
+    if (mount) return waitingJail(path.join(mount, relative));
+  }
+  return false;
 }
 
 // The cgroup leaves of `owner`'s jails beneath `pid`'s cgroups, without the jails of its pool that wait for

@@ -574,6 +574,29 @@ static void test_many_groups_bounded_and_evicted(void **state) {
   anomaly_rule_set_release(set);
 }
 
+/* Each rule names the file it was read from; an unknown id names none. */
+static void test_rule_file(void **state) {
+  (void)state;
+  anomaly_loader *loader = anomaly_loader_create();
+  const char *first =
+      "title: a\nid: rule-a\nlevel: low\nlogsource: {product: dome}\n"
+      "detection: {s: {type: x}, condition: s}\n";
+  const char *second =
+      "title: b\nid: rule-b\nlevel: low\nlogsource: {product: dome}\n"
+      "detection: {s: {type: y}, condition: s}\n";
+  assert_int_equal(anomaly_loader_add_text(loader, "/rules/a.yml", first, strlen(first)), 1);
+  assert_int_equal(anomaly_loader_add_text(loader, "/rules/b.yml", second, strlen(second)), 1);
+  anomaly_rule_set *set = NULL;
+  dome_error err = {0};
+  assert_int_equal(anomaly_loader_finish(loader, &set, &err), 0);
+  anomaly_loader_free(loader);
+  assert_string_equal(anomaly_rule_set_rule_file(set, "rule-b"), "/rules/b.yml");
+  assert_string_equal(anomaly_rule_set_rule_file(set, "rule-a"), "/rules/a.yml");
+  assert_null(anomaly_rule_set_rule_file(set, "rule-c"));
+  assert_null(anomaly_rule_set_rule_file(set, NULL));
+  anomaly_rule_set_release(set);
+}
+
 static void test_generate_and_alert_members(void **state) {
   (void)state;
   anomaly_rule_set *set = correlation_set(
@@ -604,6 +627,193 @@ static void test_generate_and_alert_members(void **state) {
   anomaly_rule_set_release(set);
 }
 
+/* ---- the set's index: candidates by type, contains automata ---- */
+
+/* Rules whose conditions require a type only in some of their branches are still candidates for the
+ * other branches' events; a type the matcher could read other than as an exact string (an array, a
+ * number) makes every rule a candidate. */
+static void test_type_index_never_skips_a_rule_that_matches(void **state) {
+  (void)state;
+  /* no type constraint at all */
+  check(
+      "    s:\n        tool: x\n    condition: s\n",
+      LIST("{\"type\":\"exec.start\",\"tool\":\"x\"}", "{\"tool\":\"x\"}", "{\"type\":null,\"tool\":\"x\"}"),
+      LIST("{\"type\":\"exec.start\"}"));
+  /* type|contains is no exact type */
+  check("    s:\n        type|contains: exec\n    condition: s\n",
+        LIST("{\"type\":\"exec.start\"}", "{\"type\":\"EXEC\"}"), LIST("{\"type\":\"authz.decision\"}"));
+  /* case folded as the matcher folds, whole length */
+  check("    s:\n        type: Exec.Start\n    condition: s\n",
+        LIST("{\"type\":\"EXEC.start\"}", "{\"type\":[\"x\",\"exec.start\"]}"),
+        LIST("{\"type\":\"exec.startx\"}", "{\"type\":\"exec.star\"}", "{}", "{\"type\":null}"));
+  /* 1 of selection_* with mixed types, one of them untyped */
+  check(
+      "    selection_a:\n        type: exec.start\n        code|contains: ctypes\n"
+      "    selection_b:\n        type: exec.end\n        exit_code: 9\n"
+      "    selection_c:\n        tool: probe\n    condition: 1 of selection_*\n",
+      LIST("{\"type\":\"exec.start\",\"code\":\"import ctypes\"}", "{\"type\":\"exec.end\",\"exit_code\":9}",
+           "{\"type\":\"authz.decision\",\"tool\":\"probe\"}", "{\"tool\":\"probe\"}"),
+      LIST("{\"type\":\"exec.end\",\"code\":\"import ctypes\"}",
+           "{\"type\":\"exec.start\",\"exit_code\":9}"));
+  check(
+      "    selection_a:\n        type: exec.start\n    selection_b:\n        type: exec.end\n"
+      "    condition: 1 of selection_*\n",
+      LIST("{\"type\":\"exec.start\"}", "{\"type\":\"exec.end\"}"), LIST("{\"type\":\"exec.output\"}"));
+  /* not around a type selection */
+  check("    s:\n        type: exec.start\n    condition: not s\n",
+        LIST("{\"type\":\"exec.end\"}", "{}", "{\"type\":7}"), LIST("{\"type\":\"exec.start\"}"));
+  check("    s:\n        type: exec.start\n    t:\n        code: x\n    condition: s and not t\n",
+        LIST("{\"type\":\"exec.start\",\"code\":\"y\"}"), LIST("{\"type\":\"exec.end\",\"code\":\"y\"}"));
+  /* an `or` whose other branch is an `and` with another type */
+  check(
+      "    a:\n        type: exec.start\n    b:\n        type: exec.end\n    c:\n        exit_code: 1\n"
+      "    condition: a or (b and c)\n",
+      LIST("{\"type\":\"exec.start\"}", "{\"type\":\"exec.end\",\"exit_code\":1}"),
+      LIST("{\"type\":\"exec.end\",\"exit_code\":0}", "{\"type\":\"exec.output\",\"exit_code\":1}"));
+  check("    a:\n        type: exec.start\n    b:\n        tool: x\n    condition: all of them or b\n",
+        LIST("{\"type\":\"exec.output\",\"tool\":\"x\"}"), LIST("{\"type\":\"exec.output\"}"));
+  /* a list of alternatives: one without a type test */
+  check("    s:\n        - type: exec.start\n        - tool: x\n    condition: s\n",
+        LIST("{\"type\":\"exec.start\"}", "{\"type\":\"exec.end\",\"tool\":\"x\"}"),
+        LIST("{\"type\":\"exec.end\"}"));
+  /* a condition list is their `or` */
+  check(
+      "    a:\n        type: exec.start\n    b:\n        tool: x\n    condition:\n        - a\n        - b\n",
+      LIST("{\"type\":\"exec.start\"}", "{\"type\":\"exec.end\",\"tool\":\"x\"}"),
+      LIST("{\"type\":\"exec.end\"}"));
+  /* a number type is matched as its text */
+  check("    s:\n        type: '5'\n    condition: s\n", LIST("{\"type\":5}", "{\"type\":\"5\"}"),
+        LIST("{\"type\":6}"));
+  /* types no event can have at once: never */
+  check("    a:\n        type: exec.start\n    b:\n        type: exec.end\n    condition: a and b\n", NULL,
+        LIST("{\"type\":\"exec.start\"}", "{\"type\":\"exec.end\"}"));
+}
+
+static void collect_rule_ids(const json_t *alert, void *context) {
+  json_array_append_new((json_t *)context, json_string(json_string_value(json_object_get(alert, "rule_id"))));
+}
+
+/* Candidates of a type and rules of no type are evaluated in load order together. */
+static void test_type_index_keeps_load_order(void **state) {
+  (void)state;
+  const char *const detections[] = {
+      "    s:\n        tool: x\n    condition: s\n",
+      "    s:\n        type: exec.start\n    condition: s\n",
+      "    s:\n        type: exec.end\n    condition: s\n",
+      "    s:\n        type: [exec.start, exec.end]\n    condition: s\n",
+      "    s:\n        tool|startswith: x\n    condition: s\n",
+  };
+  char text[8192] = "";
+  for (size_t i = 0; i < 5; i++) {
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof text - used,
+             "%stitle: rule %zu\nid: rule-%zu\nlogsource: {product: dome, service: audit}\ndetection:\n%s",
+             i ? "---\n" : "", i, i, detections[i]);
+  }
+  anomaly_loader *loader = anomaly_loader_create();
+  assert_int_equal(anomaly_loader_add_text(loader, "order.yml", text, strlen(text)), 5);
+  anomaly_rule_set *set = NULL;
+  dome_error err = {0};
+  assert_int_equal(anomaly_loader_finish(loader, &set, &err), 0);
+  anomaly_loader_free(loader);
+  anomaly_engine *engine = NULL;
+  assert_int_equal(anomaly_engine_create(set, NULL, &engine, &err), 0);
+  json_t *ids = json_array();
+  json_t *event = json_pack("{s:s,s:s}", "type", "exec.start", "tool", "x");
+  anomaly_engine_process(engine, event, 1, SECOND, collect_rule_ids, ids);
+  json_decref(event);
+  char *order = json_dumps(ids, JSON_COMPACT);
+  assert_string_equal(order, "[\"rule-0\",\"rule-1\",\"rule-3\",\"rule-4\"]");
+  free(order);
+  json_array_clear(ids);
+  event = json_pack("{s:s,s:s}", "type", "EXEC.END", "tool", "x");
+  anomaly_engine_process(engine, event, 2, 2 * SECOND, collect_rule_ids, ids);
+  json_decref(event);
+  order = json_dumps(ids, JSON_COMPACT);
+  assert_string_equal(order, "[\"rule-0\",\"rule-2\",\"rule-3\",\"rule-4\"]");
+  free(order);
+  json_decref(ids);
+  anomaly_engine_free(engine);
+  anomaly_rule_set_release(set);
+}
+
+/* Many case-insensitive contains values of one field are found by one automaton: overlapping
+ * literals, a literal inside another, the same literal in two rules' values, every element of an array,
+ * and numbers (formatted, not event strings) on two fields of one event each answer for themselves. */
+static void test_contains_automaton(void **state) {
+  (void)state;
+  const char *overlapping = "    s:\n        code|contains: [he, She, hers, his, 'x y']\n    condition: s\n";
+  check(overlapping,
+        LIST("{\"code\":\"USHERS\"}", "{\"code\":\"a she\"}", "{\"code\":\"this\"}", "{\"code\":\"hx he\"}",
+             "{\"code\":\"x y\"}", "{\"code\":[\"no\",\"HE\"]}"),
+        LIST("{\"code\":\"h e s i\"}", "{\"code\":\"xy\"}", "{\"code\":[\"no\",\"hx\"]}", "{\"code\":\"\"}"));
+  check(
+      "    a:\n        code|contains: [sysrq, mount]\n    b:\n        code|contains: [ctypes, mount]\n"
+      "    condition: a and b\n",
+      LIST("{\"code\":\"MOUNT\"}", "{\"code\":\"sysrq ctypes\"}"),
+      LIST("{\"code\":\"sysrq\"}", "{\"code\":\"ctypes\"}"));
+  check("    s:\n        code|contains|all: [ctypes, mount, pivot]\n    condition: s\n",
+        LIST("{\"code\":\"pivot mount ctypes\"}"), LIST("{\"code\":\"pivot mount\"}"));
+  /* numbers are formatted in one buffer: a copy kept for one never answers for the other */
+  check(
+      "    a:\n        duration_ms|contains: ['7', '8']\n    b:\n        exit_code|contains: ['7', '9']\n"
+      "    condition: a and b\n",
+      LIST("{\"duration_ms\":17,\"exit_code\":27}"), LIST("{\"duration_ms\":17,\"exit_code\":23}"));
+  check(
+      "    a:\n        duration_ms|contains: '7'\n    b:\n        exit_code|contains: '7'\n"
+      "    condition: a and b\n",
+      LIST("{\"duration_ms\":17,\"exit_code\":27}"), LIST("{\"duration_ms\":17,\"exit_code\":23}"));
+  /* every text of a dotted field through a list */
+  check("    s:\n        files.path|contains: [secret, '.pem']\n    condition: s\n",
+        LIST("{\"files\":[{\"path\":\"a.txt\"},{\"path\":\"K.PEM\"}]}"),
+        LIST("{\"files\":[{\"path\":\"a.txt\"},{\"path\":\"pem\"}]}"));
+}
+
+/* A regular expression beside contains values of its field: the automaton that finds those also
+ * finds the literals the expression's every match needs; a string without them is not matched. */
+static void check_regex(const char *pattern, const char *const *hits, const char *const *misses) {
+  char detection[1024];
+  snprintf(
+      detection, sizeof detection,
+      "    r:\n        code|re: '%s'\n    c:\n        code|contains: [qqqzz, zzqqq]\n    condition: r or c\n",
+      pattern);
+  check(detection, hits, misses);
+}
+
+static void test_regex_required_literals(void **state) {
+  (void)state;
+  check_regex("(^|[\\s;&|`(])(nsenter|insmod|modprobe)\\s",
+              LIST("{\"code\":\"x; insmod a\"}", "{\"code\":\"nsenter -t 1\"}"),
+              LIST("{\"code\":\"INSMOD a\"}", "{\"code\":\"nsente r\"}"));
+  check_regex("(foo|bar)?bazz", LIST("{\"code\":\"bazz\"}", "{\"code\":\"barbazz\"}"),
+              LIST("{\"code\":\"baz\"}"));
+  check_regex("(alpha|beta){0,2}gamma", LIST("{\"code\":\"gamma\"}"), LIST("{\"code\":\"alpha\"}"));
+  check_regex("(alpha|beta)+x", LIST("{\"code\":\"betax\"}"), LIST("{\"code\":\"x\"}"));
+  check_regex("qux+y", LIST("{\"code\":\"quxxy\"}"), LIST("{\"code\":\"quy\"}"));
+  check_regex("abcd?e", LIST("{\"code\":\"abce\"}", "{\"code\":\"abcde\"}"), LIST("{\"code\":\"abe\"}"));
+  check_regex("ab{2}cde", LIST("{\"code\":\"abbcde\"}"), LIST("{\"code\":\"abcde\"}"));
+  check_regex("x{0,3}yzw", LIST("{\"code\":\"yzw\"}"), LIST("{\"code\":\"xxx\"}"));
+  check_regex("foo|barbaz", LIST("{\"code\":\"foo\"}", "{\"code\":\"barbaz\"}"), LIST("{\"code\":\"bar\"}"));
+  check_regex("\\x41BCDE", LIST("{\"code\":\"ABCDE\"}"), LIST("{\"code\":\"41BCDE\"}"));
+  check_regex("\\101BCDE", LIST("{\"code\":\"ABCDE\"}"), LIST("{\"code\":\"101BCDE\"}"));
+  check_regex("\\QA.B\\Ecdef", LIST("{\"code\":\"A.Bcdef\"}"), LIST("{\"code\":\"AxBcdef\"}"));
+  check_regex("[]a]xyz", LIST("{\"code\":\"]xyz\"}", "{\"code\":\"axyz\"}"), LIST("{\"code\":\"bxyz\"}"));
+  check_regex("[[:digit:]]abc", LIST("{\"code\":\"5abc\"}"), LIST("{\"code\":\"xabc\"}"));
+  check_regex("(?i)KILLALL", LIST("{\"code\":\"killall -9\"}"), LIST("{\"code\":\"kill all\"}"));
+  check_regex("(?:spawn|fork)ing", LIST("{\"code\":\"forking\"}"), LIST("{\"code\":\"fork\"}"));
+  check_regex("(?=secret)secr", LIST("{\"code\":\"secret\"}"), LIST("{\"code\":\"secr\"}"));
+  check_regex("(a)\\1bcd", LIST("{\"code\":\"aabcd\"}"), LIST("{\"code\":\"abcd\"}"));
+  /* a number is formatted, not an event string: matched as it is */
+  check(
+      "    r:\n        n|re: '^4[0-9]4$'\n    c:\n        n|contains: [qqqzz, zzqqq]\n    condition: r or "
+      "c\n",
+      LIST("{\"n\":404}", "{\"n\":\"494\"}"), LIST("{\"n\":405}"));
+  check(
+      "    r:\n        code|re|i: 'kill'\n    c:\n        code|contains: [qqqzz, zzqqq]\n    condition: r or "
+      "c\n",
+      LIST("{\"code\":\"KILL\"}"), LIST("{\"code\":\"kil\"}"));
+}
+
 static void test_levels(void **state) {
   (void)state;
   anomaly_level level;
@@ -614,6 +824,50 @@ static void test_levels(void **state) {
   assert_int_equal(level, ANOMALY_LEVEL_NONE);
   assert_true(anomaly_level_parse("severe", &level, &err) < 0);
   assert_string_equal(anomaly_level_name(ANOMALY_LEVEL_HIGH), "high");
+}
+
+/* The text handed to the detection thread parses back to the same event, from one thread's kept buffer
+ * again and again and beyond that buffer's first size; a pool's blocks are reused, grown, and the
+ * oversized ones not kept. */
+static void test_event_text_and_blocks(void **state) {
+  (void)state;
+  json_t *event =
+      json_pack("{s:s,s:I,s:f,s:b,s:n,s:[s,i],s:{s:s}}", "type", "exec.end", "seq", (json_int_t)7, "cpu", 1.5,
+                "oom_killed", 1, "error", "argv", "a\u00e9\"", 2, "limits", "memory", "1M");
+  anomaly_block_pool pool = {0};
+  char *first_block = NULL;
+  for (int round = 0; round < 3; round++) {
+    size_t length = 0;
+    const char *text = anomaly_event_text(event, &length);
+    assert_non_null(text);
+    anomaly_block block;
+    assert_int_equal(anomaly_block_fill(&pool, text, length, &block), 0);
+    if (round == 0) first_block = block.data;
+    assert_ptr_equal(block.data, first_block); /* the released block is the one taken again */
+    json_t *back = json_loadb(block.data, block.length, 0, NULL);
+    assert_true(json_equal(back, event));
+    json_decref(back);
+    anomaly_block_release(&pool, &block);
+    assert_null(block.data);
+    assert_int_equal(pool.count, 1);
+  }
+  static char big[(64 << 10) + 100];
+  memset(big, 'x', sizeof big - 1);
+  json_object_set_new(event, "data", json_string(big));
+  size_t length = 0;
+  const char *text = anomaly_event_text(event, &length);
+  assert_non_null(text);
+  assert_true(length > sizeof big);
+  anomaly_block block;
+  assert_int_equal(anomaly_block_fill(&pool, text, length, &block), 0);
+  assert_true(block.capacity >= length);
+  json_t *back = json_loadb(block.data, block.length, 0, NULL);
+  assert_true(json_equal(back, event));
+  json_decref(back);
+  anomaly_block_release(&pool, &block); /* over ANOMALY_BLOCK_KEPT_MAX: freed, not kept */
+  assert_int_equal(pool.count, 0);
+  anomaly_block_pool_clear(&pool);
+  json_decref(event);
 }
 
 int main(void) {
@@ -638,7 +892,13 @@ int main(void) {
       cmocka_unit_test(test_temporal_and_ordered),
       cmocka_unit_test(test_many_groups_bounded_and_evicted),
       cmocka_unit_test(test_generate_and_alert_members),
+      cmocka_unit_test(test_rule_file),
       cmocka_unit_test(test_levels),
+      cmocka_unit_test(test_type_index_never_skips_a_rule_that_matches),
+      cmocka_unit_test(test_type_index_keeps_load_order),
+      cmocka_unit_test(test_contains_automaton),
+      cmocka_unit_test(test_event_text_and_blocks),
+      cmocka_unit_test(test_regex_required_literals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,28 +12,7 @@
 #include <cmocka.h>
 
 #include "supervisor/control/control.h"
-
-static char directory[] = "/tmp/dome-test-replicate-XXXXXX";
-
-static int setup(void **state) {
-  (void)state;
-  strcpy(directory, "/tmp/dome-test-replicate-XXXXXX");
-  return mkdtemp(directory) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char command[128];
-  snprintf(command, sizeof command, "rm -rf '%s'", directory);
-  return system(command) == 0 ? 0 : -1;
-}
-
-static control_store *open_store(void) {
-  control_store *store = NULL;
-  dome_error err = {0};
-  assert_int_equal(control_store_open(directory, &store, &err), 0);
-  return store;
-}
+#include "tests/unit/control/store_fixture.h"
 
 struct offered {
   int calls;

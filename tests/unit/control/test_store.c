@@ -10,28 +10,7 @@
 #include <unistd.h>
 
 #include "supervisor/control/control.h"
-
-static char directory[] = "/tmp/dome-test-store-XXXXXX";
-
-static control_store *open_store(void) {
-  control_store *store = NULL;
-  dome_error err = {0};
-  assert_int_equal(control_store_open(directory, &store, &err), 0);
-  return store;
-}
-
-static int setup(void **state) {
-  (void)state;
-  strcpy(directory, "/tmp/dome-test-store-XXXXXX");
-  return mkdtemp(directory) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char command[128];
-  snprintf(command, sizeof command, "rm -rf '%s'", directory);
-  return system(command) == 0 ? 0 : -1;
-}
+#include "tests/unit/control/store_fixture.h"
 
 static void test_agent_tokens(void **state) {
   (void)state;
@@ -188,6 +167,74 @@ static void test_quotas(void **state) {
   json_decref(fields);
   control_quota_get(store, "code-execution", &quota);
   assert_int_equal(quota.egress_bytes, 0);
+  control_store_close(store);
+}
+
+/* Every whole-number and size field of a quota: its edges are stored, one past an edge is refused with
+ * the field's flag named, and a refusal changes nothing. */
+static void test_quota_bounds(void **state) {
+  (void)state;
+  control_store *store = open_store();
+  struct field_case {
+    const char *key, *value, *flag; /* value as the CLI sends it */
+    size_t offset;                  /* of the uint64_t it sets in struct control_quota */
+    uint64_t expected;              /* 0 with flag set: refused */
+  };
+#define FIELD(member) offsetof(struct control_quota, member)
+  static const struct field_case cases[] = {
+      {"concurrency", "0", NULL, FIELD(concurrency), 0},
+      {"concurrency", "4096", NULL, FIELD(concurrency), 4096},
+      {"concurrency", "4097", "--concurrency", FIELD(concurrency), 0},
+      {"concurrency", "3x", "--concurrency", FIELD(concurrency), 0},
+      {"tasks", "100000", NULL, FIELD(tasks), 100000},
+      {"tasks", "-1", "--tasks", FIELD(tasks), 0},
+      {"sessions", "1024", NULL, FIELD(sessions), 1024},
+      {"sessions", "1025", "--sessions", FIELD(sessions), 0},
+      {"snapshots", "0", NULL, FIELD(snapshots), 0},
+      {"snapshots", "2000", "--snapshots", FIELD(snapshots), 0},
+      {"pids", "1", NULL, FIELD(pids), 1},
+      {"pids", "0", "--pids", FIELD(pids), 0},
+      {"pids", "1000001", "--pids", FIELD(pids), 0},
+      {"session_pids", "0", NULL, FIELD(session_pids), 0},
+      {"mcp_output_limit", "0", NULL, FIELD(mcp_output_bytes), 0},
+      {"mcp_output_limit", "1K", NULL, FIELD(mcp_output_bytes), 1024},
+      {"mcp_output_limit", "64M", NULL, FIELD(mcp_output_bytes), 64u << 20},
+      {"mcp_output_limit", "1023", "--mcp-output-limit", FIELD(mcp_output_bytes), 0},
+      {"mcp_output_limit", "65M", "--mcp-output-limit", FIELD(mcp_output_bytes), 0},
+      {"snapshot_bytes", "1K", NULL, FIELD(snapshot_bytes), 1024},
+      {"snapshot_bytes", "1000", "--snapshot-bytes", FIELD(snapshot_bytes), 0},
+      {"session_memory", "1M", NULL, FIELD(session_memory_bytes), 1u << 20},
+      {"session_memory", "1000000", "--session-memory", FIELD(session_memory_bytes), 0},
+      {"egress_bytes", "1", NULL, FIELD(egress_bytes), 1},
+      {"workspace_size", "0", "--workspace-size", FIELD(workspace_bytes), 0},
+      {"output_limit", "lots", "--output-limit", FIELD(output_bytes), 0},
+      {"timeout", "86400", NULL, FIELD(timeout_ms), 86400000},
+      {"timeout", "86401", "--timeout", FIELD(timeout_ms), 0},
+      {"session_idle", "90", NULL, FIELD(session_idle_ms), 90000},
+      {"session_lifetime", "0", "--session-lifetime", FIELD(session_lifetime_ms), 0},
+  };
+#undef FIELD
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const struct field_case *c = &cases[i];
+    struct control_quota before, after;
+    control_quota_get(store, "code-execution", &before);
+    json_t *fields = json_pack("{s:s}", c->key, c->value);
+    dome_error err = {0};
+    int rc = control_quota_set(store, "code-execution", fields, &err);
+    json_decref(fields);
+    control_quota_get(store, "code-execution", &after);
+    uint64_t stored;
+    memcpy(&stored, (const char *)&after + c->offset, sizeof stored);
+    if (c->flag) {
+      if (rc != -EINVAL || strstr(err.message, c->flag) == NULL ||
+          memcmp(&before, &after, sizeof before) != 0)
+        fail_msg("%s=%s: expected a refusal naming %s with nothing changed, got %d `%s`", c->key, c->value,
+                 c->flag, rc, err.message);
+    } else if (rc != 0 || stored != c->expected) {
+      fail_msg("%s=%s: expected %llu stored, got %d `%s` and %llu", c->key, c->value,
+               (unsigned long long)c->expected, rc, err.message, (unsigned long long)stored);
+    }
+  }
   control_store_close(store);
 }
 
@@ -393,6 +440,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_agent_tokens, setup, teardown),
       cmocka_unit_test_setup_teardown(test_quotas, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_quota_bounds, setup, teardown),
       cmocka_unit_test_setup_teardown(test_tools_and_parsers, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rules_versions, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delegation, setup, teardown),

@@ -1,7 +1,9 @@
 /* exec_run (supervisor/exec/exec.h; needs root, as every jail does): the records in their order with a
  * sink that keeps them, fail closed when the sink refuses exec.start (nothing runs) or a record while
  * the program runs (it is cancelled, no result), a run with a caller's kernel provider leaves the
- * process's descriptors alone, and out of memory in its allocations fails before anything is recorded. */
+ * process's descriptors alone, out of memory in its allocations fails before anything is recorded, and
+ * shadow tables beside the active ones are recorded as exec.shadow (one per difference, both decisions, the
+ * port) whichever side forbids, with the active decision enforced, and bounded as denials are. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -15,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include "policy/tables/tables.h"
 #include "supervisor/exec/exec.h"
+#include "supervisor/kernel/kernel.h"
 
 /* Failure injection: the n-th calloc from now on fails (0: none). This definition takes the place of
  * libc's in this test program; not under AddressSanitizer, whose allocator must see every allocation (the
@@ -202,6 +206,167 @@ static void out_of_memory_records_nothing(void **state) {
   json_decref(request.program.secrets);
 }
 
+/* Tables for the jail's own loopback: bind anywhere on 127.0.0.1, connect to 127.0.0.0/8, read and exec
+ * everywhere (Landlock); `forbid` denies connects to port 40123 (policy forbid-port). */
+static void loopback_tables(struct dome_rule_tables *tables, bool forbid) {
+  char json[2048];
+  snprintf(
+      json, sizeof json,
+      "{\"policies\": [\"permit-local\", \"forbid-port\", \"permit-bind\", \"permit-files\"], "
+      "\"network\": ["
+      " {\"action\": \"bind\", \"protocol\": \"tcp\", \"prefix\": \"127.0.0.1/32\", \"ports\": [0, 65535], "
+      "\"decision\": \"allow\", \"policy\": \"permit-bind\"},"
+      " {\"action\": \"connect\", \"protocol\": \"tcp\", \"prefix\": \"127.0.0.0/8\", \"ports\": [0, %d], "
+      "\"decision\": \"allow\", \"policy\": \"permit-local\"},"
+      " {\"action\": \"connect\", \"protocol\": \"tcp\", \"prefix\": \"127.0.0.0/8\", \"ports\": [%d, %d], "
+      "\"decision\": \"%s\", \"policy\": \"%s\"},"
+      " {\"action\": \"connect\", \"protocol\": \"tcp\", \"prefix\": \"127.0.0.0/8\", \"ports\": [%d, "
+      "65535], \"decision\": \"allow\", \"policy\": \"permit-local\"}], \"files\": ["
+      " {\"path\": \"/\", \"match\": \"subtree\", \"access\": \"read\", \"decision\": \"allow\", "
+      "\"policy\": \"permit-files\"},"
+      " {\"path\": \"/\", \"match\": \"subtree\", \"access\": \"exec\", \"decision\": \"allow\", "
+      "\"policy\": \"permit-files\"}]}",
+      40122, 40123, 40123, forbid ? "deny" : "allow", forbid ? "forbid-port" : "permit-local", 40124);
+  dome_error err = {0};
+  dome_rule_tables_init(tables);
+  assert_int_equal(dome_rule_tables_from_json(json, strlen(json), tables, &err), 0);
+}
+
+/* The exec.shadow records of a run, and the one for 127.0.0.1:40123 (NULL: none). */
+static size_t shadow_records(json_t *records, json_t **found) {
+  size_t count = 0, i;
+  json_t *record;
+  *found = NULL;
+  json_array_foreach(records, i, record) {
+    if (strcmp(json_string_value(json_object_get(record, "type")), "exec.shadow") != 0) continue;
+    count++;
+    *found = record;
+  }
+  return count;
+}
+
+static const char *side_decision(json_t *record, const char *side) {
+  return json_string_value(json_object_get(json_object_get(record, side), "decision"));
+}
+
+static const char *side_policy(json_t *record, const char *side) {
+  json_t *determining = json_object_get(json_object_get(record, side), "determining");
+  return json_array_size(determining) == 1 ? json_string_value(json_array_get(determining, 0)) : "";
+}
+
+/* A listener and a connect to it inside the jail's own network namespace (loopback only), under an active
+ * and a shadow table that disagree on the port: the active decision stands, exactly one exec.shadow names
+ * the port and both decisions; then the reverse. Needs cgroup BPF (the host's reduced level or better). */
+static void shadow_tables_recorded(void **state) {
+  (void)state;
+  if (dome_kernel_probe_level() == DOME_LEVEL_NONE) skip();
+  char *argv[] = {"/usr/bin/python3", "-c",
+                  "import socket, sys\n"
+                  "l = socket.socket(); l.bind(('127.0.0.1', 40123)); l.listen(4)\n"
+                  "c = socket.socket()\n"
+                  "try:\n"
+                  "    c.connect(('127.0.0.1', 40123)); print('connected')\n"
+                  "except OSError as e:\n"
+                  "    print('refused', e.errno)\n",
+                  NULL};
+  struct dome_rule_tables permit, forbid;
+  loopback_tables(&permit, false);
+  loopback_tables(&forbid, true);
+  for (int reverse = 0; reverse < 2; reverse++) {
+    struct exec_request request = request_of(argv);
+    request.tables = reverse ? &forbid : &permit;
+    request.shadow_tables = reverse ? &permit : &forbid;
+    request.shadow_version = "7";
+    struct memory_sink memory = {.records = json_array()};
+    struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+    struct exec_outcome outcome;
+    dome_error err = {0};
+    int rc = exec_run(&request, &sink, &outcome, &err);
+    if (rc != 0) fprintf(stderr, "exec_run: %s\n", err.message);
+    assert_int_equal(rc, 0);
+    const char *out = json_string_value(json_object_get(outcome.result, "stdout"));
+    assert_string_equal(out, reverse ? "refused 1\n" : "connected\n"); /* EPERM when refused */
+    json_t *shadow;
+    assert_int_equal(shadow_records(memory.records, &shadow), 1);
+    assert_string_equal(json_string_value(json_object_get(shadow, "object")), "127.0.0.1:40123");
+    assert_string_equal(json_string_value(json_object_get(shadow, "action")), "net:connect");
+    assert_string_equal(json_string_value(json_object_get(shadow, "exec_id")), "0123456789abcdef");
+    assert_string_equal(json_string_value(json_object_get(shadow, "shadow_version")), "7");
+    assert_string_equal(side_decision(shadow, "active"), reverse ? "deny" : "allow");
+    assert_string_equal(side_policy(shadow, "active"), reverse ? "forbid-port" : "permit-local");
+    assert_string_equal(side_decision(shadow, "shadow"), reverse ? "allow" : "deny");
+    assert_string_equal(side_policy(shadow, "shadow"), reverse ? "permit-local" : "forbid-port");
+    json_t *end = json_array_get(memory.records, json_array_size(memory.records) - 1);
+    assert_string_equal(json_string_value(json_object_get(end, "type")), "exec.end");
+    assert_int_equal(json_integer_value(json_object_get(end, "shadows")), 1);
+    assert_int_equal(json_integer_value(json_object_get(end, "shadows_dropped")), 0);
+    assert_int_equal(json_integer_value(json_object_get(end, "denials")), reverse ? 1 : 0);
+    assert_int_equal(outcome.shadow_count, 1);
+    exec_outcome_release(&outcome);
+    json_decref(memory.records);
+  }
+  /* without shadow tables: no exec.shadow and no shadow counts in exec.end */
+  struct exec_request request = request_of(argv);
+  request.tables = &permit;
+  struct memory_sink memory = {.records = json_array()};
+  struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+  struct exec_outcome outcome;
+  dome_error err = {0};
+  assert_int_equal(exec_run(&request, &sink, &outcome, &err), 0);
+  json_t *shadow;
+  assert_int_equal(shadow_records(memory.records, &shadow), 0);
+  json_t *end = json_array_get(memory.records, json_array_size(memory.records) - 1);
+  assert_null(json_object_get(end, "shadows"));
+  exec_outcome_release(&outcome);
+  json_decref(memory.records);
+  dome_rule_tables_free(&permit);
+  dome_rule_tables_free(&forbid);
+}
+
+/* Bounded as denials: 300 refused connects that the shadow would allow give DOME_KERNEL_DENIALS_KEPT
+ * exec.shadow records and exec.end counts all 300, shadows_dropped the rest. */
+static void shadow_records_bounded(void **state) {
+  (void)state;
+  if (dome_kernel_probe_level() == DOME_LEVEL_NONE) skip();
+  char *argv[] = {"/usr/bin/python3", "-c",
+                  "import socket\n"
+                  "refused = 0\n"
+                  "for i in range(300):\n"
+                  "    c = socket.socket()\n"
+                  "    try:\n"
+                  "        c.connect(('127.0.0.1', 40123))\n"
+                  "    except OSError:\n"
+                  "        refused += 1\n"
+                  "    c.close()\n"
+                  "print(refused)\n",
+                  NULL};
+  struct dome_rule_tables permit, forbid;
+  loopback_tables(&permit, false);
+  loopback_tables(&forbid, true);
+  struct exec_request request = request_of(argv);
+  request.tables = &forbid;
+  request.shadow_tables = &permit;
+  struct memory_sink memory = {.records = json_array()};
+  struct exec_sink sink = {.context = &memory, .append = keep, .sync = sync_all};
+  struct exec_outcome outcome;
+  dome_error err = {0};
+  assert_int_equal(exec_run(&request, &sink, &outcome, &err), 0);
+  assert_string_equal(json_string_value(json_object_get(outcome.result, "stdout")), "300\n");
+  json_t *shadow;
+  assert_int_equal(shadow_records(memory.records, &shadow), DOME_KERNEL_DENIALS_KEPT);
+  assert_null(json_object_get(shadow, "shadow_version")); /* none given */
+  json_t *end = json_array_get(memory.records, json_array_size(memory.records) - 1);
+  assert_int_equal(json_integer_value(json_object_get(end, "shadows")), 300);
+  assert_int_equal(json_integer_value(json_object_get(end, "shadows_dropped")),
+                   300 - DOME_KERNEL_DENIALS_KEPT);
+  assert_int_equal(json_integer_value(json_object_get(end, "denials")), 300);
+  assert_int_equal(outcome.shadow_count, 300);
+  exec_outcome_release(&outcome);
+  json_decref(memory.records);
+  dome_rule_tables_free(&permit);
+  dome_rule_tables_free(&forbid);
+}
+
 /* The program of execute_code arguments: every member read, files in the object's order, stdin absent
  * and empty told apart; a missing language or code refused naming the member, nothing allocated. */
 static void program_from_arguments(void **state) {
@@ -240,6 +405,8 @@ int main(void) {
       cmocka_unit_test(kernel_provider_keeps_descriptors),
       cmocka_unit_test(out_of_memory_records_nothing),
       cmocka_unit_test(program_from_arguments),
+      cmocka_unit_test(shadow_tables_recorded),
+      cmocka_unit_test(shadow_records_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -164,11 +164,15 @@ static void waiting_jail_holds_no_fd_of_ours(void **state) {
 
 /* What a program can observe of its jail, with what differs between any two jails by nature blanked by
  * sed: device numbers and pipe inodes (the kernel's, global), the jail's host uid in tmpfs mount options
- * (unique per live jail), the link count of /proc (the host's process count) and file times. */
+ * (unique per live jail), the link count of /proc (the host's process count) and file times. The init's
+ * State is left out: whether it is running or sleeping at that instant is the scheduler's (it came out
+ * R for one jail and S for the other on a loaded host). The jail's processes are listed by the shell itself
+ * (a glob): `ls /proc | grep -c` counted grep or not as ls read /proc before or after the shell had forked
+ * it (3 for one jail and 4 for the other, 2 runs in 48 in parallel on a loaded host). */
 static const char observe[] =
     "grep -E '^(Name|Umask|State|Tgid|Pid|PPid|Uid|Gid|Groups|NStgid|NSpid|CapInh|CapPrm|CapEff|CapBnd|"
     "CapAmb|NoNewPrivs|Seccomp|Seccomp_filters|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt|Cpus_allowed_list):' "
-    "/proc/self/status; echo ---init; grep -E '^(Name|State|Pid|PPid|Uid|CapEff|NoNewPrivs|Seccomp):' "
+    "/proc/self/status; echo ---init; grep -E '^(Name|Pid|PPid|Uid|CapEff|NoNewPrivs|Seccomp):' "
     "/proc/1/status; tr '\\0' ' ' < /proc/1/cmdline; wc -c < /proc/1/environ; echo ---env; env | sort; "
     "echo ---fds; ls -l /proc/self/fd | sed 's/.*[0-9] \\([0-9]* ->\\)/\\1/; s/\\[[0-9]*\\]/[]/'; "
     "echo ---mounts; cut -d' ' -f3- /proc/self/mountinfo | sed 's/^[0-9]*:[0-9]* //; "
@@ -176,8 +180,8 @@ static const char observe[] =
     "ls -la /workspace /tmp / /dev | sed 's/ [A-Z][a-z][a-z] .[0-9] [0-9:]* / date /; / "
     "proc$/s/^\\(d[-rwx]*\\) *[0-9]*/\\1 N/'; cat "
     "/workspace/in.txt; "
-    "echo ---ids; id; hostname; cat /proc/self/cgroup; ulimit -a; echo $$ $PPID; ls /proc | grep -c "
-    "'^[0-9]'; "
+    "echo ---ids; id; hostname; cat /proc/self/cgroup; ulimit -a; echo $$ $PPID; set -- /proc/[0-9]*; "
+    "echo $*; "
     "echo ---nice; cut -d' ' -f19 /proc/self/stat; echo ---write; touch /etc/x 2>&1; touch /workspace/y && "
     "echo y; cat /proc/self/attr/current 2>&1 | head "
     "-1";
@@ -452,6 +456,420 @@ static void call_block_round_trip(void **state) {
   close(fd);
 }
 
+/* ---- a prepared jail with a waiting Python interpreter ---- */
+
+static char *const python_start_env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL};
+
+static struct jail_prepared *prepare_python(void) {
+  char *argv[] = {"true", NULL};
+  struct jail_config shape;
+  config_for(&shape, argv);
+  shape.env = python_start_env;
+  shape.prepared_python = "/usr/bin/python3";
+  struct jail_prepared *p = NULL;
+  dome_error err = {0};
+  int r = jail_prepare(&shape, &p, &err);
+  if (r < 0) fprintf(stderr, "jail_prepare (python) -> %d: %s\n", r, err.message);
+  assert_int_equal(r, 0);
+  assert_true(jail_prepared_waiting(p));
+  return p;
+}
+
+/* What a Python program can observe of itself and its jail, printed the same way in a fresh jail and in
+ * a prepared interpreter; pipe inodes and the jail's host uid blanked as in `observe`. The C environment is
+ * read through a popen that is closed (waited for) before the fds are listed: dropped unclosed, its pipe
+ * stays open whenever env has closed its output but not yet exited (Popen.__del__ keeps an unreaped child's
+ * object, and its pipe, in subprocess._active), which a loaded host makes happen in either jail, about 1
+ * run in 6 in parallel; python_unreaped_child_like_fresh shows it. */
+static const char python_observe[] =
+    "import os, sys, re\n"
+    "keys = ('Name','Umask','State','Tgid','Pid','PPid','Uid','Gid','Groups','NStgid','NSpid','NSsid',\n"
+    "        'Threads','FDSize','CapInh','CapPrm','CapEff','CapBnd','CapAmb','NoNewPrivs','Seccomp',\n"
+    "        'Seccomp_filters','SigPnd','ShdPnd','SigBlk','SigIgn','SigCgt','Cpus_allowed_list')\n"
+    "for line in open('/proc/self/status'):\n"
+    "    if line.split(':')[0] in keys: print(line, end='')\n"
+    "print('---environ', sorted(os.environ.items()))\n"
+    "with os.popen('/usr/bin/env') as env: print('---c environ', env.read())\n"
+    "print('---fds')\n"
+    "for fd in sorted(os.listdir('/proc/self/fd'), key=int):\n"
+    "    try: print(fd, re.sub(r'\\[[0-9]+\\]', '[]', os.readlink('/proc/self/fd/' + fd)))\n"
+    "    except OSError as e: print(fd, e.errno)\n"
+    "print('---cwd', os.getcwd(), os.listdir('.'), open('in.txt').read())\n"
+    "print('---sys', sys.argv, sys.orig_argv[:2], sys.path, sys.flags, sys.executable)\n"
+    "print('---modules', sorted(sys.modules))\n"
+    "print('---main', sorted(globals()), __name__, __spec__, __loader__)\n"
+    "print('---stdio', sys.stdin.seekable(), sys.stdout.line_buffering, sys.stdin.encoding, "
+    "sys.stdout.encoding, sys.stderr.errors)\n"
+    "print('---ids', os.getpid(), os.getppid(), os.getsid(0), os.getpgid(0), os.getuid(), os.umask(0o22))\n"
+    "print('---limits', os.sched_getaffinity(0), open('/proc/self/limits').read())\n"
+    "try: open('/tmp/x', 'w')\n"
+    "except OSError as e: print('---write /tmp', e.errno)\n"
+    "open('/workspace/y', 'w').write('y'); print('---wrote /workspace')\n"
+    "print('---nice', os.getpriority(os.PRIO_PROCESS, 0))\n"
+    "for s in (9, 15, 19): os.kill(1, s)\n"
+    "print('---signalled init, still here')\n";
+
+static void python_prepared_looks_like_fresh(void **state) {
+  (void)state;
+  char *argv[] = {"/usr/bin/python3", "-c", (char *)python_observe, NULL};
+  struct jail_input_file files[] = {{"in.txt", "file\n", 5, 0}, {"data/b.bin", "\0\1\2", 3, 0600}};
+  struct jail_config c;
+  config_for(&c, argv);
+  c.input_files = files;
+  c.input_file_count = 2;
+  /* the call's own Landlock rules: /tmp (a writable tmpfs) is not granted */
+  struct jail_path_rule rules[] = {{"/", JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, false, false},
+                                   {"/workspace", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false}};
+  c.path_rules = rules;
+  c.path_rule_count = 2;
+  struct jail_prepared *p = prepare_python();
+  assert_true(jail_prepared_fits(p, &c));
+  struct jail_result fresh, pooled;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &fresh, &err), 0);
+  assert_false(fresh.prepared);
+  int r = jail_prepared_run(p, &c, &pooled, &err);
+  if (r < 0) fprintf(stderr, "prepared run -> %d: %s\n", r, err.message);
+  assert_int_equal(r, 0);
+  assert_true(pooled.prepared);
+  if (strcmp(fresh.stdout_data, pooled.stdout_data) != 0 || strcmp(fresh.stderr_data, pooled.stderr_data))
+    fprintf(stderr, "fresh:\n%s%s\nprepared:\n%s%s\n", fresh.stdout_data, fresh.stderr_data,
+            pooled.stdout_data, pooled.stderr_data);
+  assert_int_equal(fresh.exit_code, 0);
+  assert_int_equal(pooled.exit_code, 0);
+  assert_string_equal(fresh.stdout_data, pooled.stdout_data);
+  assert_string_equal(fresh.stderr_data, pooled.stderr_data);
+  /* the comparison has teeth */
+  assert_non_null(strstr(pooled.stdout_data, "NoNewPrivs:\t1"));
+  assert_non_null(strstr(pooled.stdout_data, "Seccomp:\t2"));
+  assert_non_null(strstr(pooled.stdout_data, "('AGENT', 'a')"));
+  assert_non_null(strstr(pooled.stdout_data, "AGENT=a\n"));
+  assert_non_null(strstr(pooled.stdout_data, "---cwd /workspace"));
+  assert_non_null(strstr(pooled.stdout_data, "['-c'] ['/usr/bin/python3', '-c']"));
+  assert_null(strstr(pooled.stdout_data, "ctypes"));
+  assert_non_null(strstr(pooled.stdout_data, "---ids 2 1 1 1 0"));
+  if (jail_landlock_abi() > 0) assert_non_null(strstr(pooled.stdout_data, "---write /tmp 13"));
+  assert_non_null(strstr(pooled.stdout_data, "---wrote /workspace"));
+  assert_non_null(strstr(pooled.stdout_data, "---signalled init, still here"));
+  assert_int_equal(pooled.output_path_count, fresh.output_path_count);
+  jail_result_release(&fresh);
+  jail_result_release(&pooled);
+}
+
+/* `argv` run once in a fresh jail and once in a prepared interpreter (which must have served it), both
+ * with config_for's configuration; the caller compares and releases the two results. */
+static void run_fresh_and_prepared_python(char **argv, struct jail_result *fresh,
+                                          struct jail_result *pooled) {
+  struct jail_config c;
+  config_for(&c, argv);
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, fresh, &err), 0);
+  assert_int_equal(jail_prepared_run(prepare_python(), &c, pooled, &err), 0);
+  assert_true(pooled->prepared);
+}
+
+/* A child that has closed its output but not exited when `os.popen(...).read()` drops its pipe (the slow
+ * path a loaded host gives /usr/bin/env now and then, forced here: the child lingers) keeps that pipe open
+ * in the program, in subprocess._active: in a prepared interpreter exactly as in a fresh `python -c`. A
+ * closed popen waits for its child and leaves nothing. (The lingering child dies with the jail.) */
+static void python_unreaped_child_like_fresh(void **state) {
+  (void)state;
+  char *argv[] = {"/usr/bin/python3", "-c",
+                  "import os, subprocess\n"
+                  "def pipes():\n"
+                  "    found = []\n"
+                  "    for fd in sorted(os.listdir('/proc/self/fd'), key=int):\n"
+                  "        try: target = os.readlink('/proc/self/fd/' + fd)\n"
+                  "        except OSError: continue\n"
+                  "        if int(fd) > 2 and target.startswith('pipe:'): found.append(int(fd))\n"
+                  "    return found\n"
+                  "slow = 'echo out; exec >&- 2>&-; sleep '\n"
+                  "with os.popen(slow + '0.5') as f: f.read()\n"
+                  "print('closed', pipes(), len(subprocess._active))\n"
+                  "os.popen(slow + '30').read()\n"
+                  "print('dropped', pipes(), len(subprocess._active))\n",
+                  NULL};
+  struct jail_result fresh, pooled;
+  run_fresh_and_prepared_python(argv, &fresh, &pooled);
+  if (strcmp(fresh.stdout_data, pooled.stdout_data) != 0)
+    fprintf(stderr, "fresh:\n%s%s\nprepared:\n%s%s\n", fresh.stdout_data, fresh.stderr_data,
+            pooled.stdout_data, pooled.stderr_data);
+  assert_string_equal(fresh.stdout_data, "closed [] 0\ndropped [3] 1\n");
+  assert_string_equal(pooled.stdout_data, fresh.stdout_data);
+  assert_int_equal(pooled.exit_code, fresh.exit_code);
+  jail_result_release(&fresh);
+  jail_result_release(&pooled);
+}
+
+/* Errors, exit statuses and tracebacks as a fresh `python -c` gives them. */
+static void python_prepared_fails_like_fresh(void **state) {
+  (void)state;
+  const char *programs[] = {"1/0",
+                            "x = (",
+                            "import sys; sys.exit(3)",
+                            "raise SystemExit('bye')",
+                            "import os; os.kill(os.getpid(), 9)",
+                            "def f():\n    raise KeyError('k')\nf()"};
+  for (size_t i = 0; i < sizeof programs / sizeof programs[0]; i++) {
+    char *argv[] = {"/usr/bin/python3", "-c", (char *)programs[i], NULL};
+    struct jail_result fresh, pooled;
+    run_fresh_and_prepared_python(argv, &fresh, &pooled);
+    if (strcmp(fresh.stderr_data, pooled.stderr_data) != 0)
+      fprintf(stderr, "`%s` fresh:\n%s\nprepared:\n%s\n", programs[i], fresh.stderr_data, pooled.stderr_data);
+    assert_string_equal(fresh.stderr_data, pooled.stderr_data);
+    assert_int_equal(fresh.exit_code, pooled.exit_code);
+    assert_int_equal(fresh.signal, pooled.signal);
+    jail_result_release(&fresh);
+    jail_result_release(&pooled);
+  }
+  /* a working directory missing in the jail fails both ways with the same error */
+  char *argv[] = {"/usr/bin/python3", "-c", "print(1)", NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  c.working_directory = "/nowhere";
+  struct jail_result fresh, pooled;
+  dome_error fresh_err = {0}, pooled_err = {0};
+  int fresh_rc = jail_run(&c, &fresh, &fresh_err);
+  int pooled_rc = jail_prepared_run(prepare_python(), &c, &pooled, &pooled_err);
+  assert_int_equal(fresh_rc, -ENOENT);
+  assert_int_equal(pooled_rc, fresh_rc);
+  assert_string_equal(pooled_err.message, fresh_err.message);
+  jail_result_release(&fresh);
+  jail_result_release(&pooled);
+}
+
+/* Calls alternate between two agents on prepared interpreters: each applies its own call's Landlock rules
+ * (A may write /workspace, B may not), never the other's. */
+static void python_rules_follow_the_call(void **state) {
+  (void)state;
+  if (jail_landlock_abi() <= 0) {
+    fprintf(stderr, "no Landlock on this kernel: the path rules cannot be enforced\n");
+    fail();
+  }
+  struct jail_path_rule rules_a[] = {{"/", JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, false, false},
+                                     {"/workspace", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false},
+                                     {"/tmp", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false}};
+  struct jail_path_rule rules_b[] = {{"/", JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, false, false},
+                                     {"/tmp", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false},
+                                     {"/opt/none", JAIL_ACCESS_READ, true, false}};
+  char *argv[] = {"/usr/bin/python3", "-c",
+                  "import os\nprint(os.listdir('/workspace'))\ntry:\n    open('/workspace/out', 'w')\n"
+                  "    print('wrote')\nexcept OSError:\n    print('refused')",
+                  NULL};
+  for (int round = 0; round < 4; round++) {
+    bool agent_a = round % 2 == 0;
+    struct jail_config c;
+    config_for(&c, argv);
+    c.path_rules = agent_a ? rules_a : rules_b;
+    c.path_rule_count = 3;
+    struct jail_result r;
+    dome_error err = {0};
+    assert_int_equal(jail_prepared_run(prepare_python(), &c, &r, &err), 0);
+    assert_true(r.prepared);
+    assert_string_equal(r.stdout_data, agent_a ? "[]\nwrote\n" : "[]\nrefused\n");
+    jail_result_release(&r);
+  }
+}
+
+/* A call the interpreter cannot serve as a fresh one would (another program, a variable Python reads at
+ * start-up, stdin, a user site in the workspace) runs in a fresh jail. */
+static void python_call_that_does_not_fit_runs_fresh(void **state) {
+  (void)state;
+  char *python_argv[] = {"/usr/bin/python3", "-c", "import sys; print(sys.path[1])", NULL};
+  char *sh_argv[] = {"/bin/sh", "-c", "echo sh", NULL};
+  char *other_env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONPATH=/opt", NULL};
+  char *missing_env[] = {"PATH=/usr/bin:/bin", NULL};
+  struct jail_input_file user_site[] = {{".local/lib/x.py", "", 0, 0}};
+  struct jail_prepared *p = prepare_python();
+  struct jail_config c;
+  config_for(&c, python_argv);
+  assert_true(jail_prepared_fits(p, &c));
+  c.env = other_env;
+  assert_false(jail_prepared_fits(p, &c));
+  c.env = missing_env;
+  assert_false(jail_prepared_fits(p, &c));
+  config_for(&c, python_argv);
+  c.stdin_data = "x";
+  c.stdin_length = 1;
+  assert_false(jail_prepared_fits(p, &c));
+  config_for(&c, python_argv);
+  c.input_files = user_site;
+  c.input_file_count = 1;
+  assert_false(jail_prepared_fits(p, &c));
+  config_for(&c, sh_argv);
+  assert_false(jail_prepared_fits(p, &c));
+  config_for(&c, python_argv);
+  c.env = other_env;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_prepared_run(p, &c, &r, &err), 0);
+  assert_false(r.prepared);
+  assert_string_equal(r.stdout_data, "/opt\n");
+  jail_result_release(&r);
+}
+
+/* A prepared interpreter with a program of its own (jail_config.prepared_python_program): the program runs
+ * before its call (it imports `wave` while it waits), then runs the waiting program, and the call (the same
+ * program, fds 3 and 4 closed now) finds the module loaded, under the call's Landlock rules; a hook that only
+ * needs the init (namespaces_hook_late) runs at the bind. Another program, another environment or a call
+ * that names no program does not fit. */
+static char *program_with_bootstrap(void) {
+  static const char head[] =
+      "import os, sys\ntry:\n    os.fstat(3), os.fstat(4)\n    prepared = True\n"
+      "except OSError:\n    prepared = False\nif prepared:\n    import wave\n"
+      "    exec(bytes.fromhex('";
+  static const char tail[] =
+      "').decode())\n    sys.exit()\nprint('wave' in sys.modules)\ntry:\n"
+      "    open('/workspace/out', 'w'); print('wrote')\nexcept OSError:\n"
+      "    print('refused')\n";
+  const char *bootstrap = jail_python_waiting_program();
+  char *program = malloc(sizeof head + 2 * strlen(bootstrap) + sizeof tail);
+  assert_non_null(program);
+  char *at = stpcpy(program, head);
+  for (const unsigned char *c = (const unsigned char *)bootstrap; *c; c++) at += sprintf(at, "%02x", *c);
+  stpcpy(at, tail);
+  return program;
+}
+
+static int note_pid(void *context, pid_t pid, dome_error *err) {
+  (void)err;
+  *(pid_t *)context = pid;
+  return 0;
+}
+
+static void python_program_runs_before_its_call(void **state) {
+  (void)state;
+  char *program = program_with_bootstrap();
+  char *argv[] = {"/usr/bin/python3", "-c", program, NULL};
+  char *other[] = {"/usr/bin/python3", "-c", "print(1)", NULL};
+  char *other_env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "EXTRA=1", NULL};
+  struct jail_path_rule no_workspace_write[] = {{"/", JAIL_ACCESS_READ | JAIL_ACCESS_EXEC, false, false},
+                                                {"/tmp", JAIL_ACCESS_READ | JAIL_ACCESS_WRITE, false, false}};
+  for (int round = 0; round < 2; round++) {
+    struct jail_config shape;
+    config_for(&shape, argv);
+    shape.env = python_start_env;
+    shape.prepared_python = "/usr/bin/python3";
+    shape.prepared_python_program = program;
+    struct jail_prepared *p = NULL;
+    dome_error err = {0};
+    assert_int_equal(jail_prepare(&shape, &p, &err), 0);
+    assert_true(jail_prepared_waiting(p));
+    struct jail_config c;
+    config_for(&c, argv);
+    c.env = python_start_env;
+    c.prepared_python_program = program;
+    assert_true(jail_prepared_fits(p, &c));
+    c.argv = other;
+    assert_false(jail_prepared_fits(p, &c)); /* another program */
+    c.argv = argv;
+    c.env = other_env;
+    assert_false(jail_prepared_fits(p, &c)); /* another environment */
+    c.env = python_start_env;
+    c.prepared_python_program = NULL;
+    assert_false(jail_prepared_fits(p, &c)); /* a call that names no program */
+    c.prepared_python_program = program;
+    pid_t init = 0;
+    c.on_namespaces_ready = note_pid;
+    c.hook_context = &init;
+    c.namespaces_hook_late = true;
+    assert_true(jail_prepared_fits(p, &c));
+    if (round == 1) {
+      c.path_rules = no_workspace_write;
+      c.path_rule_count = 2;
+    }
+    struct jail_result r;
+    assert_int_equal(jail_prepared_run(p, &c, &r, &err), 0);
+    assert_true(r.prepared);
+    assert_true(init > 0);
+    assert_string_equal(r.stdout_data, round == 0 ? "True\nwrote\n" : "True\nrefused\n");
+    jail_result_release(&r);
+    /* fresh, the same program imports nothing before: it takes the other branch */
+    c.on_namespaces_ready = NULL;
+    assert_int_equal(jail_run(&c, &r, &err), 0);
+    assert_string_equal(r.stdout_data, round == 0 ? "False\nwrote\n" : "False\nrefused\n");
+    jail_result_release(&r);
+  }
+  free(program);
+}
+
+/* An interpreter named as a call names it (`python3`, through the PATH of its environment) resolves as the
+ * fresh program does. */
+static void python_named_through_path(void **state) {
+  (void)state;
+  char *argv[] = {"python3", "-c", "import sys; print(sys.executable, sys.orig_argv[0], sys.argv)", NULL};
+  struct jail_config shape, c;
+  config_for(&shape, argv);
+  shape.env = python_start_env;
+  shape.prepared_python = "python3";
+  struct jail_prepared *p = NULL;
+  dome_error err = {0};
+  assert_int_equal(jail_prepare(&shape, &p, &err), 0);
+  config_for(&c, argv);
+  struct jail_result fresh, pooled;
+  assert_int_equal(jail_run(&c, &fresh, &err), 0);
+  assert_int_equal(jail_prepared_run(p, &c, &pooled, &err), 0);
+  assert_true(pooled.prepared);
+  assert_string_equal(fresh.stdout_data, pooled.stdout_data);
+  assert_non_null(strstr(pooled.stdout_data, " python3 ['-c']"));
+  jail_result_release(&fresh);
+  jail_result_release(&pooled);
+}
+
+static void *prepare_niced_python(void *out) {
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+  char *argv[] = {"true", NULL};
+  struct jail_config shape;
+  config_for(&shape, argv);
+  shape.env = python_start_env;
+  shape.prepared_python = "/usr/bin/python3";
+  dome_error err = {0};
+  if (jail_prepare(&shape, (struct jail_prepared **)out, &err) < 0) *(struct jail_prepared **)out = NULL;
+  while (*(struct jail_prepared *volatile *)out != NULL) usleep(1000);
+  return NULL;
+}
+
+/* An interpreter started at a lower priority (the pool's refill runs at nice 10) runs the code at the
+ * calling thread's, as a fresh one would: the jail's init and the interpreter both get it back. */
+static void python_priority_follows_the_call(void **state) {
+  (void)state;
+  struct jail_prepared *p = NULL;
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, prepare_niced_python, &p), 0);
+  for (int i = 0; i < 2000 && p == NULL; i++) usleep(5000);
+  assert_non_null(p);
+  char *argv[] = {"/usr/bin/python3", "-c",
+                  "import os; print(os.getpriority(os.PRIO_PROCESS, 0), os.getpriority(os.PRIO_PROCESS, 1))",
+                  NULL};
+  struct jail_config c;
+  config_for(&c, argv);
+  struct jail_result r;
+  dome_error err = {0};
+  struct jail_prepared *taken = p;
+  int rc = jail_prepared_run(taken, &c, &r, &err);
+  *(struct jail_prepared *volatile *)&p = NULL;
+  pthread_join(thread, NULL);
+  assert_int_equal(rc, 0);
+  assert_true(r.prepared);
+  assert_string_equal(r.stdout_data, "0 0\n");
+  jail_result_release(&r);
+}
+
+/* A discarded interpreter leaves nothing: no leaf, no process. */
+static void python_discard_leaves_nothing(void **state) {
+  (void)state;
+  int fds_before = open_fds();
+  struct jail_prepared *p = prepare_python();
+  char id[32], leaf[700];
+  snprintf(id, sizeof id, "%s", jail_prepared_id(p));
+  cgroup2_leaf(id, leaf, sizeof leaf);
+  assert_string_not_equal(leaf, "");
+  jail_prepared_discard(p);
+  cgroup2_leaf(id, leaf, sizeof leaf);
+  assert_string_equal(leaf, "");
+  assert_int_equal(open_fds(), fds_before);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(call_block_round_trip),
@@ -465,6 +883,15 @@ int main(void) {
       cmocka_unit_test(priority_follows_the_call),
       cmocka_unit_test(priority_not_given_back_runs_fresh),
       cmocka_unit_test(dead_child_gets_fresh_jail),
+      cmocka_unit_test(python_prepared_looks_like_fresh),
+      cmocka_unit_test(python_unreaped_child_like_fresh),
+      cmocka_unit_test(python_prepared_fails_like_fresh),
+      cmocka_unit_test(python_rules_follow_the_call),
+      cmocka_unit_test(python_call_that_does_not_fit_runs_fresh),
+      cmocka_unit_test(python_named_through_path),
+      cmocka_unit_test(python_program_runs_before_its_call),
+      cmocka_unit_test(python_priority_follows_the_call),
+      cmocka_unit_test(python_discard_leaves_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* Kernel denials as JSON (dome_denial_to_json) with the one hook classification (dome_hook_kind), every
- * hook of bpf/dome.h; and the file tables as the jail's Landlock path rules. */
+ * hook of bpf/dome.h; shadow differences as JSON (dome_denial_shadow_to_json); and the file tables as the
+ * jail's Landlock path rules. */
 #include <errno.h>
 #include <jansson.h>
 #include <setjmp.h>
@@ -98,6 +99,57 @@ static void test_denial_json_default_deny_and_early_event(void **state) {
   json_decref(o);
 }
 
+/* Both sides in authz.shadow's shape: decision and determining policies ([] for the default deny). */
+static void test_shadow_json_sides(void **state) {
+  (void)state;
+  struct dome_denial shadow = {.kind = DOME_EVENT_SHADOW,
+                               .time_ns = 3000000000ull,
+                               .pid = 9,
+                               .hook = DOME_HOOK_CONNECT4,
+                               .entry = 0,
+                               .policy_id = "permit-local",
+                               .net_action = DOME_NET_CONNECT,
+                               .allowed = true,
+                               .shadow_allowed = false,
+                               .shadow_entry = -1};
+  snprintf(shadow.object, sizeof shadow.object, "127.0.0.1:8080");
+  json_t *o = dome_denial_shadow_to_json(&shadow, 1000000000ull);
+  assert_non_null(o);
+  char *text = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT);
+  assert_string_equal(
+      text,
+      "{\"action\":\"net:connect\",\"active\":{\"decision\":\"allow\",\"determining\":[\"permit-"
+      "local\"]},\"hook\":\"connect4\",\"object\":\"127.0.0.1:8080\",\"offset_ms\":2000,\"pid\":9,"
+      "\"shadow\":{\"decision\":\"deny\",\"determining\":[]}}");
+  free(text);
+  json_decref(o);
+  /* the reverse, a file hook, both policies named */
+  shadow.hook = DOME_HOOK_FILE_OPEN;
+  shadow.file_access = DOME_FILE_READ;
+  shadow.allowed = false;
+  shadow.policy_id = "forbid-secret";
+  shadow.shadow_allowed = true;
+  shadow.shadow_entry = 2;
+  shadow.shadow_policy_id = "permit-files";
+  snprintf(shadow.object, sizeof shadow.object, "/workspace/secret");
+  o = dome_denial_shadow_to_json(&shadow, 0);
+  assert_non_null(o);
+  assert_string_equal(json_string_value(json_object_get(o, "action")), "fs:read");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(o, "active"), "decision")), "deny");
+  assert_string_equal(
+      json_string_value(json_array_get(json_object_get(json_object_get(o, "active"), "determining"), 0)),
+      "forbid-secret");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(o, "shadow"), "decision")), "allow");
+  assert_string_equal(
+      json_string_value(json_array_get(json_object_get(json_object_get(o, "shadow"), "determining"), 0)),
+      "permit-files");
+  assert_null(json_object_get(o, "policy_id")); /* the sides carry the policies */
+  json_decref(o);
+  /* a denial is no shadow difference */
+  shadow.kind = DOME_EVENT_DENIAL;
+  assert_null(dome_denial_shadow_to_json(&shadow, 0));
+}
+
 static void add_file(struct dome_rule_tables *tables, const char *path, enum dome_file_match match,
                      enum dome_file_access access, enum dome_decision decision) {
   dome_error err = {0};
@@ -155,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_every_hook_is_listed),
       cmocka_unit_test(test_denial_json_per_hook),
       cmocka_unit_test(test_denial_json_default_deny_and_early_event),
+      cmocka_unit_test(test_shadow_json_sides),
       cmocka_unit_test(test_path_rules_merged_per_path),
       cmocka_unit_test(test_path_rules_bounded),
   };

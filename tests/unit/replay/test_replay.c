@@ -351,6 +351,60 @@ static void test_timeline(void **state) {
   remove_directory(dir);
 }
 
+/* A session's timeline: its own events and every event of the calls made in it (a call's decision comes
+ * before the event naming the session), nothing of another session's or of a one-shot call. */
+static void test_session_timeline(void **state) {
+  (void)state;
+  char *dir = make_directory();
+  journal_options options;
+  journal_options_init(&options, dir);
+  journal *j = NULL;
+  dome_error err = {0};
+  assert_int_equal(journal_open(&options, &j, &err), 0);
+  const char *events[] = {
+      "{\"type\":\"authz.decision\",\"exec_id\":\"c0\",\"agent\":\"a\",\"decision\":\"allow\"}",
+      "{\"type\":\"session.created\",\"session_id\":\"ses_1\",\"exec_id\":\"c0\",\"agent\":\"a\"}",
+      "{\"type\":\"session.created\",\"session_id\":\"ses_2\",\"exec_id\":\"x0\",\"agent\":\"b\"}",
+      "{\"type\":\"authz.decision\",\"exec_id\":\"c1\",\"agent\":\"a\",\"decision\":\"allow\"}",
+      "{\"type\":\"authz.decision\",\"exec_id\":\"oneshot\",\"agent\":\"a\",\"decision\":\"allow\"}",
+      "{\"type\":\"exec.start\",\"exec_id\":\"oneshot\",\"agent\":\"a\"}",
+      "{\"type\":\"session.exec\",\"session_id\":\"ses_1\",\"exec_id\":\"c1\",\"language\":\"python\"}",
+      "{\"type\":\"session.exec\",\"session_id\":\"ses_2\",\"exec_id\":\"x1\",\"language\":\"python\"}",
+      "{\"type\":\"session.rules\",\"session_id\":\"ses_1\",\"reason\":\"network rules swapped\"}",
+      "{\"type\":\"session.closed\",\"session_id\":\"ses_1\",\"reason\":\"client\"}",
+  };
+  for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
+    json_t *event = json_loads(events[i], 0, NULL);
+    assert_non_null(event);
+    assert_int_equal(journal_append(j, event, NULL, &err), 0);
+    json_decref(event);
+  }
+  assert_int_equal(journal_close(j, &err), 0);
+  json_t *steps = json_array();
+  int n = replay_session_timeline(dir, "ses_1", count_step, steps, &err);
+  if (n != 6) json_dumpf(steps, stderr, 0);
+  assert_int_equal(n, 6);
+  const char *kinds[] = {"authorization", "created", "authorization", "cell", "rules", "closed"};
+  const uint64_t seqs[] = {1, 2, 4, 7, 9, 10};
+  for (size_t i = 0; i < 6; i++) {
+    json_t *step = json_array_get(steps, i);
+    assert_string_equal(json_string_value(json_object_get(step, "kind")), kinds[i]);
+    assert_int_equal(json_integer_value(json_object_get(step, "seq")), seqs[i]);
+  }
+  assert_string_equal(json_string_value(json_object_get(json_array_get(steps, 2), "exec_id")), "c1");
+  json_decref(steps);
+  json_t *timeline = NULL;
+  assert_int_equal(replay_session_timeline_json(dir, "ses_1", &timeline, &err), 0);
+  assert_string_equal(json_string_value(json_object_get(timeline, "session_id")), "ses_1");
+  assert_string_equal(json_string_value(json_object_get(timeline, "agent")), "a");
+  assert_int_equal(json_array_size(json_object_get(timeline, "steps")), 6);
+  json_decref(timeline);
+  assert_int_equal(replay_session_timeline(dir, "ses_9", count_step, NULL, &err), -ENOENT);
+  assert_non_null(strstr(err.message, "ses_9"));
+  assert_int_equal(replay_session_timeline(dir, "", count_step, NULL, &err), -EINVAL);
+  remove_directory(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_full_request_changes),
@@ -361,6 +415,7 @@ int main(void) {
       cmocka_unit_test(test_journal_stream_and_filters),
       cmocka_unit_test(test_blobs),
       cmocka_unit_test(test_timeline),
+      cmocka_unit_test(test_session_timeline),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
