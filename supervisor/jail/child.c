@@ -649,6 +649,17 @@ static int lift(const struct jail_plan *plan, int fd) {
   return high;
 }
 
+/* The program's process limits (core dumps off, open files, file size, queued signals) and a session of
+ * its own; fails the set-up on an error. */
+static void limit_process(const struct jail_plan *plan) {
+  set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
+  set_limit(plan, RLIMIT_NOFILE, plan->nofile_limit, "RLIMIT_NOFILE");
+  set_limit(plan, RLIMIT_FSIZE, plan->fsize_limit, "RLIMIT_FSIZE");
+  /* Queued signals are counted per user up the user-namespace chain: bound the jail's share. */
+  set_limit(plan, RLIMIT_SIGPENDING, JAIL_SIGPENDING_MAX, "RLIMIT_SIGPENDING");
+  if (setsid() < 0) fail(plan, errno, "setsid", NULL);
+}
+
 /* A prepared jail with an interpreter (plan->python_argv): the jail is finished now, as for a program, but
  * for what belongs to its call: no workspace file is written and no Landlock domain made (the interpreter
  * applies its call's ruleset itself, python_bootstrap.py). The interpreter is pid 2 with fds 0 (the host's
@@ -660,11 +671,7 @@ __attribute__((noreturn)) static void start_interpreter(const struct jail_plan *
   if (syscall(SYS_pivot_root, ".", ".") < 0) fail(plan, errno, "pivot_root", JAIL_STAGING);
   if (umount2(".", MNT_DETACH) < 0) fail(plan, errno, "detach the host root", NULL);
   if (chdir("/workspace") < 0) fail(plan, errno, "working directory", "/workspace");
-  set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
-  set_limit(plan, RLIMIT_NOFILE, plan->nofile_limit, "RLIMIT_NOFILE");
-  set_limit(plan, RLIMIT_FSIZE, plan->fsize_limit, "RLIMIT_FSIZE");
-  set_limit(plan, RLIMIT_SIGPENDING, JAIL_SIGPENDING_MAX, "RLIMIT_SIGPENDING");
-  if (setsid() < 0) fail(plan, errno, "setsid", NULL);
+  limit_process(plan);
   if (plan->network_namespace_helper) join_network_namespace(plan);
   struct jail_plan moved = *plan;
   int sources[6] = {plan->stdin_fd,        plan->stdout_fd, plan->stderr_fd,
@@ -737,12 +744,7 @@ void jail_child_main(const struct jail_plan *initial) {
   if (plan->prepared) receive_call(&call);
   enter_root(plan);
 
-  set_limit(plan, RLIMIT_CORE, 0, "RLIMIT_CORE");
-  set_limit(plan, RLIMIT_NOFILE, plan->nofile_limit, "RLIMIT_NOFILE");
-  set_limit(plan, RLIMIT_FSIZE, plan->fsize_limit, "RLIMIT_FSIZE");
-  /* Queued signals are counted per user up the user-namespace chain: bound the jail's share. */
-  set_limit(plan, RLIMIT_SIGPENDING, JAIL_SIGPENDING_MAX, "RLIMIT_SIGPENDING");
-  if (setsid() < 0) fail(plan, errno, "setsid", NULL);
+  limit_process(plan);
 
   /* The helper has had the supervisor's set-up time and ours; joining needs CAP_SYS_ADMIN (dropped below)
    * and the helper's fds (closed below). */

@@ -391,6 +391,35 @@ static int child_failure_pending(struct run_state *s, const struct jail_config *
   return r;
 }
 
+/* One message of the child's on the control socket, into `message`: recvmsg(2)'s result (errno set when
+ * it is negative; 0 at end of file). A descriptor passed with it is the jail's workspace when the message
+ * is SYNC_WORKSPACE and none was kept yet (kept in s->workspace_fd); any other is closed. */
+static ssize_t receive_sync_message(struct run_state *s, struct jail_sync_message *message) {
+  union {
+    char buffer[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } control;
+  struct iovec iov = {message, sizeof *message};
+  struct msghdr msg = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = control.buffer,
+                       .msg_controllen = sizeof control.buffer};
+  ssize_t n = recvmsg(s->sync_fd, &msg, MSG_CMSG_CLOEXEC);
+  if (n <= 0) return n;
+  int saved = errno;
+  for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg))
+    if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+      if (n == (ssize_t)sizeof *message && message->kind == SYNC_WORKSPACE && s->workspace_fd < 0)
+        s->workspace_fd = fd;
+      else
+        close(fd);
+    }
+  errno = saved;
+  return n;
+}
+
 static int await_setup(struct run_state *s, const struct jail_config *c, struct jail_result *result,
                        dome_error *err) {
   uint64_t deadline = now_ms() + SETUP_BUDGET_MS;
@@ -410,16 +439,7 @@ static int await_setup(struct run_state *s, const struct jail_config *c, struct 
     }
     if (!fds[0].revents) continue;
     struct jail_sync_message message;
-    union {
-      char buffer[CMSG_SPACE(sizeof(int))];
-      struct cmsghdr align;
-    } control;
-    struct iovec iov = {&message, sizeof message};
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = control.buffer,
-                         .msg_controllen = sizeof control.buffer};
-    ssize_t n = recvmsg(s->sync_fd, &msg, MSG_CMSG_CLOEXEC);
+    ssize_t n = receive_sync_message(s, &message);
     if (n < 0 && errno == EINTR) continue;
     /* The child ended with a hand-over of ours unread: the kernel reports the reset once, before the
      * messages still queued for us (its SYNC_ERROR among them), which the next reads return. */
@@ -428,15 +448,6 @@ static int await_setup(struct run_state *s, const struct jail_config *c, struct 
       continue;
     }
     if (n <= 0) break; /* EOF: exec succeeded, or the child is gone */
-    for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg))
-      if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
-        int fd;
-        memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
-        if (message.kind == SYNC_WORKSPACE && s->workspace_fd < 0)
-          s->workspace_fd = fd;
-        else
-          close(fd);
-      }
     if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) failure = message;
   }
   if (failure.kind == SYNC_ERROR) return child_failure(&failure, c, err);
@@ -959,27 +970,9 @@ static int await_prepared(struct run_state *s, dome_error *err) {
     if (ready < 0) return dome_error_set_errno(err, errno, "prepare jail: poll");
     if (ready == 0) continue;
     struct jail_sync_message message;
-    union {
-      char buffer[CMSG_SPACE(sizeof(int))];
-      struct cmsghdr align;
-    } control;
-    struct iovec iov = {&message, sizeof message};
-    struct msghdr msg = {.msg_iov = &iov,
-                         .msg_iovlen = 1,
-                         .msg_control = control.buffer,
-                         .msg_controllen = sizeof control.buffer};
-    ssize_t n = recvmsg(s->sync_fd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && (errno == EINTR || errno == ECONNRESET)) continue;
     /* a jail with an interpreter has made its root already: its workspace comes first */
-    for (struct cmsghdr *cmsg = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; cmsg; cmsg = CMSG_NXTHDR(&msg, cmsg))
-      if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS) {
-        int fd;
-        memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
-        if (message.kind == SYNC_WORKSPACE && s->workspace_fd < 0)
-          s->workspace_fd = fd;
-        else
-          close(fd);
-      }
+    ssize_t n = receive_sync_message(s, &message);
+    if (n < 0 && (errno == EINTR || errno == ECONNRESET)) continue;
     if (n == (ssize_t)sizeof message && message.kind == SYNC_WORKSPACE) continue;
     if (n == (ssize_t)sizeof message && message.kind == SYNC_PREPARED) return 0;
     if (n == (ssize_t)sizeof message && message.kind == SYNC_ERROR) {
