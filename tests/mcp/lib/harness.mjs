@@ -221,38 +221,16 @@ export async function endPasta(dir) {
   if (pid > 1 && processAlive(pid) && ours()) process.kill(pid, 'SIGKILL');
 }
 
-// One segment's text through zstdcat. The active segment may end in an open frame (zstdcat prints its
-// flushed blocks, then fails on the truncated frame); a read that meets a block still being appended fails
-// there too, and zstdcat then drops what it had decoded but not yet written (up to 128 KiB of the newest
-// lines). So a failed read is repeated, 25 ms apart, until two reads give the same lines (at most 6), and
-// the longest is kept.
-function segmentText(file) {
-  const read = () => {
-    try {
-      return { text: execFileSync('zstdcat', [file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 1 << 28 }), complete: true };
-    } catch (e) {
-      return { text: String(e.stdout || ''), complete: false };
-    }
-  };
-  let best = read();
-  for (let attempt = 0; !best.complete && attempt < 5; attempt++) {
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
-    const again = read();
-    const stable = again.text === best.text;
-    if (again.complete || again.text.length > best.text.length) best = again;
-    if (stable) break;
-  }
-  return best.text;
-}
-
-// Journal events of a domed (read with zstdcat: segments are independent zstd frames of JSON lines).
+// Journal events of a domed, read as an operator reads them: `dome audit export DIR` (supervisor/audit/
+// reader.c), which takes the active segment's open frame up to its last complete line. (zstdcat, which
+// the journal's format also serves, fails on a block still being appended and then drops up to 128 KiB of
+// what it had decoded: a live journal read that way loses its newest events.)
 export function journalEvents(domed) {
-  const dir = path.join(domed.dir, 'journal');
+  const text = execFileSync(path.join(BUILD, 'dome'), ['audit', 'export', path.join(domed.dir, 'journal'), '--format', 'ndjson'], {
+    encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 28,
+  });
   const events = [];
-  for (const file of fs.readdirSync(dir).filter((f) => f.startsWith('segment-')).sort()) {
-    const text = segmentText(path.join(dir, file));
-    for (const line of text.split('\n')) if (line.trim()) try { events.push(JSON.parse(line)); } catch { /* torn */ }
-  }
+  for (const line of text.split('\n')) if (line.trim()) events.push(JSON.parse(line));
   return events;
 }
 
