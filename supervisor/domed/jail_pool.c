@@ -8,7 +8,11 @@
  *
  * - One refill thread prepares jails for every class below `pool_size`, most recently used first, at nice
  *   REFILL_NICE so that it yields the CPU to the calls (jail_prepared_run gives the bound jail the
- *   calling thread's priority). It is
+ *   calling thread's priority). It also waits while one-shot calls run and until REFILL_QUIET_MS after
+ *   the last one ended, up to REFILL_DEFER_MS: preparing a jail takes the kernel's cgroup lock that the
+ *   call's own binding takes too, and a Python interpreter's start takes a core of a small machine, so a
+ *   refill beside a call slows that call (docs/architecture.md, "The refill yields to the calls"; a
+ *   session's launch does not count: it runs for the session's life). It is
  *   also the thread every prepared jail's child is tied to (the kernel's parent-death signal follows the
  *   creating thread), so it ends only after the last jail taken from the pool has finished.
  * - A call takes a ready jail of its class or, when there is none (a burst beyond the pool, a class not
@@ -39,6 +43,8 @@
 
 #define POOL_CLASSES 6
 #define REFILL_NICE 10
+#define REFILL_DEFER_MS 250 /* longest wait of the refill for the calls to pause */
+#define REFILL_QUIET_MS 20  /* the pause after the last call's end that the refill waits for */
 
 struct pool_class {
   bool used;
@@ -70,7 +76,9 @@ struct domed_jail_pool {
   char **session_env;    /* a session launcher's environment (the base, then session_launcher_env) */
   uint64_t generation;
   uint64_t clock;
-  unsigned in_use; /* taken jails still running */
+  unsigned in_use;           /* taken jails still running */
+  unsigned calls_running;    /* one-shot calls in domed_jail_pool_run, pooled or fresh */
+  uint64_t last_call_end_us; /* when the last of them ended (domed_now_us) */
   struct pool_class classes[POOL_CLASSES];
   atomic_uint_fast64_t hits, interpreter_hits, misses, discards, refills, refill_failures, refill_us;
   atomic_uint_fast64_t session_hits, session_misses;
@@ -226,6 +234,7 @@ static void *refill_main(void *context) {
   else if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), REFILL_NICE) < 0)
     domed_log("warn", "jail_pool", "msg=\"refill runs at the calls' priority\" errno=%d", errno);
   bool failing = false;
+  uint64_t deferred_since_us = 0; /* when the refill began to wait for running calls, or 0 */
   pthread_mutex_lock(&pool->lock);
   while (!pool->stopping) {
     struct pool_class *c = class_to_refill(pool);
@@ -233,6 +242,24 @@ static void *refill_main(void *context) {
       pthread_cond_wait(&pool->wake, &pool->lock);
       continue;
     }
+    uint64_t now = domed_now_us();
+    if (pool->calls_running > 0 || now - pool->last_call_end_us < REFILL_QUIET_MS * 1000ull) {
+      if (deferred_since_us == 0) deferred_since_us = now;
+      uint64_t cap = deferred_since_us + REFILL_DEFER_MS * 1000ull;
+      if (now < cap) {
+        uint64_t quiet = pool->last_call_end_us + REFILL_QUIET_MS * 1000ull;
+        uint64_t wake_at = pool->calls_running == 0 && quiet < cap ? quiet : cap;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        uint64_t left_ns = (wake_at > now ? wake_at - now : 0) * 1000ull;
+        until.tv_sec += (time_t)(left_ns / 1000000000ull);
+        until.tv_nsec += (long)(left_ns % 1000000000ull);
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&pool->idle, &pool->lock, &until);
+        continue;
+      }
+    }
+    deferred_since_us = 0;
     struct pool_class wanted = *c;
     uint64_t generation = pool->generation;
     pthread_mutex_unlock(&pool->lock);
@@ -340,6 +367,7 @@ void domed_jail_pool_stop(struct domed *domed) {
   pthread_mutex_lock(&pool->lock);
   pool->stopping = true;
   pthread_cond_broadcast(&pool->wake);
+  pthread_cond_broadcast(&pool->idle);
   pthread_mutex_unlock(&pool->lock);
   pthread_join(pool->thread, NULL);
   domed_log("info", "jail_pool",
@@ -370,11 +398,36 @@ void domed_jail_pool_invalidate(struct domed *domed) {
   discard_all(pool, stale, count);
 }
 
+static int run_call(struct domed_jail_pool *pool, int rules_version, const struct jail_config *config,
+                    struct jail_result *result, dome_error *err);
+
 int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jail_config *config,
                         struct jail_result *result, dome_error *err) {
   struct domed_jail_pool *pool = domed->jail_pool;
+  if (pool == NULL) return jail_run(config, result, err);
+  /* a session's launch runs for the session's life: the refill does not wait for it */
+  bool one_shot = config->prepared_python_program == NULL;
+  if (one_shot) {
+    pthread_mutex_lock(&pool->lock);
+    pool->calls_running++;
+    pthread_mutex_unlock(&pool->lock);
+  }
+  int rc = run_call(pool, rules_version, config, result, err);
+  if (one_shot) {
+    pthread_mutex_lock(&pool->lock);
+    pool->calls_running--;
+    pool->last_call_end_us = domed_now_us();
+    pthread_cond_broadcast(&pool->idle);
+    pthread_mutex_unlock(&pool->lock);
+  }
+  return rc;
+}
+
+/* domed_jail_pool_run's call: a ready jail of its class, or a fresh one. */
+static int run_call(struct domed_jail_pool *pool, int rules_version, const struct jail_config *config,
+                    struct jail_result *result, dome_error *err) {
   /* A jail with an egress path needs its network namespace at clone time; a resolver changes its /etc. */
-  if (pool == NULL || (config->on_namespaces_ready && !config->namespaces_hook_late) || config->resolv_conf ||
+  if ((config->on_namespaces_ready && !config->namespaces_hook_late) || config->resolv_conf ||
       config->hosts_dns)
     return jail_run(config, result, err);
   /* a session's launcher takes a prepared session jail or a fresh one (never a one-shot class) */

@@ -8,7 +8,9 @@
  * warm-up call, not counted). Prints one JSON object on stdout: calls, errors, seconds, calls_per_s and,
  * in milliseconds, p50/p90/p99 of the latency, p50 of the program's own duration_ms (execute_code) and
  * p50 of the overhead (latency minus duration_ms, per call). DOME_BENCH_SAMPLES=FILE appends each counted
- * call's latency (ms, one a line) to FILE, so that quantiles can be taken over several runs. Exit status 0; 1
+ * call's latency (ms, one a line) to FILE, so that quantiles can be taken over several runs.
+ * DOME_BENCH_PAUSE_MS=N makes each client wait N ms (0..60000) before each counted call: an agent's think
+ * time between calls, which lets a jail pool refill between them. Exit status 0; 1
  * with a message on stderr when a session cannot be set up (no initialize result, or its warm-up call
  * failed); 2 on bad usage. A call that fails after that counts in `errors` (DOME_BENCH_VERBOSE=1 prints its
  * answer). */
@@ -27,6 +29,7 @@
 struct options {
   const char *url, *token, *method, *language, *code;
   long calls, clients;
+  long pause_ms;
 };
 
 struct buffer {
@@ -187,6 +190,11 @@ static void *client_main(void *context) {
   for (;;) {
     long n = atomic_fetch_add(&next_call, 1);
     if (n >= c->options->calls) break;
+    if (c->options->pause_ms > 0) {
+      struct timespec pause = {.tv_sec = c->options->pause_ms / 1000,
+                               .tv_nsec = (c->options->pause_ms % 1000) * 1000000L};
+      nanosleep(&pause, NULL);
+    }
     double latency, program;
     if (call(c, &latency, &program) < 0) {
       c->errors++;
@@ -224,6 +232,15 @@ int main(int argc, char **argv) {
                       .method = argv[5],
                       .language = argc > 6 ? argv[6] : "python",
                       .code = argc > 7 ? argv[7] : "print(1)"};
+  const char *pause = getenv("DOME_BENCH_PAUSE_MS");
+  if (pause && *pause) {
+    char *end;
+    o.pause_ms = strtol(pause, &end, 10);
+    if (*end != '\0' || o.pause_ms < 0 || o.pause_ms > 60000) {
+      fprintf(stderr, "dome-mcp-bench: DOME_BENCH_PAUSE_MS: an integer 0..60000, not '%s'\n", pause);
+      return 2;
+    }
+  }
   if (o.calls < 1 || o.clients < 1 || o.clients > MAX_CLIENTS) {
     fprintf(stderr, "dome-mcp-bench: CALLS >= 1 and 1 <= CLIENTS <= %d\n", MAX_CLIENTS);
     return 2;
