@@ -74,6 +74,7 @@ export function liveView(container, parts, params) {
 
   function flush() {
     frame = 0;
+    if (paused) return; /* a frame asked for before the pause shows nothing that came after it */
     const batch = queue;
     queue = [];
     const fragment = document.createDocumentFragment();
