@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "supervisor/common/deadline.h"
 #include "supervisor/domed/domed.h"
 #include "supervisor/exec/exec.h"
 #include "supervisor/jail/jail.h"
@@ -239,6 +240,7 @@ static void *refill_main(void *context) {
   while (!pool->stopping) {
     struct pool_class *c = class_to_refill(pool);
     if (c == NULL) {
+      deferred_since_us = 0;
       pthread_cond_wait(&pool->wake, &pool->lock);
       continue;
     }
@@ -249,12 +251,8 @@ static void *refill_main(void *context) {
       if (now < cap) {
         uint64_t quiet = pool->last_call_end_us + REFILL_QUIET_MS * 1000ull;
         uint64_t wake_at = pool->calls_running == 0 && quiet < cap ? quiet : cap;
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        uint64_t left_ns = (wake_at > now ? wake_at - now : 0) * 1000ull;
-        until.tv_sec += (time_t)(left_ns / 1000000000ull);
-        until.tv_nsec += (long)(left_ns % 1000000000ull);
-        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        /* rounded up to whole ms, so that it does not wake before and spin */
+        struct timespec until = dome_deadline_after_ms((unsigned)((wake_at - now + 999) / 1000));
         pthread_cond_timedwait(&pool->idle, &pool->lock, &until);
         continue;
       }
@@ -286,9 +284,7 @@ static void *refill_main(void *context) {
     pthread_mutex_lock(&pool->lock);
     if (rc < 0) {
       /* do not spin on a host that refuses: try again in a second or when woken */
-      struct timespec until;
-      clock_gettime(CLOCK_REALTIME, &until);
-      until.tv_sec += 1;
+      struct timespec until = dome_deadline_after_ms(1000);
       if (!pool->stopping) pthread_cond_timedwait(&pool->wake, &pool->lock, &until);
       continue;
     }
@@ -398,22 +394,22 @@ void domed_jail_pool_invalidate(struct domed *domed) {
   discard_all(pool, stale, count);
 }
 
-static int run_call(struct domed_jail_pool *pool, int rules_version, const struct jail_config *config,
-                    struct jail_result *result, dome_error *err);
+static int run_call(struct domed_jail_pool *pool, int rules_version, bool session,
+                    const struct jail_config *config, struct jail_result *result, dome_error *err);
 
 int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jail_config *config,
                         struct jail_result *result, dome_error *err) {
   struct domed_jail_pool *pool = domed->jail_pool;
   if (pool == NULL) return jail_run(config, result, err);
-  /* a session's launch runs for the session's life: the refill does not wait for it */
-  bool one_shot = config->prepared_python_program == NULL;
-  if (one_shot) {
+  /* a session's launcher; its launch runs for the session's life: the refill does not wait for it */
+  bool session = config->prepared_python_program != NULL;
+  if (!session) {
     pthread_mutex_lock(&pool->lock);
     pool->calls_running++;
     pthread_mutex_unlock(&pool->lock);
   }
-  int rc = run_call(pool, rules_version, config, result, err);
-  if (one_shot) {
+  int rc = run_call(pool, rules_version, session, config, result, err);
+  if (!session) {
     pthread_mutex_lock(&pool->lock);
     pool->calls_running--;
     pool->last_call_end_us = domed_now_us();
@@ -424,14 +420,13 @@ int domed_jail_pool_run(struct domed *domed, int rules_version, const struct jai
 }
 
 /* domed_jail_pool_run's call: a ready jail of its class, or a fresh one. */
-static int run_call(struct domed_jail_pool *pool, int rules_version, const struct jail_config *config,
-                    struct jail_result *result, dome_error *err) {
+static int run_call(struct domed_jail_pool *pool, int rules_version, bool session,
+                    const struct jail_config *config, struct jail_result *result, dome_error *err) {
   /* A jail with an egress path needs its network namespace at clone time; a resolver changes its /etc. */
   if ((config->on_namespaces_ready && !config->namespaces_hook_late) || config->resolv_conf ||
       config->hosts_dns)
     return jail_run(config, result, err);
   /* a session's launcher takes a prepared session jail or a fresh one (never a one-shot class) */
-  bool session = config->prepared_python_program != NULL;
   if (session && !session_call(pool, config)) {
     domed_log("info", "jail_pool",
               "msg=\"a prepared session jail cannot serve this session: a fresh jail\" reads_image=%d "
