@@ -657,6 +657,14 @@ void domed_kernel_cleanup(struct domed *domed);
 int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const struct jail_cgroup *leaf,
                         const struct domed_principal *principal, struct domed_rules *rules, bool egress,
                         dome_error *err);
+/* Attach the programs to a prepared jail's leaf before its call (dome_kernel_prelink), so that the call's
+ * domed_kernel_attach only registers the jail. 0 when unavailable (no kernel layer) or done; -errno of
+ * dome_kernel_prelink otherwise (the call then attaches as a fresh jail's does). */
+int domed_kernel_prelink(struct domed *domed, const struct jail_cgroup *leaf, dome_error *err);
+/* Drop what domed_kernel_prelink made for `cgroup_id` and no call took (dome_kernel_prelink_drop). */
+void domed_kernel_prelink_drop(struct domed *domed, uint64_t cgroup_id);
+/* Leaves holding prelinked programs that no call took yet (0 without a kernel layer). */
+size_t domed_kernel_prelinked(struct domed *domed);
 /* Check that `rules` compile into kernel tables for `agent` (rules apply refuses rules that cannot). */
 struct dome_rule_tables;
 /* Compile the kernel decision tables (policy/compile) of `agent` under `rules`, with its capabilities

@@ -201,9 +201,28 @@ static void empty_class(struct pool_class *c, struct jail_prepared **out, size_t
   c->count = 0;
 }
 
+/* The id of a prepared jail's cgroup2 leaf, 0 when it has none. */
+static uint64_t leaf_id(const struct jail_prepared *prepared) {
+  struct jail_cgroup leaf;
+  return jail_prepared_cgroup(prepared, &leaf) == 0 ? leaf.id : 0;
+}
+
 static void discard_all(struct domed_jail_pool *pool, struct jail_prepared **list, size_t count) {
-  for (size_t i = 0; i < count; i++) jail_prepared_discard(list[i]);
+  for (size_t i = 0; i < count; i++) {
+    domed_kernel_prelink_drop(pool->domed, leaf_id(list[i]));
+    jail_prepared_discard(list[i]);
+  }
   atomic_fetch_add(&pool->discards, count);
+}
+
+/* Attach the kernel programs to a new prepared jail's leaf, off the call's path (domed_kernel_prelink).
+ * Not fatal: without it the call attaches them itself, as a fresh jail's does. */
+static void prelink(struct domed_jail_pool *pool, struct jail_prepared *prepared) {
+  struct jail_cgroup leaf;
+  dome_error err = {0};
+  if (jail_prepared_cgroup(prepared, &leaf) == 0 && domed_kernel_prelink(pool->domed, &leaf, &err) < 0)
+    domed_log("warn", "jail_pool", "msg=\"kernel programs attach at the call instead\" error=\"%s\"",
+              err.message);
 }
 
 /* The class most in need of a jail (used, below size, most recently used), or NULL. Lock held. */
@@ -270,6 +289,7 @@ static void *refill_main(void *context) {
     dome_error err = {0};
     uint64_t start = domed_now_us();
     int rc = jail_prepare(&shape, &prepared, &err);
+    if (rc == 0) prelink(pool, prepared);
     atomic_fetch_add(&pool->refill_us, domed_now_us() - start);
     if (rc < 0) {
       atomic_fetch_add(&pool->refill_failures, 1);
@@ -484,7 +504,10 @@ static int run_call(struct domed_jail_pool *pool, int rules_version, bool sessio
     atomic_fetch_add(session ? &pool->session_misses : &pool->misses, 1);
     return jail_run(config, result, err);
   }
+  uint64_t prepared_leaf = leaf_id(prepared);
   int rc = jail_prepared_run(prepared, config, result, err);
+  /* the call took the prelinked programs, or it ran in a fresh jail and left them */
+  domed_kernel_prelink_drop(pool->domed, prepared_leaf);
   if (result->prepared) {
     if (!session) atomic_fetch_add(&pool->hits, 1);
     if (python && !session) atomic_fetch_add(&pool->interpreter_hits, 1);
@@ -557,6 +580,11 @@ void domed_jail_pool_metrics(struct domed *domed, FILE *out) {
       session_ready, pool ? pool->session_size : 0u,
       pool ? (unsigned long long)atomic_load(&pool->session_hits) : 0ull,
       pool ? (unsigned long long)atomic_load(&pool->session_misses) : 0ull);
+  fprintf(out,
+          "# HELP dome_jail_pool_prelinked Prepared jails (one-shot and session) whose cgroup leaf has the "
+          "kernel programs attached already, refusing until a call registers the jail.\n"
+          "# TYPE dome_jail_pool_prelinked gauge\ndome_jail_pool_prelinked %zu\n",
+          domed_kernel_prelinked(domed));
 }
 
 json_t *domed_jail_pool_status(struct domed *domed) {

@@ -304,6 +304,32 @@ int domed_kernel_attach(struct domed *domed, struct domed_kernel_run *run, const
   return 0;
 }
 
+int domed_kernel_prelink(struct domed *domed, const struct jail_cgroup *leaf, dome_error *err) {
+  struct domed_kernel *k = domed->kernel;
+  if (k == NULL) return 0;
+  pthread_mutex_lock(&k->lock);
+  int rc = dome_kernel_prelink(k->kernel, leaf->fd, leaf->id, err);
+  pthread_mutex_unlock(&k->lock);
+  return rc < 0 ? dome_error_wrap(err, "kernel programs for `%s`", leaf->path) : 0;
+}
+
+void domed_kernel_prelink_drop(struct domed *domed, uint64_t cgroup_id) {
+  struct domed_kernel *k = domed->kernel;
+  if (k == NULL || cgroup_id == 0) return;
+  pthread_mutex_lock(&k->lock);
+  dome_kernel_prelink_drop(k->kernel, cgroup_id);
+  pthread_mutex_unlock(&k->lock);
+}
+
+size_t domed_kernel_prelinked(struct domed *domed) {
+  struct domed_kernel *k = domed->kernel;
+  if (k == NULL) return 0;
+  pthread_mutex_lock(&k->lock);
+  size_t count = dome_kernel_prelinked_count(k->kernel);
+  pthread_mutex_unlock(&k->lock);
+  return count;
+}
+
 int domed_kernel_update_ruleset(struct domed *domed, uint32_t ruleset,
                                 const struct domed_principal *principal, struct domed_rules *rules,
                                 dome_error *err) {

@@ -741,14 +741,19 @@ void jail_child_main(const struct jail_plan *initial) {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   setup_mounts(plan);
   if (plan->prepared && plan->python_argv) start_interpreter(plan);
-  if (plan->prepared) receive_call(&call);
+  /* A prepared jail is whole before it reports that it waits: its network namespace too (the helper's
+   * loopback socket is made before the jail's kernel programs are attached ahead, which refuse any inet
+   * socket until the call registers the jail: dome_kernel_prelink). */
+  bool prepared = plan->prepared; /* (what receive_call decodes is the call's part only) */
+  if (prepared && plan->network_namespace_helper) join_network_namespace(plan);
+  if (prepared) receive_call(&call);
   enter_root(plan);
 
   limit_process(plan);
 
   /* The helper has had the supervisor's set-up time and ours; joining needs CAP_SYS_ADMIN (dropped below)
    * and the helper's fds (closed below). */
-  if (plan->network_namespace_helper) join_network_namespace(plan);
+  if (!prepared && plan->network_namespace_helper) join_network_namespace(plan);
   /* stdio, then the control socket as fd 3 (close-on-exec), then nothing else. */
   if (dup2(plan->stdin_fd, 0) < 0 || dup2(plan->stdout_fd, 1) < 0 || dup2(plan->stderr_fd, 2) < 0)
     fail(plan, errno, "dup2 stdio", NULL);

@@ -303,7 +303,9 @@ struct jail_prepared;
 
 /* Make a prepared jail of the shape `config` gives: image, image_store, resolv_conf, hosts_dns,
  * memory_bytes, pids, cpus and workspace_bytes (defaults filled in as jail_run does); every other field
- * belongs to the call and is ignored here. Returns 0 with *prepared set once the jail's child waits, or a
+ * belongs to the call and is ignored here. Returns 0 with *prepared set once the jail's child waits (with
+ * everything of its shape made, its network namespace's loopback up too: nothing in it makes a socket
+ * before its call, so its kernel programs can be attached ahead, dome_kernel_prelink), or a
  * negative errno with *err naming the step (as jail_run; -EINVAL for a bad shape field or an
  * on_namespaces_ready hook, which needs its namespace at clone time: such calls take jail_run). Nothing is
  * left behind on failure.
@@ -335,6 +337,12 @@ bool jail_prepared_waiting(const struct jail_prepared *prepared);
 
 /* The jail's id ("jail-<pid>-<seq>", its cgroup leaf's name), fixed at jail_prepare. */
 const char *jail_prepared_id(const struct jail_prepared *prepared);
+
+/* The prepared jail's cgroup2 leaf, as on_cgroup_ready will receive it at jail_prepared_run (path, fd, id,
+ * jail id; borrowed: valid until the jail is run or discarded), so that its kernel programs can be attached
+ * ahead of the call (dome_kernel_prelink). Returns 0 with *leaf filled, or -ENOENT when the jail has no
+ * cgroup2 leaf (a host without the cgroup2 hierarchy). */
+int jail_prepared_cgroup(const struct jail_prepared *prepared, struct jail_cgroup *leaf);
 
 /* Run `config` in `prepared` as jail_run would, and consume `prepared` (always: it is destroyed, whatever
  * the outcome). With a prepared interpreter, the call (code, environment, working directory, workspace

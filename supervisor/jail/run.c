@@ -1064,6 +1064,13 @@ const char *jail_prepared_id(const struct jail_prepared *prepared) {
   return prepared ? prepared->made.jail_id : "";
 }
 
+int jail_prepared_cgroup(const struct jail_prepared *prepared, struct jail_cgroup *leaf) {
+  const struct run_state *s = &prepared->state;
+  if (s->leaf.v2_path[0] == '\0' || s->leaf.v2_fd < 0) return -ENOENT;
+  *leaf = (struct jail_cgroup){s->leaf.v2_path, s->leaf.v2_fd, s->leaf.v2_id, prepared->made.jail_id};
+  return 0;
+}
+
 void jail_prepared_discard(struct jail_prepared *prepared) {
   if (prepared == NULL) return;
   dome_error ignored = {0};

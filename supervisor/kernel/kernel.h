@@ -137,14 +137,31 @@ struct dome_kernel_jail {
 struct dome_kernel_attachment; /* the links of one jail */
 
 /* Register the jail in the jail map and attach the cgroup programs to its leaf (scoped; call after the
- * leaf exists and before the jailed program runs — the jail's on_cgroup_ready hook). The ruleset must
- * be installed. Returns 0, -EINVAL, -ENOENT (ruleset not installed), -EEXIST (cgroup already
- * attached), -errno of BPF_LINK_CREATE. */
+ * leaf exists and before the jailed program runs — the jail's on_cgroup_ready hook), or take the links
+ * dome_kernel_prelink made for this cgroup id. The ruleset must be installed. Returns 0, -EINVAL, -ENOENT
+ * (ruleset not installed), -EEXIST (cgroup already attached), -errno of BPF_LINK_CREATE. */
 int dome_kernel_attach(struct dome_kernel *kernel, const struct dome_kernel_jail *jail,
                        struct dome_kernel_attachment **attachment_out, dome_error *err);
 
 /* Detach the jail's programs and remove it from the jail map. NULL is accepted. */
 void dome_kernel_detach(struct dome_kernel *kernel, struct dome_kernel_attachment *attachment);
+
+/* Attach the cgroup programs to a leaf ahead of its jail's registration (a prepared jail, before its
+ * call exists), so that dome_kernel_attach of the same cgroup id later only writes the jail-map slot
+ * instead of making DOME_KERNEL_CGROUP_PROGRAMS links (BPF_LINK_CREATE) on the call's path. Until then the
+ * leaf has no slot, and the programs refuse what they guard as they do for any cgroup without one: every
+ * connect, sendmsg and bind, and every inet socket (sock_create), so nothing in the leaf can use the
+ * network before its agent's rules are there. `cgroup_fd` is borrowed (as in struct dome_kernel_jail).
+ * Returns 0, -EINVAL (no leaf), -EEXIST (the cgroup is attached or prelinked already), -ENOMEM, or
+ * -errno of BPF_LINK_CREATE (nothing is left attached then). */
+int dome_kernel_prelink(struct dome_kernel *kernel, int cgroup_fd, uint64_t cgroup_id, dome_error *err);
+
+/* Destroy the links dome_kernel_prelink made for `cgroup_id` that no dome_kernel_attach took (the prepared
+ * jail was discarded, or its call ran in a fresh jail). A no-op when there are none. */
+void dome_kernel_prelink_drop(struct dome_kernel *kernel, uint64_t cgroup_id);
+
+/* How many leaves hold prelinked programs that no jail has taken yet (for tests and `dome doctor`). */
+size_t dome_kernel_prelinked_count(const struct dome_kernel *kernel);
 
 /* Egress bytes counted for the jail so far (cgroup_skb). Returns >= 0 or -ENOENT. */
 int64_t dome_kernel_egress_bytes(struct dome_kernel *kernel, const struct dome_kernel_attachment *attachment);

@@ -146,6 +146,7 @@ int dome_kernel_open(struct dome_kernel **kernel_out, const struct dome_kernel_o
 void dome_kernel_close(struct dome_kernel *kernel) {
   if (!kernel) return;
   while (kernel->attachments) dome_kernel_detach(kernel, kernel->attachments);
+  while (kernel->prelinked) dome_kernel_prelink_drop(kernel, kernel->prelinked->cgroup_id);
   dome_kernel_events_close(kernel);
   for (size_t i = 0; i < DOME_KERNEL_LSM_PROGRAMS; i++) bpf_link__destroy(kernel->lsm_links[i]);
   for (size_t i = 0; i < DOME_KERNEL_MAX_RULESETS; i++) {
@@ -481,16 +482,88 @@ static void jail_slot_clear(int fd, uint32_t index) {
   bpf_map_update_elem(fd, &index, &cleared, BPF_ANY);
 }
 
+/* Make the attachment's links to the leaf `cgroup_fd`; on failure destroy the ones made. */
+static int make_links(struct dome_kernel *kernel, struct dome_kernel_attachment *attachment, int cgroup_fd,
+                      dome_error *err) {
+  for (size_t i = 0; i < DOME_KERNEL_CGROUP_PROGRAMS; i++) {
+    attachment->links[i] = bpf_program__attach_cgroup(cgroup_program(kernel->skel, i), cgroup_fd);
+    if (!attachment->links[i]) {
+      int e = errno;
+      dome_error_set_errno(err, e, "attach jail: attach `%s` to cgroup %llu",
+                           bpf_program__name(cgroup_program(kernel->skel, i)),
+                           (unsigned long long)attachment->cgroup_id);
+      for (size_t j = 0; j < i; j++) bpf_link__destroy(attachment->links[j]);
+      memset(attachment->links, 0, sizeof attachment->links);
+      return -e;
+    }
+  }
+  return 0;
+}
+
+static struct dome_kernel_attachment *find(struct dome_kernel_attachment *list, uint64_t cgroup_id) {
+  for (struct dome_kernel_attachment *a = list; a; a = a->next)
+    if (a->cgroup_id == cgroup_id) return a;
+  return NULL;
+}
+
+/* Unlink `attachment` from `*list`; false when it is not there. */
+static bool take(struct dome_kernel_attachment **list, struct dome_kernel_attachment *attachment) {
+  for (struct dome_kernel_attachment **p = list; *p; p = &(*p)->next) {
+    if (*p == attachment) {
+      *p = attachment->next;
+      attachment->next = NULL;
+      return true;
+    }
+  }
+  return false;
+}
+
+int dome_kernel_prelink(struct dome_kernel *kernel, int cgroup_fd, uint64_t cgroup_id, dome_error *err) {
+  if (cgroup_fd < 0 || cgroup_id == 0 || cgroup_id == DOME_BPF_JAIL_TOMBSTONE)
+    return dome_error_set(err, EINVAL, "prelink jail: no cgroup leaf");
+  if (find(kernel->attachments, cgroup_id) || find(kernel->prelinked, cgroup_id))
+    return dome_error_set(err, EEXIST, "prelink jail: cgroup %llu is already attached",
+                          (unsigned long long)cgroup_id);
+  struct dome_kernel_attachment *attachment = calloc(1, sizeof(*attachment));
+  if (!attachment) return dome_error_set_errno(err, ENOMEM, "prelink jail");
+  attachment->cgroup_id = cgroup_id;
+  attachment->slot = UINT32_MAX; /* none yet */
+  int rc = make_links(kernel, attachment, cgroup_fd, err);
+  if (rc < 0) {
+    free(attachment);
+    return rc;
+  }
+  attachment->next = kernel->prelinked;
+  kernel->prelinked = attachment;
+  return 0;
+}
+
+static void destroy_links(struct dome_kernel_attachment *attachment) {
+  for (size_t i = 0; i < DOME_KERNEL_CGROUP_PROGRAMS; i++) bpf_link__destroy(attachment->links[i]);
+}
+
+void dome_kernel_prelink_drop(struct dome_kernel *kernel, uint64_t cgroup_id) {
+  struct dome_kernel_attachment *attachment = find(kernel->prelinked, cgroup_id);
+  if (attachment == NULL || !take(&kernel->prelinked, attachment)) return;
+  destroy_links(attachment);
+  free(attachment);
+}
+
+size_t dome_kernel_prelinked_count(const struct dome_kernel *kernel) {
+  size_t count = 0;
+  for (const struct dome_kernel_attachment *a = kernel->prelinked; a; a = a->next) count++;
+  return count;
+}
+
 int dome_kernel_attach(struct dome_kernel *kernel, const struct dome_kernel_jail *jail,
                        struct dome_kernel_attachment **attachment_out, dome_error *err) {
   if (jail->cgroup_fd < 0 || jail->cgroup_id == 0)
     return dome_error_set(err, 0, "attach jail: no cgroup leaf");
   if (jail->ruleset >= DOME_KERNEL_MAX_RULESETS || kernel->rulesets[jail->ruleset].generation == 0)
     return dome_error_set(err, ENOENT, "attach jail: ruleset %u is not installed", jail->ruleset);
-  for (struct dome_kernel_attachment *a = kernel->attachments; a; a = a->next)
-    if (a->cgroup_id == jail->cgroup_id)
-      return dome_error_set(err, EEXIST, "attach jail: cgroup %llu is already attached",
-                            (unsigned long long)jail->cgroup_id);
+  if (find(kernel->attachments, jail->cgroup_id))
+    return dome_error_set(err, EEXIST, "attach jail: cgroup %llu is already attached",
+                          (unsigned long long)jail->cgroup_id);
   struct dome_jail value = {.ruleset = jail->ruleset,
                             .flags = jail->allow_raw_sockets ? DOME_JAIL_ALLOW_RAW : 0,
                             .families = jail->families ? jail->families : DOME_FAMILIES_DEFAULT,
@@ -502,43 +575,40 @@ int dome_kernel_attach(struct dome_kernel *kernel, const struct dome_kernel_jail
   if (slot < 0)
     return dome_error_set_errno(err, -slot, "attach jail: register cgroup %llu (no free jail slot among %d)",
                                 (unsigned long long)key, DOME_BPF_JAIL_PROBES);
+  /* links made ahead (a prepared jail's leaf) are taken as they are: the programs were there before
+   * anything ran in the leaf, refusing until the slot below exists */
+  struct dome_kernel_attachment *attachment = find(kernel->prelinked, key);
+  bool prelinked = attachment != NULL && take(&kernel->prelinked, attachment);
+  if (!prelinked && (attachment = calloc(1, sizeof(*attachment))) == NULL)
+    return dome_error_set_errno(err, ENOMEM, "attach jail");
+  attachment->cgroup_id = key;
+  if (!prelinked) {
+    int rc = make_links(kernel, attachment, jail->cgroup_fd, err);
+    if (rc < 0) {
+      free(attachment);
+      return rc;
+    }
+  }
+  /* the slot last: from this write on the leaf's programs apply the jail's rules */
   value.cgroup_id = key;
   uint32_t index = (uint32_t)slot;
-  if (bpf_map_update_elem(jails_fd, &index, &value, BPF_ANY) != 0)
-    return dome_error_set_errno(err, errno, "attach jail: register cgroup %llu", (unsigned long long)key);
-  struct dome_kernel_attachment *attachment = calloc(1, sizeof(*attachment));
-  if (!attachment) {
-    jail_slot_clear(jails_fd, index);
-    return dome_error_set_errno(err, ENOMEM, "attach jail");
+  if (bpf_map_update_elem(jails_fd, &index, &value, BPF_ANY) != 0) {
+    int e = errno;
+    destroy_links(attachment);
+    free(attachment);
+    return dome_error_set_errno(err, e, "attach jail: register cgroup %llu", (unsigned long long)key);
   }
-  attachment->cgroup_id = key;
   attachment->slot = index;
   attachment->next = kernel->attachments;
   kernel->attachments = attachment;
-  for (size_t i = 0; i < DOME_KERNEL_CGROUP_PROGRAMS; i++) {
-    attachment->links[i] = bpf_program__attach_cgroup(cgroup_program(kernel->skel, i), jail->cgroup_fd);
-    if (!attachment->links[i]) {
-      int e = errno;
-      attachment->links[i] = NULL;
-      dome_error_set_errno(err, e, "attach jail: attach `%s` to cgroup %llu",
-                           bpf_program__name(cgroup_program(kernel->skel, i)), (unsigned long long)key);
-      dome_kernel_detach(kernel, attachment);
-      return -e;
-    }
-  }
   *attachment_out = attachment;
   return 0;
 }
 
 void dome_kernel_detach(struct dome_kernel *kernel, struct dome_kernel_attachment *attachment) {
   if (!attachment) return;
-  for (struct dome_kernel_attachment **p = &kernel->attachments; *p; p = &(*p)->next) {
-    if (*p == attachment) {
-      *p = attachment->next;
-      break;
-    }
-  }
-  for (size_t i = 0; i < DOME_KERNEL_CGROUP_PROGRAMS; i++) bpf_link__destroy(attachment->links[i]);
+  take(&kernel->attachments, attachment);
+  destroy_links(attachment);
   jail_slot_clear(bpf_map__fd(kernel->skel->maps.jails), attachment->slot);
   free(attachment);
 }

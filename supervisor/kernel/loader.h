@@ -36,6 +36,7 @@ struct dome_kernel {
   struct dome_bpf *skel;
   struct bpf_link *lsm_links[DOME_KERNEL_LSM_PROGRAMS];
   struct dome_kernel_attachment *attachments;
+  struct dome_kernel_attachment *prelinked; /* links without a jail-map slot yet (dome_kernel_prelink) */
   uint32_t last_generation;
   struct dome_kernel_ruleset rulesets[DOME_KERNEL_MAX_RULESETS];
   /* events.c */

@@ -1,5 +1,6 @@
 /* Network scenario: cgroup programs (and at the full level socket_connect) on a leaf of our own. */
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -162,6 +163,85 @@ static int swap_checks(void *arg) {
   return 0;
 }
 
+/* In a leaf whose programs were attached ahead of its jail (dome_kernel_prelink), before the jail's slot. */
+static int unregistered_checks(void *arg) {
+  (void)arg;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = fd < 0 ? errno : 0;
+  if (fd >= 0) close(fd);
+  probe_check(e == EPERM, "prelinked leaf before its jail: an inet socket is refused", "got %s", err_name(e));
+  fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  e = fd < 0 ? errno : 0;
+  if (fd >= 0) close(fd);
+  probe_check(e == EPERM, "prelinked leaf before its jail: an inet6 socket is refused", "got %s",
+              err_name(e));
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  e = fd < 0 ? errno : 0;
+  if (fd >= 0) close(fd);
+  probe_check(e == 0, "prelinked leaf before its jail: AF_UNIX is not the cgroup hook's", "got %s",
+              err_name(e));
+  return 0;
+}
+
+static int registered_checks(void *arg) {
+  (void)arg;
+  int e = try_connect(AF_INET, SOCK_STREAM, "127.0.0.1", port_a);
+  probe_check(e == 0, "prelinked leaf, jail registered: its rules permit 127.0.0.1:A", "got %s", err_name(e));
+  e = try_connect(AF_INET, SOCK_STREAM, "127.0.0.1", port_b);
+  probe_check(e == EPERM, "prelinked leaf, jail registered: its rules forbid 127.0.0.1:B", "got %s",
+              err_name(e));
+  return 0;
+}
+
+/* Programs of `type` attached to the leaf (BPF_PROG_QUERY), or -1. */
+static int attached_programs(int cgroup_fd, enum bpf_attach_type type) {
+  __u32 count = 0;
+  return bpf_prog_query(cgroup_fd, type, 0, NULL, NULL, &count) == 0 ? (int)count : -1;
+}
+
+/* A prepared jail's leaf: programs attached ahead, refusing until dome_kernel_attach registers the jail,
+ * which takes those links (no second set); a prelink no jail took is dropped with nothing left. */
+static void prelink_checks(struct dome_kernel *kernel, uint32_t ruleset) {
+  struct probe_leaf early = {.fd = -1};
+  dome_error err = {0};
+  if (!probe_check(probe_leaf_create(&early, "prelink") == 0, "prelink: a leaf", "%s", strerror(errno)))
+    return;
+  int r = dome_kernel_prelink(kernel, early.fd, early.id, &err);
+  if (probe_check(r == 0 && dome_kernel_prelinked_count(kernel) == 1, "prelink the cgroup programs to a leaf",
+                  "%d %s", r, err.message)) {
+    probe_check(attached_programs(early.fd, BPF_CGROUP_INET4_CONNECT) == 1 &&
+                    attached_programs(early.fd, BPF_CGROUP_INET_SOCK_CREATE) == 1,
+                "prelink: connect4 and sock_create are attached before the jail exists", "%d %d",
+                attached_programs(early.fd, BPF_CGROUP_INET4_CONNECT),
+                attached_programs(early.fd, BPF_CGROUP_INET_SOCK_CREATE));
+    r = dome_kernel_prelink(kernel, early.fd, early.id, &err);
+    probe_check(r == -EEXIST, "prelink twice: -EEXIST", "%d", r);
+    probe_in_leaf(&early, unregistered_checks, NULL);
+    struct dome_kernel_attachment *attachment = NULL;
+    struct dome_kernel_jail jail = {.cgroup_fd = early.fd, .cgroup_id = early.id, .ruleset = ruleset};
+    r = dome_kernel_attach(kernel, &jail, &attachment, &err);
+    probe_check(r == 0 && dome_kernel_prelinked_count(kernel) == 0 &&
+                    attached_programs(early.fd, BPF_CGROUP_INET4_CONNECT) == 1,
+                "attach takes the prelinked links (one program per hook)",
+                "%d %s, %zu prelinked, %d attached", r, err.message, dome_kernel_prelinked_count(kernel),
+                attached_programs(early.fd, BPF_CGROUP_INET4_CONNECT));
+    if (r == 0) {
+      probe_in_leaf(&early, registered_checks, NULL);
+      dome_kernel_detach(kernel, attachment);
+    }
+    probe_check(attached_programs(early.fd, BPF_CGROUP_INET4_CONNECT) == 0, "detach: nothing attached", "%d",
+                attached_programs(early.fd, BPF_CGROUP_INET4_CONNECT));
+  }
+  r = dome_kernel_prelink(kernel, early.fd, early.id, &err);
+  dome_kernel_prelink_drop(kernel, early.id);
+  dome_kernel_prelink_drop(kernel, early.id); /* again: a no-op */
+  probe_check(r == 0 && dome_kernel_prelinked_count(kernel) == 0 &&
+                  attached_programs(early.fd, BPF_CGROUP_INET_SOCK_CREATE) == 0,
+              "a prelink no jail took is dropped with nothing attached", "%d %zu %d", r,
+              dome_kernel_prelinked_count(kernel), attached_programs(early.fd, BPF_CGROUP_INET_SOCK_CREATE));
+  probe_leaf_remove(&early);
+}
+
 static const char *tables_json(char *out, size_t size, bool forbid_a) {
   snprintf(
       out, size,
@@ -278,6 +358,9 @@ int probe_scenario_net(enum dome_enforcement_level level) {
     probe_check(used > 20000, "egress bytes counted past the quota", "%lld", (long long)used);
     dome_kernel_detach(kernel, quota_attachment);
   }
+
+  prelink_checks(kernel, 7);
+  probe_collect(kernel, 100); /* the refused sockets' events: not the rule change's */
 
   /* Rule change on the running jail: one switch of the ruleset's generation. */
   struct dome_rule_tables changed;
