@@ -506,16 +506,18 @@ static struct dome_kernel_attachment *find(struct dome_kernel_attachment *list, 
   return NULL;
 }
 
-/* Unlink `attachment` from `*list`; false when it is not there. */
-static bool take(struct dome_kernel_attachment **list, struct dome_kernel_attachment *attachment) {
+/* Unlink the attachment of `cgroup_id` from `*list` (ids are unique in each list) and return it, or NULL
+ * when there is none. */
+static struct dome_kernel_attachment *take(struct dome_kernel_attachment **list, uint64_t cgroup_id) {
   for (struct dome_kernel_attachment **p = list; *p; p = &(*p)->next) {
-    if (*p == attachment) {
+    struct dome_kernel_attachment *attachment = *p;
+    if (attachment->cgroup_id == cgroup_id) {
       *p = attachment->next;
       attachment->next = NULL;
-      return true;
+      return attachment;
     }
   }
-  return false;
+  return NULL;
 }
 
 int dome_kernel_prelink(struct dome_kernel *kernel, int cgroup_fd, uint64_t cgroup_id, dome_error *err) {
@@ -543,8 +545,8 @@ static void destroy_links(struct dome_kernel_attachment *attachment) {
 }
 
 void dome_kernel_prelink_drop(struct dome_kernel *kernel, uint64_t cgroup_id) {
-  struct dome_kernel_attachment *attachment = find(kernel->prelinked, cgroup_id);
-  if (attachment == NULL || !take(&kernel->prelinked, attachment)) return;
+  struct dome_kernel_attachment *attachment = take(&kernel->prelinked, cgroup_id);
+  if (attachment == NULL) return;
   destroy_links(attachment);
   free(attachment);
 }
@@ -577,12 +579,11 @@ int dome_kernel_attach(struct dome_kernel *kernel, const struct dome_kernel_jail
                                 (unsigned long long)key, DOME_BPF_JAIL_PROBES);
   /* links made ahead (a prepared jail's leaf) are taken as they are: the programs were there before
    * anything ran in the leaf, refusing until the slot below exists */
-  struct dome_kernel_attachment *attachment = find(kernel->prelinked, key);
-  bool prelinked = attachment != NULL && take(&kernel->prelinked, attachment);
-  if (!prelinked && (attachment = calloc(1, sizeof(*attachment))) == NULL)
-    return dome_error_set_errno(err, ENOMEM, "attach jail");
-  attachment->cgroup_id = key;
-  if (!prelinked) {
+  struct dome_kernel_attachment *attachment = take(&kernel->prelinked, key);
+  if (attachment == NULL) {
+    if ((attachment = calloc(1, sizeof(*attachment))) == NULL)
+      return dome_error_set_errno(err, ENOMEM, "attach jail");
+    attachment->cgroup_id = key;
     int rc = make_links(kernel, attachment, jail->cgroup_fd, err);
     if (rc < 0) {
       free(attachment);
@@ -607,7 +608,7 @@ int dome_kernel_attach(struct dome_kernel *kernel, const struct dome_kernel_jail
 
 void dome_kernel_detach(struct dome_kernel *kernel, struct dome_kernel_attachment *attachment) {
   if (!attachment) return;
-  take(&kernel->attachments, attachment);
+  take(&kernel->attachments, attachment->cgroup_id);
   destroy_links(attachment);
   jail_slot_clear(bpf_map__fd(kernel->skel->maps.jails), attachment->slot);
   free(attachment);
