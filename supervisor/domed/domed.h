@@ -576,8 +576,10 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
 /* Whether `name` is a session tool (create_session, close_session, list_sessions, write_file, read_file,
  * list_files, delete_file) or an execute_code call that names a session_id. */
 bool domed_session_handles(const char *name, json_t *arguments);
-/* Run an authorized call of a session tool (or execute_code in a session). The result or NULL with
- * *rpc_error and *err (fail closed: a journal failure). */
+/* Run an authorized call of a session tool (or execute_code in a session). execution->decision_ticket is
+ * made durable before a cell, a process, a file change or a snapshot acts, and before any answer leaves
+ * (docs/threat-model.md, "The audit rule"). The result or NULL with *rpc_error -32603 and *err (fail
+ * closed: the journal refused or could not make an event durable, or it was reopened during the call). */
 json_t *domed_session_call(struct domed *domed, const char *name, const struct domed_execution *execution,
                            int *rpc_error, dome_error *err);
 /* After the active rules changed (rules apply, promote): every live session's jail gets the new version's

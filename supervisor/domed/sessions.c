@@ -1045,6 +1045,14 @@ static json_t *snapshot_session(struct domed *domed, const struct domed_executio
 static json_t *fork_session(struct domed *domed, const struct domed_execution *execution, int *rpc_error,
                             dome_error *err);
 
+/* Whether tool `name` on an open session runs code or changes what the session holds: its decision is
+ * then made durable before it acts (docs/threat-model.md, "The audit rule"), as exec.start is before a
+ * one-shot program. read_file and list_files change nothing; their answer waits for their own event. */
+static bool acts_on_session(const char *name) {
+  return strcmp(name, DOMED_EXECUTE_TOOL) == 0 || strcmp(name, "write_file") == 0 ||
+         strcmp(name, "delete_file") == 0 || strcmp(name, "snapshot_session") == 0;
+}
+
 json_t *domed_session_call(struct domed *domed, const char *name, const struct domed_execution *execution,
                            int *rpc_error, dome_error *err) {
   *rpc_error = MCP_INTERNAL_ERROR;
@@ -1059,9 +1067,11 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
     result = fork_session(domed, execution, rpc_error, err);
   } else {
     const char *id = session_id_of(execution->arguments);
-    if (id == NULL) return tool_error("invalid arguments: `session_id` (a string) is required");
-    struct session_entry *entry = session_table_get(&sessions.table, id, execution->identity->agent);
-    if (entry == NULL) {
+    struct session_entry *entry =
+        id ? session_table_get(&sessions.table, id, execution->identity->agent) : NULL;
+    if (id == NULL) {
+      result = tool_error("invalid arguments: `session_id` (a string) is required");
+    } else if (entry == NULL) {
       /* another agent's session is as unknown as one never made */
       json_t *event = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "session.unknown", "agent",
                                 execution->identity->agent, "gateway", execution->identity->gateway,
@@ -1070,15 +1080,24 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
       if (journal_call_event(domed, execution, event, err) < 0) return NULL;
       *rpc_error = 0;
       return tool_error("no session `%.64s` of this agent (closed, expired or never made)", id);
+    } else {
+      struct domed_session *s = entry->owner;
+      if (acts_on_session(name) && domed_audit_sync(domed, execution->decision_ticket, err) < 0)
+        result = NULL; /* the decision is not on record: nothing runs, nothing changes */
+      else if (strcmp(name, DOMED_EXECUTE_TOOL) == 0)
+        result = execute_in_session(domed, execution, s, rpc_error, err);
+      else if (strcmp(name, "snapshot_session") == 0)
+        result = snapshot_session(domed, execution, s, err);
+      else
+        result = file_tool(domed, name, execution, s, err);
+      session_table_put(&sessions.table, entry);
     }
-    struct domed_session *s = entry->owner;
-    if (strcmp(name, DOMED_EXECUTE_TOOL) == 0)
-      result = execute_in_session(domed, execution, s, rpc_error, err);
-    else if (strcmp(name, "snapshot_session") == 0)
-      result = snapshot_session(domed, execution, s, err);
-    else
-      result = file_tool(domed, name, execution, s, err);
-    session_table_put(&sessions.table, entry);
+  }
+  /* an answer leaves only with its decision on record: a tool error refused before any event of its own
+   * (bad arguments) waits for it here; a decision already durable returns at once */
+  if (result && domed_audit_sync(domed, execution->decision_ticket, err) < 0) {
+    json_decref(result);
+    result = NULL;
   }
   if (result) *rpc_error = 0;
   return result;

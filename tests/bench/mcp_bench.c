@@ -10,7 +10,8 @@
  * p50 of the overhead (latency minus duration_ms, per call). DOME_BENCH_SAMPLES=FILE appends each counted
  * call's latency (ms, one a line) to FILE, so that quantiles can be taken over several runs.
  * DOME_BENCH_PAUSE_MS=N makes each client wait N ms (0..60000) before each counted call: an agent's think
- * time between calls, which lets a jail pool refill between them. Exit status 0; 1
+ * time between calls, which lets a jail pool refill between them. DOME_BENCH_SESSION_ID=ID runs each
+ * execute_code in that sandbox session (docs/sessions.md; the token's agent must own it). Exit status 0; 1
  * with a message on stderr when a session cannot be set up (no initialize result, or its warm-up call
  * failed); 2 on bad usage. A call that fails after that counts in `errors` (DOME_BENCH_VERBOSE=1 prints its
  * answer). */
@@ -28,6 +29,7 @@
 
 struct options {
   const char *url, *token, *method, *language, *code;
+  const char *session_id; /* DOME_BENCH_SESSION_ID: execute_code runs in this sandbox session */
   long calls, clients;
   long pause_ms;
 };
@@ -131,10 +133,15 @@ static json_t *post(struct client *c, json_t *message, long *status) {
 }
 
 static json_t *request_of(const struct options *o, long id) {
-  if (strcmp(o->method, "execute_code") == 0)
-    return json_pack("{s:s,s:i,s:s,s:{s:s,s:{s:s,s:s}}}", "jsonrpc", "2.0", "id", (int)id, "method",
-                     "tools/call", "params", "name", "execute_code", "arguments", "language", o->language,
-                     "code", o->code);
+  if (strcmp(o->method, "execute_code") == 0) {
+    json_t *request = json_pack("{s:s,s:i,s:s,s:{s:s,s:{s:s,s:s}}}", "jsonrpc", "2.0", "id", (int)id, "method",
+                                "tools/call", "params", "name", "execute_code", "arguments", "language",
+                                o->language, "code", o->code);
+    if (request && o->session_id)
+      json_object_set_new(json_object_get(json_object_get(request, "params"), "arguments"), "session_id",
+                          json_string(o->session_id));
+    return request;
+  }
   return json_pack("{s:s,s:i,s:s,s:{}}", "jsonrpc", "2.0", "id", (int)id, "method", o->method, "params");
 }
 
@@ -232,6 +239,8 @@ int main(int argc, char **argv) {
                       .method = argv[5],
                       .language = argc > 6 ? argv[6] : "python",
                       .code = argc > 7 ? argv[7] : "print(1)"};
+  const char *session_id = getenv("DOME_BENCH_SESSION_ID");
+  if (session_id && *session_id) o.session_id = session_id;
   const char *pause = getenv("DOME_BENCH_PAUSE_MS");
   if (pause && *pause) {
     char *end;
