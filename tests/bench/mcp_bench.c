@@ -134,9 +134,9 @@ static json_t *post(struct client *c, json_t *message, long *status) {
 
 static json_t *request_of(const struct options *o, long id) {
   if (strcmp(o->method, "execute_code") == 0) {
-    json_t *request = json_pack("{s:s,s:i,s:s,s:{s:s,s:{s:s,s:s}}}", "jsonrpc", "2.0", "id", (int)id, "method",
-                                "tools/call", "params", "name", "execute_code", "arguments", "language",
-                                o->language, "code", o->code);
+    json_t *request = json_pack("{s:s,s:i,s:s,s:{s:s,s:{s:s,s:s}}}", "jsonrpc", "2.0", "id", (int)id,
+                                "method", "tools/call", "params", "name", "execute_code", "arguments",
+                                "language", o->language, "code", o->code);
     if (request && o->session_id)
       json_object_set_new(json_object_get(json_object_get(request, "params"), "arguments"), "session_id",
                           json_string(o->session_id));
