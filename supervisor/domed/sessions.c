@@ -1098,6 +1098,7 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
   if (result && domed_audit_sync(domed, execution->decision_ticket, err) < 0) {
     json_decref(result);
     result = NULL;
+    *rpc_error = MCP_INTERNAL_ERROR;
   }
   if (result) *rpc_error = 0;
   return result;
