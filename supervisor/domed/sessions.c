@@ -1067,11 +1067,10 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
     result = fork_session(domed, execution, rpc_error, err);
   } else {
     const char *id = session_id_of(execution->arguments);
-    struct session_entry *entry =
-        id ? session_table_get(&sessions.table, id, execution->identity->agent) : NULL;
+    struct session_entry *entry = NULL;
     if (id == NULL) {
       result = tool_error("invalid arguments: `session_id` (a string) is required");
-    } else if (entry == NULL) {
+    } else if ((entry = session_table_get(&sessions.table, id, execution->identity->agent)) == NULL) {
       /* another agent's session is as unknown as one never made */
       json_t *event = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "session.unknown", "agent",
                                 execution->identity->agent, "gateway", execution->identity->gateway,
@@ -1093,8 +1092,9 @@ json_t *domed_session_call(struct domed *domed, const char *name, const struct d
       session_table_put(&sessions.table, entry);
     }
   }
-  /* an answer leaves only with its decision on record: a tool error refused before any event of its own
-   * (bad arguments) waits for it here; a decision already durable returns at once */
+  /* an answer leaves only with its decision on record: a tool error with no event of its own (no
+   * session_id, close_session of a session never made) waits for it here; a decision already durable
+   * returns at once */
   if (result && domed_audit_sync(domed, execution->decision_ticket, err) < 0) {
     json_decref(result);
     result = NULL;
