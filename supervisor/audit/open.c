@@ -352,7 +352,7 @@ int journal_open(const journal_options *options, journal **out, dome_error *err)
   pthread_cond_init(&j->writer_wake, &attributes);
   pthread_condattr_destroy(&attributes);
   pthread_cond_init(&j->committed, NULL);
-  j->cctx = ZSTD_createCCtx();
+  j->cctx = journal_compressor_create();
   if (!j->directory || !j->key_path || !j->cctx) {
     journal_close(j, NULL);
     return dome_error_set(err, ENOMEM, "journal_open: out of memory");

@@ -99,6 +99,10 @@ void journal_commit_round(journal *j);
 /* Queue a checkpoint placeholder after the last queued event; j->lock held. Returns 0 or -ENOMEM. */
 int journal_queue_checkpoint(journal *j);
 /* Start a new active segment at seq tree.size+1 (header frame, fsync file and directory). */
+/* A zstd compression context whose memory no forked child receives (MADV_DONTFORK, madvise(2)), for the
+ * writer's long-lived stream: domed's jail clones would otherwise make every flush fault on its tables.
+ * Freed with ZSTD_freeCCtx. Returns NULL when memory cannot be mapped (ENOMEM). */
+ZSTD_CCtx *journal_compressor_create(void);
 int journal_segment_start(journal *j, dome_error *err);
 /* Append an event from inside the journal (writer thread or open), bypassing the closing check. */
 int journal_append_internal(journal *j, json_t *event, uint64_t *seq, dome_error *err);

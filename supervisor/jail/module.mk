@@ -19,6 +19,6 @@ GENERATED += $(BUILD)/gen/jail_seccomp_filter.h
 # list (and the tests' check for leftover jails, tests/mcp/lib/harness.mjs) can tell it apart.
 $(BUILD)/gen/jail_python_bootstrap.h: supervisor/jail/python_bootstrap.py
 	@mkdir -p $(@D)
-	{ printf 'static const char jail_python_bootstrap[] =\n'; printf '    "#dome: a prepared interpreter waiting for its call\\n"\n'; grep -v '^#' $< | sed 's/\\/\\\\/g; s/"/\\"/g; s/^/    "/; s/$$/\\n"/'; printf ';\n'; } > $@.tmp && mv $@.tmp $@
+	{ printf 'static const char jail_python_bootstrap[] =\n'; printf '    "#dome: a prepared interpreter waiting for its call\\n"\n'; grep -v '^ *#' $< | sed 's/\\/\\\\/g; s/"/\\"/g; s/^/    "/; s/$$/\\n"/'; printf ';\n'; } > $@.tmp && mv $@.tmp $@
 
 GENERATED += $(BUILD)/gen/jail_python_bootstrap.h

@@ -497,6 +497,10 @@ static const char python_observe[] =
     "print('---cwd', os.getcwd(), os.listdir('.'), open('in.txt').read())\n"
     "print('---sys', sys.argv, sys.orig_argv[:2], sys.path, sys.flags, sys.executable)\n"
     "print('---modules', sorted(sys.modules))\n"
+    /* the AST types compile() builds on its first call: a fresh `-c` never makes them (a bootstrap
+     * that ran the code through compile() had 119) */
+    "import gc; print('---ast types', sum(isinstance(t, type) and t.__module__ == 'ast' for t in "
+    "gc.get_objects()))\n"
     "print('---main', sorted(globals()), __name__, __spec__, __loader__)\n"
     "print('---stdio', sys.stdin.seekable(), sys.stdout.line_buffering, sys.stdin.encoding, "
     "sys.stdout.encoding, sys.stderr.errors)\n"
