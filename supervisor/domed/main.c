@@ -17,6 +17,7 @@
 #include "supervisor/console/console.h"
 #include "supervisor/domed/domed.h"
 #include "supervisor/gateway/gateway.h"
+#include "supervisor/jail/jail.h"
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -208,6 +209,13 @@ int main(int argc, char **argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, NULL);
   signal(SIGPIPE, SIG_IGN);
+  /* The jails are cloned from a process forked now, while domed is one thread with a small address space
+   * (supervisor/jail/spawner.c): cloned from domed, each would make its every later page write a
+   * copy-on-write fault while it lives. Without one, jails are cloned from domed as before. */
+  if (jail_spawner_start(&err) < 0) {
+    domed_log("warn", "jail", "msg=\"no jail spawner: jails are cloned from domed: %s\"", err.message);
+    err = (dome_error){0};
+  }
 
   int rc;
   if ((rc = control_store_open(domed->config.state_dir, &domed->store, &err)) < 0 ||
@@ -364,6 +372,7 @@ int main(int argc, char **argv) {
   domed_sessions_stop(domed);
   /* no call runs any more: the prepared jails go, and the refill thread they are tied to */
   domed_jail_pool_stop(domed);
+  jail_spawner_stop();
   gateway_registry_free(domed->gateways);
   domed->gateways = NULL;
   domed_egress_cleanup(domed);

@@ -214,6 +214,30 @@ int jail_call_encode(const struct jail_plan *plan, dome_error *err);
  * 0, or -EINVAL when an offset or count lies outside the block or a string is not NUL-terminated in it. */
 int jail_call_decode(void *block, size_t size, struct jail_plan *plan);
 
+/* The whole plan as one such block (pointers as offsets, the seccomp filter's instructions inside), for the
+ * spawner (spawner.c), whose memory is domed's from before any plan existed. Returns a sealed memfd
+ * (close-on-exec) or -errno as jail_call_encode. */
+int jail_plan_encode(const struct jail_plan *plan, dome_error *err);
+/* In the spawner: relocate a block of jail_plan_encode (`size` bytes, a private writable mapping, 8-byte
+ * aligned) in place and copy the plan to *plan, whose pointers then point into the block. The fd fields
+ * are the supervisor's numbers: the caller replaces them. Returns 0 or -EINVAL (magic, size, an offset,
+ * count or string outside the block). */
+int jail_plan_decode(void *block, size_t size, struct jail_plan *plan);
+
+/* ---- the spawner (spawner.c) ---- */
+
+struct clone_args;
+/* clone3 `args` (flags, exit_signal 0) as `host_id`, from the spawner process (jail_spawner_start), with
+ * CLONE_PARENT so that the jail is the supervisor's child all the same: the plan's fds (stdin, stdout,
+ * stderr, sync, status, call channel) and the cgroup2 leaf (args->cgroup with CLONE_INTO_CGROUP) are
+ * passed over the spawner's socket, the plan in a jail_plan_encode block, and the child runs
+ * jail_child_main in the spawner's copy. Returns the pid with *pidfd set, -ENOSYS when no spawner runs
+ * (the caller clones itself), -EPIPE when the spawner is gone (this jail fails: a child the spawner made
+ * before it went may hold the plan's socket pair; later jails are cloned by the caller), or the -errno of
+ * clone3 in the spawner. Thread-safe (one request at a time). */
+pid_t jail_spawner_clone(const struct jail_plan *plan, const struct clone_args *args, unsigned host_id,
+                         int *pidfd, dome_error *err);
+
 /* ---- a prepared jail's interpreter (interpreter.c) ---- */
 
 /* The Python program the interpreter runs while it waits (supervisor/jail/python_bootstrap.py). */

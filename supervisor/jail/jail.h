@@ -292,6 +292,24 @@ struct jail_result {
  * Nothing is left behind (cgroup leaves, mounts, processes, fds, temporary files) in every case. */
 int jail_run(const struct jail_config *config, struct jail_result *result, dome_error *err);
 
+/* ---- the spawner ------------------------------------------------------------------------------- */
+
+/* Fork the spawner: a small process, a copy of the caller at this moment, from which every later jail of
+ * this process is cloned (clone3 with CLONE_PARENT, so each is still this process's child, reaped and
+ * tied to it as before; see docs/architecture.md, "The jails cloned from a spawner"). A jail cloned from
+ * the caller itself copies its address space, and until the jail's init exits every page the caller
+ * writes is a copy-on-write fault with a TLB shootdown; the spawner's address space stays as small as the
+ * caller's was at start-up. Call it once, early, while the process has one thread (jails made before it,
+ * or when it is not running, are cloned as before). The spawner holds nothing but its socket, exits when
+ * the socket closes (jail_spawner_stop) and dies with the caller (PR_SET_PDEATHSIG). Returns 0, -EBUSY
+ * when one runs, or -errno of socketpair/clone3 with *err naming the step. */
+int jail_spawner_start(dome_error *err);
+/* Close the spawner's socket and reap it (no-op when none runs). Jails it made are unaffected. */
+void jail_spawner_stop(void);
+/* The spawner's pid, or 0 when none runs (it never started, was stopped, or died: then jails are cloned
+ * from the caller again). */
+pid_t jail_spawner_pid(void);
+
 /* ---- prepared jails ------------------------------------------------------------------------------ */
 
 /* A jail made before its call: namespaces, ids, mounts (image, /tmp, /workspace, /dev, /proc), cgroup leaf

@@ -806,18 +806,28 @@ static int start_jail(struct run_state *s, const struct jail_config *c, const st
    * used inside it (inotify instances and watches, queued signals, ...) are charged to that owner up the
    * chain: create it as the jail's own host uid/gid, not as root. Per-thread raw calls (glibc's wrappers
    * would switch every thread); the fs ids stay ours so CLONE_INTO_CGROUP keeps our access to the leaf. */
-  uid_t own_uid = geteuid();
-  gid_t own_gid = getegid();
-  int cred_error = 0;
-  if (syscall(SYS_setresgid, -1, host_id, -1) < 0 || syscall(SYS_setresuid, -1, host_id, -1) < 0)
-    cred_error = errno;
-  syscall(SYS_setfsuid, own_uid);
-  syscall(SYS_setfsgid, own_gid);
-  pid_t pid = cred_error ? -1 : (pid_t)syscall(SYS_clone3, &args, sizeof args);
-  if (pid == 0) jail_child_main(&plan);
-  int clone_error = cred_error ? cred_error : errno;
-  if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
-    abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
+  /* From the spawner when one runs (spawner.c: a jail cloned from here would copy-on-write fault every
+   * page this process writes while it lives); by ourselves when none runs. */
+  pid_t pid = jail_spawner_clone(&plan, &args, host_id, &s->pidfd, err);
+  if (pid < 0 && pid != -ENOSYS) { /* -EPIPE too: a jail it cloned before it went may hold this socket pair */
+    close_fd(&s->child_sync);
+    close_fd(&s->call_channel_child);
+    return pid;
+  }
+  int clone_error = 0;
+  if (pid < 0) {
+    uid_t own_uid = geteuid();
+    gid_t own_gid = getegid();
+    if (syscall(SYS_setresgid, -1, host_id, -1) < 0 || syscall(SYS_setresuid, -1, host_id, -1) < 0)
+      clone_error = errno;
+    syscall(SYS_setfsuid, own_uid);
+    syscall(SYS_setfsgid, own_gid);
+    pid = clone_error ? -1 : (pid_t)syscall(SYS_clone3, &args, sizeof args);
+    if (pid == 0) jail_child_main(&plan);
+    if (pid < 0 && !clone_error) clone_error = errno;
+    if (syscall(SYS_setresuid, -1, own_uid, -1) < 0 || syscall(SYS_setresgid, -1, own_gid, -1) < 0)
+      abort(); /* cannot happen (the saved ids are ours); never continue with the jail's ids */
+  }
   close_fd(&s->child_sync);
   close_fd(&s->call_channel_child);
   if (pid < 0) return dome_error_set_errno(err, clone_error, "clone3 into new namespaces");

@@ -283,6 +283,13 @@ export function waitingJail(dir) {
   return kinds.every((k) => k === 'copy') || (kinds.includes('interpreter') && !kinds.includes('program') && !kinds.includes('copy'));
 }
 
+// Whether process `pid` is domed's jail spawner (supervisor/jail/spawner.c: forked at start-up, it clones
+// the jails and lives as long as domed; it names itself `dome-spawner`, the jails it clones take domed's
+// name back).
+export function spawnerProcess(pid) {
+  return (readProc(pid, 'comm') ?? '').trim() === 'dome-spawner';
+}
+
 // Whether process `pid` belongs to a jail of domed's pool that waits for its call (waitingJail of its leaf,
 // found through its pids or cgroup2 line of /proc/PID/cgroup).
 export function waitingProcess(pid) {
