@@ -1,8 +1,10 @@
 /* /metrics in the Prometheus text exposition format (version 0.0.4), and /healthz. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "supervisor/domed/domed.h"
 
@@ -23,6 +25,24 @@ void domed_metrics_observe_call(struct domed_metrics *metrics, uint64_t total_us
 #define GAUGE(name, help, value)                                                   \
   fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n%s %llu\n", name, help, name, name, \
           (unsigned long long)(value))
+
+/* Resident set of this process, bytes (the second field of /proc/self/statm, proc(5)); 0 when unreadable. */
+static unsigned long long resident_bytes(void) {
+  unsigned long long size = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f == NULL) return 0;
+  if (fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
+  fclose(f);
+  return resident * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+/* Bytes malloc has handed out and not had back, over every arena, its mmapped chunks included
+ * (mallinfo2(3): uordblks + hblkhd). Unlike the resident set it holds no freed memory the allocator keeps
+ * (arenas, the thread stacks glibc caches): a leak grows it, a high-water mark does not. */
+static unsigned long long heap_in_use_bytes(void) {
+  struct mallinfo2 info = mallinfo2();
+  return (unsigned long long)info.uordblks + (unsigned long long)info.hblkhd;
+}
 
 int domed_http_get(void *context, const char *path, char **body, size_t *length, const char **content_type) {
   struct domed *domed = context;
@@ -113,6 +133,9 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   GAUGE("dome_sessions_active", "Live MCP sessions.", stats.sessions_active);
   GAUGE("dome_sandbox_sessions_active", "Live sandbox sessions (create_session), one jail and kernel each.",
         domed_sessions_live());
+  GAUGE("process_resident_memory_bytes", "Resident memory size in bytes.", resident_bytes());
+  GAUGE("dome_heap_in_use_bytes",
+        "Bytes of domed's heap allocated and not freed (mallinfo2: uordblks + hblkhd).", heap_in_use_bytes());
   COUNTER("dome_http_requests_total", "HTTP requests answered.", stats.http_requests);
   COUNTER("dome_http_errors_total", "HTTP requests answered with 4xx/5xx.", stats.http_errors);
   COUNTER("dome_http_unauthorized_total", "HTTP requests answered 401.", stats.unauthorized);

@@ -178,7 +178,13 @@ static int observe(void *context, pid_t pid, dome_error *err) {
   o->marker = maps_marker(pid);
   char own[32], init[32];
   comm_of(getpid(), own, sizeof own);
-  comm_of(pid, init, sizeof init);
+  /* The child renames itself right after clone3 returns in it, which may be after this hook starts: a
+   * loaded machine (CI's) once showed the spawner's name here. Waited for, up to 2 s. */
+  for (int i = 0; i < 400; i++) {
+    comm_of(pid, init, sizeof init);
+    if (strcmp(own, init) == 0) break;
+    usleep(5000);
+  }
   o->named_as_caller = strcmp(own, init) == 0;
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
