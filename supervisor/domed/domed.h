@@ -285,6 +285,18 @@ void domed_jail_pool_metrics(struct domed *domed, FILE *out);
  * (dome doctor). New reference. */
 json_t *domed_jail_pool_status(struct domed *domed);
 
+/* ---- answered.c: what a tools/call's thread does once its answer is out ---- */
+
+/* From now until domed_after_answer_run, the jails this thread runs (with a config passed through
+ * domed_after_answer_defer_jails) keep their cgroup leaves for the thread to remove after the answer.
+ * Called at the start of a tools/call; runs what an earlier call of the thread left, if anything. */
+void domed_after_answer_open(void);
+/* Set config's defer_teardown when this thread's list is open (domed_after_answer_open); else nothing. */
+void domed_after_answer_defer_jails(struct jail_config *config);
+/* Finish every teardown this thread kept (jail_teardown_finish: the leaves removed; a failure is logged,
+ * the call already answered) and close the list. The mcp call_answered handler calls it. */
+void domed_after_answer_run(void);
+
 /* ---- console.c: /console and its API (docs/console.md) ---- */
 
 /* The mcp_handlers console handler: the built-in files, and the JSON API for logged-in operators. */

@@ -110,12 +110,14 @@ static int run_jail(void *context, const struct jail_config *config, struct jail
   /* A session's jail without an egress path: its hook only learns the init (so it may run at the bind of
    * a prepared jail), and a prepared session jail (its kernel imported) may serve it */
   if (a->execution->on_jail_started && !a->egress.wanted) {
-    struct jail_config session = *config;
+    struct jail_config session = *config; /* a session's jail stays: its leaf goes with the session */
     session.namespaces_hook_late = true;
     session.prepared_python_program = domed_session_program();
     return domed_jail_pool_run(a->domed, version, &session, result, err);
   }
-  return domed_jail_pool_run(a->domed, version, config, result, err);
+  struct jail_config call = *config;
+  if (!a->execution->on_jail_started) domed_after_answer_defer_jails(&call);
+  return domed_jail_pool_run(a->domed, version, &call, result, err);
 }
 
 static int before_jail(void *context, struct jail_config *config, dome_error *err) {

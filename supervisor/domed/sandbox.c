@@ -312,6 +312,7 @@ static json_t *call_tool(void *context, const mcp_identity *identity, const char
                          mcp_call *call, int *rpc_error, dome_error *err) {
   struct domed *domed = context;
   uint64_t start = now_us();
+  domed_after_answer_open();
   bool in_session = domed_session_handles(name, arguments);
   if (strcmp(name, DOMED_EXECUTE_TOOL) != 0 && !in_session) {
     json_t *routed = NULL;
@@ -484,6 +485,13 @@ out:
   return result;
 }
 
+/* After the answer of a tools/call: the leaves of the jails it ran (answered.c). */
+static void call_answered(void *context, mcp_call *call) {
+  (void)context;
+  (void)call;
+  domed_after_answer_run();
+}
+
 const struct mcp_handlers domed_mcp_handlers = {
     .authenticate = authenticate,
     .admit = admit,
@@ -492,5 +500,6 @@ const struct mcp_handlers domed_mcp_handlers = {
     .list_tools = list_tools,
     .call_admit = call_admit,
     .call_tool = call_tool,
+    .call_answered = call_answered,
     .http_get = domed_http_get,
 };

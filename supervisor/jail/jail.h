@@ -110,6 +110,8 @@ struct jail_cgroup {
   const char *jail_id;
 };
 
+struct jail_teardown; /* what is left of a finished jail to release (jail_teardown_finish) */
+
 struct jail_config {
   /* The program: argv[0] is resolved inside the image through PATH from `env` (or
    * /usr/local/bin:/usr/bin:/bin when env holds no PATH) unless it contains '/'. NULL-terminated. */
@@ -209,7 +211,22 @@ struct jail_config {
    * jail's init pid): such a call may run in a prepared jail, where the hook runs at the bind, after the
    * limits and on_cgroup_ready and before anything of the call reaches the jail. */
   bool namespaces_hook_late;
+
+  /* Optional: once the program has been reaped (every process of the jail gone or killed), jail_run and
+   * jail_prepared_run hand what is left of the jail (its cgroup leaf, its host id, the supervisor's fds of
+   * it) to this callback instead of releasing it before they return, so that a caller can answer first.
+   * The callback owns `teardown` and must pass it to jail_teardown_finish, on any thread. A run that fails
+   * or is cancelled before its program is reaped releases everything itself, as without the callback. */
+  void (*defer_teardown)(void *context, struct jail_teardown *teardown);
+  void *defer_teardown_context;
 };
+
+/* Release what a finished jail's teardown holds (jail_config.defer_teardown): the cgroup leaf is removed,
+ * as jail_run does before it returns without the callback (rmdir retried while the kernel still frees the
+ * jail's last processes, bounded: 2000 tries of 1-5 ms), then its host id and fds are released and
+ * `teardown` is freed. Returns 0, or the negative errno of a leaf that could not be removed (e.g. -EBUSY)
+ * with *err naming it; everything else is released either way. NULL is a no-op that returns 0. */
+int jail_teardown_finish(struct jail_teardown *teardown, dome_error *err);
 
 /* Fill *config with defaults: every limit 0 (= default), stdin_fd -1, cancel_fd -1, everything else
  * NULL/0. Always call this first so that fields added later get their defaults. */

@@ -917,24 +917,48 @@ static int run_program(struct run_state *s, const struct jail_config *c, struct 
   return r;
 }
 
+struct jail_teardown {
+  struct run_state state;
+};
+
+/* Remove the cgroup leaf and release everything of `s`; 0 or the removal's error. */
+static int release_jail(struct run_state *s, dome_error *err) {
+  close_fd(&s->workspace_fd); /* releases the workspace tmpfs before its memory cgroup goes */
+  int d = 0;
+  if (s->leaf_created) d = jail_cgroup_destroy(&s->leaf, err);
+  run_state_release(s);
+  return d;
+}
+
+int jail_teardown_finish(struct jail_teardown *teardown, dome_error *err) {
+  if (teardown == NULL) return 0;
+  int d = release_jail(&teardown->state, err);
+  free(teardown);
+  return d;
+}
+
 /* Kill and reap what runs, remove the cgroup leaf, release everything; returns `r`, or the removal's error
- * when `r` was 0. */
-static int end_jail(struct run_state *s, int r, dome_error *err) {
+ * when `r` was 0. A run whose program was reaped and that `c` asks to (defer_teardown) hands the leaf and
+ * the rest to the caller instead, and leaves `s` empty. */
+static int end_jail(struct run_state *s, const struct jail_config *c, int r, dome_error *err) {
   if (s->pid > 0 && !s->reaped) {
     siginfo_t info;
     kill_jail(s);
     reap(s, &info);
   }
-  close_fd(&s->workspace_fd); /* releases the workspace tmpfs before its memory cgroup goes */
-  if (s->leaf_created) {
-    dome_error destroy_error = {0};
-    int d = jail_cgroup_destroy(&s->leaf, &destroy_error);
-    if (d < 0 && r == 0) {
-      *err = destroy_error;
-      r = d;
-    }
+  struct jail_teardown *teardown = NULL;
+  if (r == 0 && c && c->defer_teardown && s->pid > 0 && (teardown = malloc(sizeof *teardown)) != NULL) {
+    teardown->state = *s;
+    run_state_init(s);
+    c->defer_teardown(c->defer_teardown_context, teardown);
+    return 0;
   }
-  run_state_release(s);
+  dome_error destroy_error = {0};
+  int d = release_jail(s, &destroy_error);
+  if (d < 0 && r == 0) {
+    *err = destroy_error;
+    r = d;
+  }
   return r;
 }
 
@@ -950,7 +974,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   run_state_init(&s);
   r = start_jail(&s, c, &shape, false, result, err);
   if (r == 0) r = run_program(&s, c, result, err);
-  return end_jail(&s, r, err);
+  return end_jail(&s, c, r, err);
 }
 
 /* ---- prepared jails ---- */
@@ -1045,7 +1069,7 @@ int jail_prepare(const struct jail_config *config, struct jail_prepared **prepar
   r = start_jail(&p->state, &own, &p->shape, true, &p->made, err);
   if (r == 0) r = await_prepared(&p->state, err);
   if (r < 0) {
-    end_jail(&p->state, r, err);
+    end_jail(&p->state, NULL, r, err);
     prepared_free(p);
     return r;
   }
@@ -1092,7 +1116,7 @@ int jail_prepared_cgroup(const struct jail_prepared *prepared, struct jail_cgrou
 void jail_prepared_discard(struct jail_prepared *prepared) {
   if (prepared == NULL) return;
   dome_error ignored = {0};
-  end_jail(&prepared->state, 0, &ignored);
+  end_jail(&prepared->state, NULL, 0, &ignored);
   prepared_free(prepared);
 }
 
@@ -1228,7 +1252,7 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
   }
   r = run_program(s, c, result, err);
 out:
-  r = end_jail(s, r, err);
+  r = end_jail(s, c, r, err);
   prepared_free(p);
   return r;
 }

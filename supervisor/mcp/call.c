@@ -329,6 +329,7 @@ static void *call_thread(void *argument) {
     json_decref(message); /* a request the client cancelled gets no response (basic/utilities/cancellation) */
   else
     mcp_stream_send(call->stream, message);
+  if (server->handlers.call_answered) server->handlers.call_answered(server->handlers.context, call);
   stream_unlink_call(call->stream, call);
   stream_writer_done(call->stream);
   call->stream = NULL;

@@ -145,6 +145,63 @@ static void hook_aborts_run(void **state) {
   jail_result_release(&r);
 }
 
+struct teardown_log {
+  struct jail_teardown *teardown;
+  int calls;
+};
+
+static void keep_teardown(void *context, struct jail_teardown *teardown) {
+  struct teardown_log *log = context;
+  log->teardown = teardown;
+  log->calls++;
+}
+
+/* With defer_teardown, a run whose program ended returns with its cgroup leaf still there (nothing of the
+ * jail runs in it) and hands it over once; jail_teardown_finish removes it and releases every fd. A run
+ * that a hook aborts before its program releases everything itself and hands nothing over. */
+static void teardown_deferred(void **state) {
+  (void)state;
+  int fds_before = open_fds();
+  char *argv[] = {"sh", "-c", "echo ran", NULL};
+  struct hook_log log = {0};
+  struct teardown_log kept = {0};
+  struct jail_config c;
+  jail_config_init(&c);
+  c.argv = argv;
+  c.env = path_env;
+  c.hook_context = &log;
+  c.on_cgroup_ready = on_cgroup;
+  c.defer_teardown = keep_teardown;
+  c.defer_teardown_context = &kept;
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_run(&c, &r, &err), 0);
+  assert_string_equal(r.stdout_data, "ran\n");
+  jail_result_release(&r);
+  assert_int_equal(kept.calls, 1);
+  assert_non_null(kept.teardown);
+  struct stat st;
+  assert_int_equal(stat(log.cgroup_path, &st), 0); /* the leaf waits for its teardown */
+  char procs[760];
+  snprintf(procs, sizeof procs, "%s/cgroup.procs", log.cgroup_path);
+  FILE *f = fopen(procs, "r");
+  assert_non_null(f);
+  assert_int_equal(fgetc(f), EOF); /* with no process in it */
+  fclose(f);
+  assert_int_equal(jail_teardown_finish(kept.teardown, &err), 0);
+  assert_int_equal(stat(log.cgroup_path, &st), -1);
+  assert_int_equal(open_fds(), fds_before);
+  assert_int_equal(jail_teardown_finish(NULL, &err), 0);
+
+  kept = (struct teardown_log){0};
+  log = (struct hook_log){.abort_with = EACCES};
+  assert_int_equal(jail_run(&c, &r, &err), -EACCES);
+  jail_result_release(&r);
+  assert_int_equal(kept.calls, 0);
+  assert_int_equal(stat(log.cgroup_path, &st), -1);
+  assert_int_equal(open_fds(), fds_before);
+}
+
 /* The program's stdin is /dev/null when it gets no input: a failure to open it fails the run with the
  * reason before the program starts, and leaves no cgroup behind. */
 static void dev_null_open_failure(void **state) {
@@ -417,6 +474,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hooks_called_in_order),
       cmocka_unit_test(hook_aborts_run),
+      cmocka_unit_test(teardown_deferred),
       cmocka_unit_test(dev_null_open_failure),
       cmocka_unit_test(cancel_fd_kills),
       cmocka_unit_test(concurrent_threads),
