@@ -610,8 +610,19 @@ __attribute__((noreturn)) static void run_init(pid_t program, const struct jail_
       break;
     }
   }
-  struct jail_init_report report = {WIFEXITED(status) ? 1 : 0,
-                                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status)};
+  /* Whether anything else is left: the orphans that ended are reaped; a child still running (of any
+   * kind: __WALL) means the kernel ends it when we exit, and the supervisor waits for that. */
+  bool alone = false;
+  for (;;) {
+    int ignored_status;
+    pid_t pid = (pid_t)syscall(SYS_wait4, -1, &ignored_status, WNOHANG | __WALL, NULL);
+    if (pid > 0) continue;
+    if (pid < 0 && errno == EINTR) continue;
+    alone = pid < 0 && errno == ECHILD;
+    break;
+  }
+  struct jail_init_report report = {
+      WIFEXITED(status) ? 1 : 0, WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), alone ? 1 : 0};
   ssize_t ignored = write(plan->status_fd, &report, sizeof report);
   (void)ignored;
   _exit(0);

@@ -262,10 +262,13 @@ struct jail_sync_message {
 };
 
 /* What the jail's init writes on status_fd when the program ended: exited (1) with code, or killed (0)
- * by signal `code`. */
+ * by signal `code`; `alone` (1) when the init had no other child left then, so no process but the init
+ * remains in the jail's pid namespace (every process in it descends from the init, and orphans are
+ * reparented to it) and nothing of the jail can run any more: the init only exits after the report. */
 struct jail_init_report {
   int exited;
   int code;
+  int alone;
 };
 
 /* The child's body: never returns. It becomes the jail's init (pid 1): forks the program (which execs,

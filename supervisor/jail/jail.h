@@ -212,16 +212,18 @@ struct jail_config {
    * limits and on_cgroup_ready and before anything of the call reaches the jail. */
   bool namespaces_hook_late;
 
-  /* Optional: once the program has been reaped (every process of the jail gone or killed), jail_run and
-   * jail_prepared_run hand what is left of the jail (its cgroup leaf, its host id, the supervisor's fds of
-   * it) to this callback instead of releasing it before they return, so that a caller can answer first.
-   * The callback owns `teardown` and must pass it to jail_teardown_finish, on any thread. A run that fails
-   * or is cancelled before its program is reaped releases everything itself, as without the callback. */
+  /* Optional: once the program has ended (its init reaped, or its init's report that nothing else is left
+   * in the jail: the init only exits), jail_run and jail_prepared_run hand what is left of the jail (the
+   * exiting init to reap, its cgroup leaf, its host id, the supervisor's fds of it) to this callback
+   * instead of releasing it before they return, so that a caller can answer first. The callback owns
+   * `teardown` and must pass it to jail_teardown_finish, on any thread. A run that fails or is cancelled
+   * before its program ends releases everything itself, as without the callback. */
   void (*defer_teardown)(void *context, struct jail_teardown *teardown);
   void *defer_teardown_context;
 };
 
-/* Release what a finished jail's teardown holds (jail_config.defer_teardown): the cgroup leaf is removed,
+/* Release what a finished jail's teardown holds (jail_config.defer_teardown): the init is reaped (it is
+ * killed first, should it still run: it reported its program's end and only exits), the cgroup leaf removed
  * as jail_run does before it returns without the callback (rmdir retried while the kernel still frees the
  * jail's last processes, bounded: 2000 tries of 1-5 ms), then its host id and fds are released and
  * `teardown` is freed. Returns 0, or the negative errno of a leaf that could not be removed (e.g. -EBUSY)
@@ -259,7 +261,7 @@ struct jail_result {
                          * hosts the OOM event makes jail_run kill the whole jail, as memory.oom.group) */
   bool cancelled;       /* killed because cancel_fd became readable */
   bool pids_limited;    /* a fork/clone failed because pids.max was reached */
-  uint64_t duration_ms; /* wall clock from exec to the end of the jail */
+  uint64_t duration_ms; /* wall clock from exec to the program's end (see supervise in run.c) */
   uint64_t cpu_ms;      /* user+system CPU of every process of the jail */
   uint64_t peak_memory_bytes;
   uint64_t peak_pids; /* highest number of tasks in the jail, its init included (pids.peak, else sampled) */

@@ -463,7 +463,27 @@ static int await_setup(struct run_state *s, const struct jail_config *c, struct 
   return 0;
 }
 
-/* Supervise the running program: output, stdin, timeout, cancellation, exit. */
+/* The program's status into `result` at `duration_ms`: the init's report when it sent one, else the
+ * status the init itself ended with (it was killed: timeout, cancellation, cgroup OOM kill of the jail). */
+static void settle_status(struct jail_result *result, const struct jail_init_report *report, siginfo_t info,
+                          uint64_t duration_ms) {
+  result->duration_ms = duration_ms;
+  if (report) {
+    info.si_code = report->exited ? CLD_EXITED : CLD_KILLED;
+    info.si_status = report->code;
+  }
+  if (info.si_code == CLD_EXITED) {
+    result->exit_code = info.si_status;
+  } else {
+    result->signal = info.si_status;
+    result->exit_code = 128 + info.si_status;
+  }
+}
+
+/* Supervise the running program: output, stdin, timeout, cancellation, exit. The run is over when the
+ * init is reaped, or as soon as the init reports the program's status with nothing else left in the jail
+ * (jail_init_report.alone: the init is only exiting, and end_jail reaps it); then what the program wrote
+ * is drained. */
 static void supervise(struct run_state *s, const struct jail_config *c, struct jail_result *result,
                       uint64_t timeout_ms, uint64_t output_limit, bool sample_pids) {
   uint64_t start = now_ms(), deadline = start + timeout_ms, drain_deadline = 0;
@@ -473,10 +493,14 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
   bool relay_eof = c->stdin_fd < 0, killed = false;
   char buffer[65536];
   uint64_t tick_ms = c->on_tick ? (c->tick_ms ? c->tick_ms : 50) : 0, next_tick = start + tick_ms;
+  struct jail_init_report report;
+  bool reported = false, status_open = s->status_read >= 0;
+  bool ended = false; /* reaped, or the init reported the program's end with nothing else left */
   if (s->stdin_write >= 0) fcntl(s->stdin_write, F_SETFL, O_NONBLOCK);
-  while (!s->reaped || s->out.fd >= 0 || s->err.fd >= 0) {
-    struct pollfd fds[7];
-    int count = 0, i_out = -1, i_err = -1, i_in = -1, i_relay = -1, i_pid = -1, i_cancel = -1, i_oom = -1;
+  while (!ended || s->out.fd >= 0 || s->err.fd >= 0) {
+    struct pollfd fds[8];
+    int count = 0, i_out = -1, i_err = -1, i_in = -1, i_relay = -1, i_pid = -1, i_cancel = -1, i_oom = -1,
+        i_status = -1;
     if (s->out.fd >= 0) i_out = count, fds[count++] = (struct pollfd){s->out.fd, POLLIN, 0};
     if (s->err.fd >= 0) i_err = count, fds[count++] = (struct pollfd){s->err.fd, POLLIN, 0};
     bool have_input = c->stdin_data ? stdin_offset < c->stdin_length : relay_offset < relay_length;
@@ -484,20 +508,21 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
       i_in = count, fds[count++] = (struct pollfd){s->stdin_write, POLLOUT, 0};
     if (s->stdin_write >= 0 && !relay_eof && relay_offset >= relay_length)
       i_relay = count, fds[count++] = (struct pollfd){c->stdin_fd, POLLIN, 0};
-    if (!s->reaped) i_pid = count, fds[count++] = (struct pollfd){s->pidfd, POLLIN, 0};
+    if (!ended) i_pid = count, fds[count++] = (struct pollfd){s->pidfd, POLLIN, 0};
+    if (!ended && status_open) i_status = count, fds[count++] = (struct pollfd){s->status_read, POLLIN, 0};
     if (c->cancel_fd >= 0 && !killed)
       i_cancel = count, fds[count++] = (struct pollfd){c->cancel_fd, POLLIN, 0};
-    if (s->oom_event_fd >= 0 && !killed && !s->reaped)
+    if (s->oom_event_fd >= 0 && !killed && !ended)
       i_oom = count, fds[count++] = (struct pollfd){s->oom_event_fd, POLLIN, 0};
     uint64_t now = now_ms();
     int wait_ms;
-    if (s->reaped)
+    if (ended)
       wait_ms = now >= drain_deadline ? 0 : (int)(drain_deadline - now);
     else if (killed)
       wait_ms = 100;
     else
       wait_ms = now >= deadline ? 0 : (int)(deadline - now);
-    if (sample_pids && !s->reaped && wait_ms > 20) wait_ms = 20;
+    if (sample_pids && !ended && wait_ms > 20) wait_ms = 20;
     if (tick_ms && wait_ms > (int)(next_tick > now ? next_tick - now : 0))
       wait_ms = (int)(next_tick > now ? next_tick - now : 0);
     int ready = poll(fds, (nfds_t)count, wait_ms);
@@ -507,16 +532,16 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
       c->on_tick(c->hook_context, now - start);
       next_tick = now + tick_ms;
     }
-    if (sample_pids && !s->reaped) {
+    if (sample_pids && !ended) {
       uint64_t pids = jail_cgroup_current_pids(&s->leaf);
       if (pids > result->peak_pids) result->peak_pids = pids;
     }
-    if (!s->reaped && !killed && now >= deadline) {
+    if (!ended && !killed && now >= deadline) {
       result->timed_out = true;
       killed = true;
       kill_jail(s);
     }
-    if (s->reaped && now >= drain_deadline) break; /* a writer we cannot see keeps a pipe open */
+    if (ended && now >= drain_deadline) break; /* a writer we cannot see keeps a pipe open */
     if (ready <= 0) continue;
     struct stream *streams[2] = {&s->out, &s->err};
     int indexes[2] = {i_out, i_err};
@@ -557,7 +582,7 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
       }
       if (s->stdin_write >= 0 && c->stdin_data && stdin_offset >= c->stdin_length) close_fd(&s->stdin_write);
     }
-    if (i_cancel >= 0 && fds[i_cancel].revents && !s->reaped) {
+    if (i_cancel >= 0 && fds[i_cancel].revents && !ended) {
       result->cancelled = true;
       killed = true;
       kill_jail(s);
@@ -568,30 +593,35 @@ static void supervise(struct run_state *s, const struct jail_config *c, struct j
       killed = true;
       kill_jail(s);
     }
-    if (i_pid >= 0 && fds[i_pid].revents) {
+    if (i_status >= 0 && fds[i_status].revents && !ended) {
+      ssize_t n = read(s->status_read, &report, sizeof report);
+      if (n < 0 && errno == EINTR) continue;
+      status_open = false; /* one report, or the init ended without one */
+      reported = n == (ssize_t)sizeof report;
+      if (reported && report.alone == 1) {
+        /* Nothing of the jail runs any more: the init only exits. Drain what the program wrote. */
+        siginfo_t none = {0};
+        settle_status(result, &report, none, now_ms() - start);
+        ended = true;
+        close_fd(&s->stdin_write);
+        drain_deadline = now_ms() + DRAIN_BUDGET_MS;
+      }
+    }
+    if (i_pid >= 0 && fds[i_pid].revents && !ended) {
       siginfo_t info;
       if (reap(s, &info) == 0) {
-        result->duration_ms = now_ms() - start;
-        /* The program's status as its init saw it; without a report the init itself was killed
-         * (timeout, cancellation, cgroup OOM kill of the whole jail). */
-        struct jail_init_report report;
-        if (read(s->status_read, &report, sizeof report) == (ssize_t)sizeof report) {
-          info.si_code = report.exited ? CLD_EXITED : CLD_KILLED;
-          info.si_status = report.code;
-        }
-        if (info.si_code == CLD_EXITED) {
-          result->exit_code = info.si_status;
-        } else {
-          result->signal = info.si_status;
-          result->exit_code = 128 + info.si_status;
-        }
+        uint64_t duration_ms = now_ms() - start;
+        if (!reported && status_open)
+          reported = read(s->status_read, &report, sizeof report) == (ssize_t)sizeof report;
+        settle_status(result, reported ? &report : NULL, info, duration_ms);
       }
+      ended = true;
       /* The init of the pid namespace is gone: the kernel killed the rest. Drain what they wrote. */
       close_fd(&s->stdin_write);
       drain_deadline = now_ms() + DRAIN_BUDGET_MS;
     }
   }
-  if (!s->reaped) {
+  if (!ended) {
     siginfo_t info;
     kill_jail(s);
     reap(s, &info);
@@ -923,6 +953,11 @@ struct jail_teardown {
 
 /* Remove the cgroup leaf and release everything of `s`; 0 or the removal's error. */
 static int release_jail(struct run_state *s, dome_error *err) {
+  if (s->pid > 0 && !s->reaped) { /* what runs is killed (an init that reported alone only exits) */
+    siginfo_t info;
+    kill_jail(s);
+    reap(s, &info);
+  }
   close_fd(&s->workspace_fd); /* releases the workspace tmpfs before its memory cgroup goes */
   int d = 0;
   if (s->leaf_created) d = jail_cgroup_destroy(&s->leaf, err);
@@ -938,14 +973,9 @@ int jail_teardown_finish(struct jail_teardown *teardown, dome_error *err) {
 }
 
 /* Kill and reap what runs, remove the cgroup leaf, release everything; returns `r`, or the removal's error
- * when `r` was 0. A run whose program was reaped and that `c` asks to (defer_teardown) hands the leaf and
- * the rest to the caller instead, and leaves `s` empty. */
+ * when `r` was 0. A run whose program ended (supervise) and that `c` asks to (defer_teardown) hands the
+ * rest to the caller instead, the init's reaping too when it reported alone, and leaves `s` empty. */
 static int end_jail(struct run_state *s, const struct jail_config *c, int r, dome_error *err) {
-  if (s->pid > 0 && !s->reaped) {
-    siginfo_t info;
-    kill_jail(s);
-    reap(s, &info);
-  }
   struct jail_teardown *teardown = NULL;
   if (r == 0 && c && c->defer_teardown && s->pid > 0 && (teardown = malloc(sizeof *teardown)) != NULL) {
     teardown->state = *s;

@@ -329,10 +329,12 @@ static void *call_thread(void *argument) {
     json_decref(message); /* a request the client cancelled gets no response (basic/utilities/cancellation) */
   else
     mcp_stream_send(call->stream, message);
-  if (server->handlers.call_answered) server->handlers.call_answered(server->handlers.context, call);
+  /* The stream ends with its last writer: the response is complete for the client before the work that
+   * need not precede it (call_answered) */
   stream_unlink_call(call->stream, call);
   stream_writer_done(call->stream);
   call->stream = NULL;
+  if (server->handlers.call_answered) server->handlers.call_answered(server->handlers.context, call);
 
   pthread_mutex_lock(&server->lock);
   for (mcp_call **link = &call->session->calls; *link; link = &(*link)->next_in_session)

@@ -150,8 +150,9 @@ struct mcp_handlers {
   json_t *(*call_tool)(void *context, const mcp_identity *identity, const char *name, json_t *arguments,
                        mcp_call *call, int *rpc_error, dome_error *err);
   /* Optional: called in the thread of a tools/call once its answer has been handed to the stream that
-   * sends it (or kept for tasks/result, or dropped for a request the client cancelled), before the server
-   * counts the call as done: work the answer need not wait for (mcp_server_stop waits for it). */
+   * sends it and the call has left that stream (or the answer was kept for tasks/result, or dropped for a
+   * request the client cancelled), before the server counts the call as done: work the answer need not
+   * wait for (mcp_server_stop waits for it). The call's stream is no longer reachable from `call`. */
   void (*call_answered)(void *context, mcp_call *call);
   /* Optional: GET on other paths (/metrics, /healthz). Return 0 with a malloc'd *body (freed by the
    * server) of *length bytes and a static *content_type, or -ENOENT for 404. Host and Origin are checked

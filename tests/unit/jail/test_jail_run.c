@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -148,54 +150,99 @@ static void hook_aborts_run(void **state) {
 struct teardown_log {
   struct jail_teardown *teardown;
   int calls;
+  const struct hook_log *hooks; /* the run's: its init's host pid */
+  bool init_unreaped;           /* the init was still our unreaped child when the teardown came */
 };
 
 static void keep_teardown(void *context, struct jail_teardown *teardown) {
   struct teardown_log *log = context;
   log->teardown = teardown;
   log->calls++;
+  log->init_unreaped = log->hooks && log->hooks->child > 0 && kill(log->hooks->child, 0) == 0;
 }
 
-/* With defer_teardown, a run whose program ended returns with its cgroup leaf still there (nothing of the
- * jail runs in it) and hands it over once; jail_teardown_finish removes it and releases every fd. A run
- * that a hook aborts before its program releases everything itself and hands nothing over. */
-static void teardown_deferred(void **state) {
-  (void)state;
-  int fds_before = open_fds();
-  char *argv[] = {"sh", "-c", "echo ran", NULL};
-  struct hook_log log = {0};
-  struct teardown_log kept = {0};
+/* The host pids listed in a cgroup leaf's cgroup.procs, at most `room`; -1 when it cannot be read. */
+static int leaf_pids(const char *leaf, pid_t *pids, int room) {
+  char path[760];
+  snprintf(path, sizeof path, "%s/cgroup.procs", leaf);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return -1;
+  int count = 0, pid;
+  while (count < room && fscanf(f, "%d", &pid) == 1) pids[count++] = pid;
+  fclose(f);
+  return count;
+}
+
+/* jail_run with `argv` and defer_teardown into *kept; the init's host pid in log->child. */
+static int run_kept(char **argv, struct hook_log *log, struct teardown_log *kept, struct jail_result *r,
+                    dome_error *err) {
   struct jail_config c;
   jail_config_init(&c);
   c.argv = argv;
   c.env = path_env;
-  c.hook_context = &log;
+  c.hook_context = log;
   c.on_cgroup_ready = on_cgroup;
+  c.on_namespaces_ready = on_namespaces;
   c.defer_teardown = keep_teardown;
-  c.defer_teardown_context = &kept;
+  kept->hooks = log;
+  c.defer_teardown_context = kept;
+  return jail_run(&c, r, err);
+}
+
+/* With defer_teardown, a run whose program ended returns with its cgroup leaf still there and hands it
+ * over once: nothing of the jail runs in it but, for a moment, its exiting init (the program ended with
+ * nothing else left, so the answer need not wait for the init's exit: the init is still unreaped when the
+ * teardown comes); jail_teardown_finish reaps the init, removes the leaf and releases every fd. A program
+ * that leaves a process running is answered only once the init is reaped and the kernel has killed that
+ * process: the init is reaped before the teardown comes and the leaf is empty, long before the process
+ * would have ended. A run that a hook aborts before its program releases everything itself and hands
+ * nothing over. */
+static void teardown_deferred(void **state) {
+  (void)state;
+  int fds_before = open_fds();
+  struct hook_log log = {0};
+  struct teardown_log kept = {0};
   struct jail_result r;
   dome_error err = {0};
-  assert_int_equal(jail_run(&c, &r, &err), 0);
+  char *echo[] = {"sh", "-c", "echo ran", NULL};
+  assert_int_equal(run_kept(echo, &log, &kept, &r, &err), 0);
   assert_string_equal(r.stdout_data, "ran\n");
+  assert_int_equal(r.exit_code, 0);
   jail_result_release(&r);
   assert_int_equal(kept.calls, 1);
   assert_non_null(kept.teardown);
+  assert_true(kept.init_unreaped); /* answered at the init's report */
   struct stat st;
   assert_int_equal(stat(log.cgroup_path, &st), 0); /* the leaf waits for its teardown */
-  char procs[760];
-  snprintf(procs, sizeof procs, "%s/cgroup.procs", log.cgroup_path);
-  FILE *f = fopen(procs, "r");
-  assert_non_null(f);
-  assert_int_equal(fgetc(f), EOF); /* with no process in it */
-  fclose(f);
+  pid_t pids[8];
+  int count = leaf_pids(log.cgroup_path, pids, 8);
+  assert_in_range(count, 0, 1);
+  if (count == 1) assert_int_equal(pids[0], log.child); /* the init, exiting */
   assert_int_equal(jail_teardown_finish(kept.teardown, &err), 0);
   assert_int_equal(stat(log.cgroup_path, &st), -1);
   assert_int_equal(open_fds(), fds_before);
   assert_int_equal(jail_teardown_finish(NULL, &err), 0);
 
   kept = (struct teardown_log){0};
+  log = (struct hook_log){0};
+  char *background[] = {"sh", "-c", "sleep 30 >/dev/null 2>&1 & echo started", NULL};
+  struct timespec before, after;
+  clock_gettime(CLOCK_MONOTONIC, &before);
+  assert_int_equal(run_kept(background, &log, &kept, &r, &err), 0);
+  clock_gettime(CLOCK_MONOTONIC, &after);
+  assert_true(after.tv_sec - before.tv_sec < 20);
+  assert_string_equal(r.stdout_data, "started\n");
+  jail_result_release(&r);
+  assert_int_equal(kept.calls, 1);
+  assert_false(kept.init_unreaped);                         /* answered after the init's reaping */
+  assert_int_equal(leaf_pids(log.cgroup_path, pids, 8), 0); /* the sleep was killed before the answer */
+  assert_int_equal(jail_teardown_finish(kept.teardown, &err), 0);
+  assert_int_equal(stat(log.cgroup_path, &st), -1);
+  assert_int_equal(open_fds(), fds_before);
+
+  kept = (struct teardown_log){0};
   log = (struct hook_log){.abort_with = EACCES};
-  assert_int_equal(jail_run(&c, &r, &err), -EACCES);
+  assert_int_equal(run_kept(echo, &log, &kept, &r, &err), -EACCES);
   jail_result_release(&r);
   assert_int_equal(kept.calls, 0);
   assert_int_equal(stat(log.cgroup_path, &st), -1);
