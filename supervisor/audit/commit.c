@@ -414,6 +414,7 @@ static bool writer_due(const journal *j, int64_t now) {
   if (j->queued_since_checkpoint &&
       now >= j->last_checkpoint_mono_ns + (int64_t)j->options.checkpoint_every_ms * 1000000)
     return true;
+  if (j->head && j->commit_requested_seq > j->committed_seq) return true; /* journal_sync_begin */
   return j->head && (j->pending_bytes >= j->options.frame_bytes ||
                      now >= j->oldest_pending_mono_ns + (int64_t)j->options.group_commit_window_ms * 1000000);
 }

@@ -89,6 +89,13 @@ int journal_append(journal *j, json_t *event, uint64_t *seq, dome_error *err);
  * refuses further appends), -EINVAL when seq was never assigned. */
 int journal_sync(journal *j, uint64_t seq, dome_error *err);
 
+/* Start making the event `seq` (and every event before it) durable without waiting: the writer thread
+ * commits it at once instead of at the end of the group-commit window, while the caller does other work;
+ * journal_sync(seq) then waits for what remains of that commit (or leads it, should the writer thread not
+ * have started it yet). Nothing may act on the event before journal_sync returns 0. A seq already durable,
+ * never assigned, or a failed or closing journal: nothing to start (journal_sync reports those). */
+void journal_sync_begin(journal *j, uint64_t seq);
+
 /* journal_append followed by journal_sync. */
 int journal_append_sync(journal *j, json_t *event, uint64_t *seq, dome_error *err);
 

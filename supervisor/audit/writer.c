@@ -216,6 +216,16 @@ int journal_sync(journal *j, uint64_t seq, dome_error *err) {
   return r;
 }
 
+void journal_sync_begin(journal *j, uint64_t seq) {
+  pthread_mutex_lock(&j->lock);
+  if (seq <= j->last_seq && seq > j->committed_seq && seq > j->commit_requested_seq && !j->failed &&
+      !j->closing) {
+    j->commit_requested_seq = seq;
+    if (j->writer_deadline != 0) pthread_cond_signal(&j->writer_wake); /* it sleeps: wake it */
+  }
+  pthread_mutex_unlock(&j->lock);
+}
+
 int journal_append_sync(journal *j, json_t *event, uint64_t *seq, dome_error *err) {
   uint64_t assigned;
   int r = journal_append(j, event, &assigned, err);

@@ -64,6 +64,7 @@ struct journal {
   bool committing;         /* a commit round runs (writer thread or a journal_sync leader) */
   int64_t round_ns;        /* moving mean of a round's duration (ns) */
   bool checkpoint_requested;
+  uint64_t commit_requested_seq;     /* journal_sync_begin: commit through this seq now, not in the window */
   uint64_t queued_since_checkpoint;  /* events queued since the last checkpoint placeholder */
   uint64_t checkpoint_committed_seq; /* seq of the last durable checkpoint */
   bool closing;

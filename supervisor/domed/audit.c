@@ -229,6 +229,14 @@ int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err) {
   return rc;
 }
 
+void domed_audit_sync_begin(struct domed *domed, uint64_t ticket) {
+  pthread_rwlock_rdlock(&domed->journal_lock);
+  journal *j = domed->journal;
+  if (j && ticket && ticket >> TICKET_SEQ_BITS == domed->journal_generation)
+    journal_sync_begin(j, ticket & TICKET_SEQ_MASK);
+  pthread_rwlock_unlock(&domed->journal_lock);
+}
+
 int domed_audit_sync_span(struct domed *domed, uint64_t first, uint64_t last, dome_error *err) {
   if (first == 0 || last == 0) return dome_error_set(err, EIO, "event not journalled");
   if (first >> TICKET_SEQ_BITS != last >> TICKET_SEQ_BITS) {

@@ -510,6 +510,9 @@ uint64_t domed_audit_ticket_seq(uint64_t ticket);
 /* Block until the event of `ticket` and every earlier one is durable. Returns 0, or -errno (the event is
  * not durable: the caller fails its call; counted like a refused append). */
 int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err);
+/* Start making the event of `ticket` and every earlier one durable without waiting (journal_sync_begin):
+ * a later domed_audit_sync waits for what remains. A ticket of a journal since reopened: nothing. */
+void domed_audit_sync_begin(struct domed *domed, uint64_t ticket);
 /* Block until every event from ticket `first` to ticket `last` (appended later) is durable. Returns 0,
  * -EIO when the journal failed and was reopened in between (the events before the failure are lost: the
  * call they belong to must fail), or domed_audit_sync's error. */

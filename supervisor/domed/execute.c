@@ -45,6 +45,11 @@ static int sink_sync(void *context, uint64_t ticket, dome_error *err) {
   return rc;
 }
 
+static void sink_sync_begin(void *context, uint64_t ticket) {
+  struct adapter *a = context;
+  domed_audit_sync_begin(a->domed, ticket);
+}
+
 static int sink_put_blob(void *context, const char *data, size_t length, const char *hex, dome_error *err) {
   struct adapter *a = context;
   return domed_audit_put_blob(a->domed, a->capability, a->execution->quota.blob_bytes, data, length, hex,
@@ -258,6 +263,7 @@ json_t *domed_execute(struct domed *domed, const struct domed_execution *executi
   struct exec_sink sink = {.context = &a,
                            .append = sink_append,
                            .sync = sink_sync,
+                           .sync_begin = sink_sync_begin,
                            .put_blob = sink_put_blob,
                            .output = sink_output};
   /* the denials' Cedar request carries the agent's entity data as the tables were compiled with */

@@ -120,6 +120,10 @@ struct exec_sink {
   int (*append)(void *context, json_t *record, uint64_t *ticket, dome_error *err);
   /* Every record up to `ticket` durable. NULL: append is durable on return. */
   int (*sync)(void *context, uint64_t ticket, dome_error *err);
+  /* Optional (with sync): start making every record up to `ticket` durable without waiting; a later
+   * sync(ticket) waits for it. exec.start's sync then runs beside the jail's set-up, and the program is
+   * held until it returns (jail_config.before_program). */
+  void (*sync_begin)(void *context, uint64_t ticket);
   /* Keep an input too large to be inline (data, its SHA-256 as 64 hex digits). Returns 1 (kept), 0
    * (not kept: recorded by digest with `<member>_stored` false; *err says why) or -errno (the
    * execution fails: nothing runs whose inputs cannot be recorded). NULL: never kept. */
@@ -211,7 +215,8 @@ struct exec_outcome {
   /* Time spent, microseconds: attaching the kernel layer, the jail apart from that, redacting and
    * recording the end. */
   uint64_t attach_us, jail_us, redact_us;
-  /* Time of exec.start's append and sync (microseconds): the call waits for it before the jail. */
+  /* Time the call waited for exec.start's append and sync (microseconds): before the jail, or, with
+   * sink->sync_begin, at the jail's before_program (what remained of the sync after the jail's set-up). */
   uint64_t start_sync_us;
   /* A record the sink refused (0: none): the call must fail closed. */
   int journal_rc;

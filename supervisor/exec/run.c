@@ -31,7 +31,9 @@ struct run {
   struct exec_outcome *outcome;
   struct exec_output output;
   struct exec_enforcement enforcement;
-  int stop_fd; /* the jail's cancel_fd: the caller's cancel_fd or a sink refusal */
+  int stop_fd;            /* the jail's cancel_fd: the caller's cancel_fd or a sink refusal */
+  uint64_t start_ticket;  /* exec.start, its sync begun (sink->sync_begin) and not yet waited for */
+  uint64_t start_wait_us; /* the wait for it at before_program */
 };
 
 /* The first refusal of the sink: remembered, and the program is stopped (its result is never answered). */
@@ -243,6 +245,26 @@ static void close_fd(int *fd) {
   if (*fd >= 0) close(*fd);
 }
 
+/* exec.start durable, its sync begun before the jail (jail_config.before_program, and after a jail that
+ * failed before it): 0, or the sink's refusal (the program never runs). Once. */
+static int start_durable(void *context, dome_error *err) {
+  struct run *run = context;
+  if (run->start_ticket == 0) return run->outcome->started ? 0 : run->outcome->journal_rc;
+  uint64_t ticket = run->start_ticket, waited = now_us();
+  run->start_ticket = 0;
+  dome_error sync_err = {0};
+  int rc = run->sink->sync(run->sink->context, ticket, &sync_err);
+  run->start_wait_us = now_us() - waited;
+  run->outcome->start_sync_us += run->start_wait_us;
+  if (rc < 0) {
+    refused(run, rc, &sync_err);
+    *err = sync_err;
+    return dome_error_wrap(err, "exec.start could not be recorded (fail closed)");
+  }
+  run->outcome->started = true;
+  return 0;
+}
+
 int exec_run(const struct exec_request *request, const struct exec_sink *sink, struct exec_outcome *outcome,
              dome_error *err) {
   memset(outcome, 0, sizeof *outcome);
@@ -318,16 +340,26 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
   uint64_t start_sync = now_us();
   if (start == NULL) {
     rc = dome_error_wrap(err, "record the inputs");
+  } else if (sink->sync && sink->sync_begin) {
+    /* its sync runs beside the jail's set-up; the program waits for it (start_durable) */
+    if (append(&run, start, &run.start_ticket) < 0) {
+      *err = outcome->journal_err;
+      rc = dome_error_wrap(err, "exec.start could not be recorded (fail closed)");
+    } else {
+      sink->sync_begin(sink->context, run.start_ticket);
+      config.before_program = start_durable;
+    }
   } else if (append_last(&run, start) < 0) {
     *err = outcome->journal_err;
     rc = dome_error_wrap(err, "exec.start could not be recorded (fail closed)");
+  } else {
+    outcome->started = true;
   }
   if (rc < 0) {
     exec_output_close(&run.output);
     exec_enforcement_release(&run.enforcement);
     return rc;
   }
-  outcome->started = true;
   outcome->start_sync_us = now_us() - start_sync;
 
   config.argv = argv;
@@ -372,6 +404,20 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
                            : jail_run(&config, &outcome->jail, err);
   outcome->ran = rc == 0;
   if (request->egress && request->egress->finish) request->egress->finish(request->egress->context);
+  dome_error start_err = {0};
+  if (start_durable(&run, &start_err) < 0 || !outcome->started) {
+    /* exec.start never became durable: the program never ran (before_program held it), nothing is
+     * answered (fail closed); the kernel layer the jail attached is let go all the same */
+    struct exec_kernel_report unused;
+    kernel_report(&run, true, &unused);
+    json_decref(unused.denials);
+    json_decref(unused.shadows);
+    *err = outcome->journal_err;
+    dome_error_wrap(err, "exec.start could not be recorded (fail closed)");
+    exec_output_close(&run.output);
+    exec_enforcement_release(&run.enforcement);
+    return outcome->journal_rc < 0 ? outcome->journal_rc : -EIO;
+  }
   outcome->kernel_start_ns = run.enforcement.start_ns;
   /* the network path of this jail, as the egress provider reports it otherwise */
   _cleanup_(json_decrefp) json_t *network =
@@ -381,7 +427,7 @@ int exec_run(const struct exec_request *request, const struct exec_sink *sink, s
                         json_string(dome_net_mode_name(dome_net_mode_in_effect(run.enforcement.net))));
   struct exec_kernel_report report;
   kernel_report(&run, true, &report);
-  uint64_t jail_us = now_us() - jail_start;
+  uint64_t jail_us = now_us() - jail_start - run.start_wait_us;
   outcome->jail_us = jail_us > outcome->attach_us ? jail_us - outcome->attach_us : 0;
   outcome->kernel_level = report.level ? report.level : "none";
   outcome->denial_count = report.count;

@@ -25,6 +25,7 @@ struct call_block {
   uint64_t search_path, working_directory;
   uint64_t workspace_entries, workspace_entry_count;
   uint64_t landlock_rules, landlock_rule_count;
+  uint64_t hold_program;
 };
 
 struct buffer {
@@ -161,6 +162,7 @@ int jail_call_encode(const struct jail_plan *plan, dome_error *err) {
   header.workspace_entry_count = plan->workspace_entry_count;
   header.landlock_rules = append_rules(&b, plan->landlock_rules, plan->landlock_rule_count);
   header.landlock_rule_count = plan->landlock_rule_count;
+  header.hold_program = plan->hold_program;
 
   if (!b.failed) {
     header.size = b.length;
@@ -254,6 +256,7 @@ int jail_call_decode(void *block, size_t size, struct jail_plan *plan) {
   if (rules_at(base, size, header.landlock_rules, header.landlock_rule_count, &plan->landlock_rules) < 0)
     return -EINVAL;
   plan->landlock_rule_count = header.landlock_rule_count;
+  plan->hold_program = header.hold_program != 0;
   return 0;
 }
 

@@ -378,6 +378,15 @@ static void wait_go(const struct jail_plan *plan) {
   if (recv(plan->sync_fd, &go, sizeof go, 0) != (ssize_t)sizeof go || go.kind != SYNC_GO) _exit(127);
 }
 
+/* plan.hold_program: the supervisor's SYNC_RUN, or exit with nothing started (it kills the jail). */
+static void wait_run(const struct jail_plan *plan) {
+  struct jail_sync_message run;
+  ssize_t n;
+  do n = recv(plan->sync_fd, &run, sizeof run, 0);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof run || run.kind != SYNC_RUN) _exit(127);
+}
+
 /* The second SYNC_GO brings the `tasks` files of our v1 cgroup leaves, opened by the parent: move this
  * (single-threaded) process into each by writing "0" — one thread, and the writer itself, so the kernel
  * skips the threadgroup lock and its RCU grace period (jail_cgroup_open_tasks). */
@@ -796,6 +805,7 @@ void jail_child_main(const struct jail_plan *initial) {
    * stack (vfork(2)). */
   /* Before the program exists: it must never see the supervisor's command line as /proc/1/cmdline. */
   hide_supervisor(&moved);
+  if (plan->hold_program) wait_run(&moved);
   pid_t program = vfork();
   if (program < 0) fail(&moved, errno, "fork the program", NULL);
   if (program == 0) exec_program(&moved);

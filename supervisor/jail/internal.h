@@ -171,6 +171,9 @@ struct jail_plan {
   int supervisor_sync_fd; /* the supervisor's end, inherited by clone: the child closes it first, so that
                              its reads see end-of-file once the supervisor is gone */
   int status_fd;          /* write end of the pipe the jail's init reports the status on */
+  /* jail_config.before_program: once set up, right before it starts the program, the child waits for
+   * SYNC_RUN (and exits with nothing started on anything else), so the set-up runs beside the hook. */
+  bool hold_program;
 
   /* hardening */
   int landlock_abi;
@@ -246,6 +249,9 @@ const char *jail_python_bootstrap_source(void);
  * {python, "-c", code}, envp, working_directory, workspace entries, Landlock ABI and rules): *data
  * malloc'd, *length bytes. Returns 0, -ENOMEM, or -E2BIG past JAIL_CALL_MAX_BYTES. */
 int jail_python_message(const struct jail_plan *plan, char **data, size_t *length, dome_error *err);
+/* The byte after the message that lets the interpreter run the call's code (jail_config.before_program
+ * returned 0); the stream's end without it makes the interpreter exit with nothing run. */
+#define JAIL_PYTHON_GO '\x01'
 
 /* Messages on the control socket (SOCK_SEQPACKET). */
 enum jail_sync_kind {
@@ -254,6 +260,7 @@ enum jail_sync_kind {
   SYNC_ERROR = 3,
   SYNC_PREPARED = 4, /* child -> parent: a prepared jail waits for its call */
   SYNC_BIND = 5,     /* parent -> child: the call (memfd, then the program's stdin, SCM_RIGHTS) */
+  SYNC_RUN = 6,      /* parent -> child: start the program (plan.hold_program: before_program returned 0) */
 };
 struct jail_sync_message {
   int kind;

@@ -4,10 +4,13 @@
  * call may use it only where Python's start-up would have come out the same: the variables it reads while
  * it starts have the values it started with, and nothing Python reads at start-up lies in the call's
  * workspace. The rest of the call (environment, working directory, files, Landlock rules, code) travels in
- * one message on the call's stream, read to its end by python_bootstrap.py.
+ * one message on the call's stream, which python_bootstrap.py reads whole and takes (files, working
+ * directory, Landlock, environment); then it waits for one more byte, the go (JAIL_PYTHON_GO), before it
+ * runs the code.
  *
- * Message: a sequence of fields, each a little-endian 64-bit length then that many bytes; numbers are
- * decimal text. In order: the magic "dome-python-call-1"; argv[0]; the code; the working directory; the
+ * Message: the length of the rest as a little-endian 64-bit number, then a sequence of fields, each a
+ * little-endian 64-bit length then that many bytes; numbers are decimal text. In order: the magic
+ * "dome-python-call-2"; argv[0]; the code; the working directory; the
  * count of environment strings, then each "KEY=VALUE"; the count of workspace entries, then for each its
  * kind ("d", "f", "l"), its path as the jail sees it, its mode and its contents (a symlink's target); the
  * Landlock ABI, the ruleset attribute as landlock_create_ruleset(2) takes it, the count of rules, then for
@@ -118,7 +121,8 @@ static void put_number(struct message *m, uint64_t value) {
 
 int jail_python_message(const struct jail_plan *plan, char **data, size_t *length, dome_error *err) {
   struct message m = {0};
-  put_text(&m, "dome-python-call-1");
+  put(&m, NULL, 0); /* the whole message's length: filled in below */
+  put_text(&m, "dome-python-call-2");
   put_text(&m, plan->argv[0]);
   put_text(&m, plan->argv[2]);
   put_text(&m, plan->working_directory);
@@ -170,6 +174,8 @@ int jail_python_message(const struct jail_plan *plan, char **data, size_t *lengt
                                       JAIL_CALL_MAX_BYTES)
                      : dome_error_set(err, ENOMEM, "hand the call to a prepared interpreter: out of memory");
   }
+  uint64_t rest = m.length - 8;
+  for (int i = 0; i < 8; i++) m.data[i] = (char)(rest >> (8 * i));
   *data = m.data;
   *length = m.length;
   return 0;

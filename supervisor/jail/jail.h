@@ -212,6 +212,15 @@ struct jail_config {
    * limits and on_cgroup_ready and before anything of the call reaches the jail. */
   bool namespaces_hook_late;
 
+  /* Optional: called with hook_context once the jail is set up for the program and before anything of
+   * the program can run: a fresh jail's child waits at its last hand-over, a prepared interpreter has the
+   * call (it writes the call's files and applies its Landlock rules meanwhile) but waits for a go before
+   * it runs the code, a prepared program's child has not been given its call yet. A negative return fails
+   * the run with that error: the jail is killed, and nothing of the program ever ran. exec_run makes the
+   * execution's start durable here (the audit rule), its sync begun before the jail so that it runs beside
+   * the jail's set-up. */
+  int (*before_program)(void *context, dome_error *err);
+
   /* Optional: once the program has ended (its init reaped, or its init's report that nothing else is left
    * in the jail: the init only exits), jail_run and jail_prepared_run hand what is left of the jail (the
    * exiting init to reap, its cgroup leaf, its host id, the supervisor's fds of it) to this callback

@@ -1,6 +1,6 @@
 # The program a prepared jail's Python interpreter runs while it waits for its call (supervisor/jail/
 # interpreter.c writes the call; jail.h, jail_prepared_run, says what it does). Run as `python3 -c`, with
-# fd 3 the call's stream (read to its end) and fd 4 the jail's control socket: a jail_sync_message
+# fd 3 the call's stream (the call's length, the call, then the go byte) and fd 4 the jail's control socket: a jail_sync_message
 # SYNC_PREPARED (4) once started, SYNC_ERROR (3) on failure, as the jail's child sends them. Embedded at build time; comments are stripped.
 # Everything it defines is deleted before the code runs: __main__ holds what a fresh `-c` has.
 def _(m=__import__('sys').modules):
@@ -13,17 +13,19 @@ def _(m=__import__('sys').modules):
     errno = ctypes.get_errno
     loaded = [k for k in m if k not in before]
     os.write(4, (4).to_bytes(4, 'little') + bytes(260))
-    chunks = []
-    while True:
-        try:
-            b = os.read(3, 1048576)
-        except InterruptedError:
-            continue
-        if not b:
-            break
-        chunks.append(b)
-    data = b''.join(chunks)
-    del chunks
+    def read(n):
+        chunks = []
+        while n > 0:
+            try:
+                b = os.read(3, n if n < 262144 else 262144)
+            except InterruptedError:
+                continue
+            if not b:
+                os._exit(125)
+            chunks.append(b)
+            n -= len(b)
+        return b''.join(chunks)
+    data = read(int.from_bytes(read(8), 'little'))
     fields, at = [], 0
     while at + 8 <= len(data):
         n = int.from_bytes(data[at:at + 8], 'little')
@@ -36,7 +38,7 @@ def _(m=__import__('sys').modules):
         os._exit(127)
     take = iter(fields).__next__
     try:
-        if take() != b'dome-python-call-1':
+        if take() != b'dome-python-call-2':
             raise ValueError
         argv0, code, cwd = take(), take(), take()
         env = [take() for i in range(int(take()))]
@@ -110,6 +112,9 @@ def _(m=__import__('sys').modules):
     del ctypes, call, errno, loaded, before, env, rules, attr, environment
     g = m['__main__'].__dict__
     del g['_']
+    if read(1) != b'\x01':
+        os._exit(125)
+    del read
     os.close(4)
     os.close(3)
     # exec of the text itself, as `-c` runs it: compile() would first build the interpreter's AST types

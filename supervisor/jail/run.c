@@ -716,6 +716,19 @@ static int plan_call(struct run_state *s, const struct jail_config *c, uint64_t 
   plan->working_directory = c->working_directory ? c->working_directory : "/workspace";
   plan->landlock_rules = s->landlock_rules;
   plan->landlock_rule_count = landlock_count;
+  plan->hold_program = c->before_program != NULL;
+  return 0;
+}
+
+/* jail_config.before_program, then SYNC_RUN: the child, set up beside the hook (plan.hold_program),
+ * starts the program. */
+static int release_program(struct run_state *s, const struct jail_config *c, dome_error *err) {
+  if (c->before_program == NULL) return 0;
+  int r = c->before_program(c->hook_context, err);
+  if (r < 0) return r;
+  struct jail_sync_message run = {.kind = SYNC_RUN};
+  if (send(s->sync_fd, &run, sizeof run, MSG_NOSIGNAL) != (ssize_t)sizeof run)
+    return child_failure_pending(s, c, dome_error_set_errno(err, errno, "start the program"), err);
   return 0;
 }
 
@@ -804,6 +817,7 @@ static int start_jail(struct run_state *s, const struct jail_config *c, const st
            workspace_bytes, inodes);
   snprintf(plan.workspace_options, sizeof plan.workspace_options,
            "size=%" PRIu64 ",nr_inodes=%" PRIu64 ",mode=0755", workspace_bytes, inodes);
+  plan.hold_program = !prepared && c->before_program != NULL;
   plan.stdin_fd = s->stdin_read;
   plan.stdout_fd = s->stdout_write;
   plan.stderr_fd = s->stderr_write;
@@ -1003,6 +1017,7 @@ int jail_run(const struct jail_config *c, struct jail_result *result, dome_error
   struct run_state s;
   run_state_init(&s);
   r = start_jail(&s, c, &shape, false, result, err);
+  if (r == 0) r = release_program(&s, c, err);
   if (r == 0) r = run_program(&s, c, result, err);
   return end_jail(&s, c, r, err);
 }
@@ -1189,24 +1204,34 @@ static int give_priority(struct run_state *s, int nice_value) {
   return 0;
 }
 
-/* The call to a waiting interpreter: its message (interpreter.c), written whole on the call's stream,
- * which is then closed (the interpreter reads to its end). */
+/* Write `length` bytes whole on the interpreter's call stream. */
+static int send_to_interpreter(struct run_state *s, const char *data, size_t length, dome_error *err) {
+  size_t done = 0;
+  while (done < length) {
+    ssize_t n = send(s->call_channel, data + done, length - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return dome_error_set_errno(err, n < 0 ? errno : EIO, "hand the call to the interpreter");
+    done += (size_t)n;
+  }
+  return 0;
+}
+
+/* The call to a waiting interpreter: its message (interpreter.c), written whole on the call's stream;
+ * the interpreter takes it (files, working directory, Landlock, environment) and then waits for the go. */
 static int send_interpreter_call(struct run_state *s, const struct jail_plan *call, dome_error *err) {
   char *data = NULL;
   size_t length = 0;
   int r = jail_python_message(call, &data, &length, err);
   if (r < 0) return r;
-  size_t done = 0;
-  while (done < length) {
-    ssize_t n = send(s->call_channel, data + done, length - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      r = dome_error_set_errno(err, n < 0 ? errno : EIO, "hand the call to the interpreter");
-      break;
-    }
-    done += (size_t)n;
-  }
+  r = send_to_interpreter(s, data, length, err);
   free(data);
+  return r;
+}
+
+/* The go (JAIL_PYTHON_GO) after which the interpreter runs the call's code; the stream is closed. */
+static int send_interpreter_go(struct run_state *s, dome_error *err) {
+  static const char go = JAIL_PYTHON_GO;
+  int r = send_to_interpreter(s, &go, 1, err);
   close_fd(&s->call_channel);
   return r;
 }
@@ -1263,6 +1288,13 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
       r = child_failure_pending(s, c, r, err);
       goto out;
     }
+    /* the interpreter takes the call meanwhile; its code runs only after the go */
+    if (c->before_program && (r = c->before_program(c->hook_context, err)) < 0) goto out;
+    if ((r = send_interpreter_go(s, err)) < 0) {
+      dome_error_wrap(err, "start jail `%s`", result->jail_id);
+      r = child_failure_pending(s, c, r, err);
+      goto out;
+    }
     r = run_program(s, c, result, err);
     goto out;
   }
@@ -1280,7 +1312,7 @@ int jail_prepared_run(struct jail_prepared *p, const struct jail_config *c, stru
     r = child_failure_pending(s, c, r, err);
     goto out;
   }
-  r = run_program(s, c, result, err);
+  if ((r = release_program(s, c, err)) == 0) r = run_program(s, c, result, err);
 out:
   r = end_jail(s, c, r, err);
   prepared_free(p);

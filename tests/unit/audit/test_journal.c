@@ -323,8 +323,6 @@ static void test_group_commit_wakes_and_hands_over(void **state) {
   }
 }
 
-/* An event nobody syncs is written by the writer thread within the group-commit window, also when
- * producers keep appending (the writer then runs on its own timer, not on signals). */
 /* Bytes of this process's mappings that a fork does not copy (VmFlags `dc`, proc(5) smaps). */
 static size_t dont_fork_bytes(void) {
   FILE *smaps = fopen("/proc/self/smaps", "r");
@@ -362,6 +360,8 @@ static void test_compressor_memory_is_not_forked(void **state) {
   remove_directory(directory);
 }
 
+/* An event nobody syncs is written by the writer thread within the group-commit window, also when
+ * producers keep appending (the writer then runs on its own timer, not on signals). */
 static void test_unsynced_events_reach_the_disk(void **state) {
   (void)state;
   char *directory = make_directory();
@@ -385,6 +385,45 @@ static void test_unsynced_events_reach_the_disk(void **state) {
     }
     assert_true(seen);
   }
+  assert_int_equal(journal_close(j, &err), 0);
+  remove_directory(directory);
+}
+
+/* journal_sync_begin commits at once what the group-commit window would have held back (here a minute),
+ * without the caller waiting; journal_sync then returns at once. An event nobody began stays in the
+ * window; a seq never assigned or already durable starts nothing. */
+static void test_sync_begin_commits_at_once(void **state) {
+  (void)state;
+  char *directory = make_directory();
+  journal_options options;
+  journal_options_init(&options, directory);
+  options.group_commit_window_ms = 60000;
+  options.checkpoint_every_ms = 600000;
+  journal *j = NULL;
+  dome_error err = {0};
+  assert_int_equal(journal_open(&options, &j, &err), 0);
+  uint64_t held = 0, begun = 0;
+  json_t *event = json_pack("{s:s}", "type", "exec.output");
+  assert_int_equal(journal_append(j, event, &held, &err), 0);
+  usleep(200000);
+  assert_false(readable(directory, held)); /* the window holds it */
+  assert_int_equal(journal_append(j, event, &begun, &err), 0);
+  journal_sync_begin(j, begun);
+  bool seen = false;
+  for (int wait = 0; wait < 100 && !seen; wait++) {
+    usleep(10000);
+    seen = readable(directory, begun);
+  }
+  assert_true(seen);
+  assert_true(readable(directory, held)); /* and everything before it */
+  assert_int_equal(journal_sync(j, begun, &err), 0);
+  journal_sync_begin(j, begun);      /* durable already: nothing */
+  journal_sync_begin(j, begun + 10); /* never assigned: nothing */
+  uint64_t later = 0;
+  assert_int_equal(journal_append(j, event, &later, &err), 0);
+  usleep(200000);
+  assert_false(readable(directory, later));
+  json_decref(event);
   assert_int_equal(journal_close(j, &err), 0);
   remove_directory(directory);
 }
@@ -566,6 +605,7 @@ int main(void) {
       cmocka_unit_test(test_many_producers_gap_free),
       cmocka_unit_test(test_group_commit_wakes_and_hands_over),
       cmocka_unit_test(test_unsynced_events_reach_the_disk),
+      cmocka_unit_test(test_sync_begin_commits_at_once),
       cmocka_unit_test(test_reopen_continues_and_time_filter),
       cmocka_unit_test(test_follow_waits_for_new_events),
       cmocka_unit_test(test_inclusion_proofs),

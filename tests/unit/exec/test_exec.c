@@ -181,6 +181,79 @@ static void kernel_provider_keeps_descriptors(void **state) {
   json_decref(memory.records);
 }
 
+struct kernel_log {
+  int attached, finished;
+};
+static int attach_counted(void *context, const struct jail_cgroup *leaf, dome_error *err) {
+  (void)leaf;
+  (void)err;
+  ((struct kernel_log *)context)->attached++;
+  return 0;
+}
+static void report_counted(void *context, bool finish, struct exec_kernel_report *report) {
+  report_none(NULL, finish, report);
+  if (finish) ((struct kernel_log *)context)->finished++;
+}
+
+struct begun_sink {
+  struct memory_sink memory;
+  int begun;
+  int refuse_sync; /* the n-th sync (1-based) fails: 0 none */
+};
+static int keep_begun(void *context, json_t *record, uint64_t *ticket, dome_error *err) {
+  return keep(&((struct begun_sink *)context)->memory, record, ticket, err);
+}
+static void begin(void *context, uint64_t ticket) {
+  (void)ticket;
+  ((struct begun_sink *)context)->begun++;
+}
+static int sync_or_refuse(void *context, uint64_t ticket, dome_error *err) {
+  struct begun_sink *sink = context;
+  sync_all(&sink->memory, ticket, err);
+  if (sink->memory.syncs == sink->refuse_sync) return dome_error_set(err, EIO, "sync refused");
+  return 0;
+}
+
+/* With sync_begin, exec.start's sync is begun before the jail and waited for before the program
+ * (jail_config.before_program): the records and syncs are those of a synchronous start. When that sync
+ * fails, the program never runs, nothing is answered, and the kernel layer the jail attached is let go
+ * (its report finished as often as it was attached). */
+static void start_sync_begun_beside_the_jail(void **state) {
+  (void)state;
+  char *argv[] = {"/bin/sh", "-c", "echo hi", NULL};
+  for (int refuse = 0; refuse <= 1; refuse++) {
+    struct exec_request request = request_of(argv);
+    struct kernel_log log = {0};
+    struct exec_kernel_provider kernel = {
+        .context = &log, .attach = attach_counted, .report = report_counted};
+    request.kernel = &kernel;
+    struct begun_sink begun = {.memory = {.records = json_array()}, .refuse_sync = refuse};
+    struct exec_sink sink = {
+        .context = &begun, .append = keep_begun, .sync = sync_or_refuse, .sync_begin = begin};
+    struct exec_outcome outcome;
+    dome_error err = {0};
+    int rc = exec_run(&request, &sink, &outcome, &err);
+    assert_int_equal(begun.begun, 1);
+    assert_int_equal(log.attached, 1);
+    assert_int_equal(log.finished, 1);
+    if (refuse) {
+      assert_int_equal(rc, -EIO);
+      assert_false(outcome.started);
+      assert_false(outcome.ran);
+      assert_null(outcome.result);
+      assert_non_null(strstr(err.message, "fail closed"));
+      assert_int_equal(begun.memory.syncs, 1);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_true(outcome.started);
+      assert_string_equal(json_string_value(json_object_get(outcome.result, "stdout")), "hi\n");
+      assert_int_equal(begun.memory.syncs, 2);
+    }
+    exec_outcome_release(&outcome);
+    json_decref(begun.memory.records);
+  }
+}
+
 static void out_of_memory_records_nothing(void **state) {
   (void)state;
 #ifdef __SANITIZE_ADDRESS__
@@ -403,6 +476,7 @@ int main(void) {
       cmocka_unit_test(start_refused_nothing_runs),
       cmocka_unit_test(output_refused_cancels),
       cmocka_unit_test(kernel_provider_keeps_descriptors),
+      cmocka_unit_test(start_sync_begun_beside_the_jail),
       cmocka_unit_test(out_of_memory_records_nothing),
       cmocka_unit_test(program_from_arguments),
       cmocka_unit_test(shadow_tables_recorded),

@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -860,6 +861,99 @@ static void python_priority_follows_the_call(void **state) {
 }
 
 /* A discarded interpreter leaves nothing: no leaf, no process. */
+/* ---- before_program: nothing of the program runs until it returns ---- */
+
+struct held {
+  struct hook_log log;
+  int refuse;            /* before_program's answer: 0 or a negative errno */
+  long ticks_while_held; /* CPU the jail's processes used while before_program waited (clock ticks) */
+  int calls;
+};
+
+/* user+system CPU ticks of every process listed in the cgroup leaf `leaf` (proc(5) stat fields 14, 15) */
+static long leaf_cpu_ticks(const char *leaf) {
+  char path[760];
+  snprintf(path, sizeof path, "%s/cgroup.procs", leaf);
+  FILE *procs = fopen(path, "r");
+  long ticks = 0;
+  int pid;
+  while (procs && fscanf(procs, "%d", &pid) == 1) {
+    char stat_path[64], line[1024];
+    snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", pid);
+    FILE *f = fopen(stat_path, "r");
+    if (f && fgets(line, sizeof line, f)) {
+      const char *after = strrchr(line, ')');
+      long utime = 0, stime = 0;
+      if (after &&
+          sscanf(after + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime) == 2)
+        ticks += utime + stime;
+    }
+    if (f) fclose(f);
+  }
+  if (procs) fclose(procs);
+  return ticks;
+}
+
+/* Wait 300 ms, measure what the jail's processes ran meanwhile, then answer. */
+static int hold(void *context, dome_error *err) {
+  struct held *h = context;
+  h->calls++;
+  long before = leaf_cpu_ticks(h->log.cgroup_path);
+  struct timespec pause = {0, 300 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  h->ticks_while_held = leaf_cpu_ticks(h->log.cgroup_path) - before;
+  if (h->refuse) return dome_error_set(err, -h->refuse, "held");
+  return 0;
+}
+
+static struct jail_prepared *no_prepared_jail(void) {
+  return NULL;
+}
+
+/* A busy program in a jail from `make` (a fresh jail when it gives NULL): refused at before_program, it
+ * never ran (it used no CPU while held, and the run fails with the refusal, leaving nothing); let go, it
+ * runs (until its timeout). */
+static void run_held(struct jail_prepared *(*make)(void), char **argv, char *const *env) {
+  for (int refuse = 1; refuse >= 0; refuse--) {
+    struct jail_prepared *p = make();
+    struct held h = {.refuse = refuse ? -EPERM : 0};
+    struct jail_config c;
+    config_for(&c, argv);
+    c.env = env;
+    c.timeout_ms = 500;
+    c.hook_context = &h;
+    c.on_cgroup_ready = on_cgroup;
+    c.before_program = hold;
+    struct jail_result r;
+    dome_error err = {0};
+    int rc = p ? jail_prepared_run(p, &c, &r, &err) : jail_run(&c, &r, &err);
+    assert_int_equal(h.calls, 1);
+    assert_true(h.ticks_while_held < 10); /* held: no busy loop ran for 300 ms (100 Hz ticks) */
+    if (refuse) {
+      assert_int_equal(rc, -EPERM);
+      struct stat st;
+      assert_int_equal(stat(h.log.cgroup_path, &st), -1);
+    } else {
+      assert_int_equal(rc, 0);
+      assert_int_equal(r.prepared, p != NULL);
+      assert_true(r.timed_out); /* let go, it ran */
+      assert_true(r.cpu_ms >= 100);
+    }
+    jail_result_release(&r);
+  }
+}
+
+static void program_held_until_before_program(void **state) {
+  (void)state;
+  int fds_before = open_fds();
+  char *shell[] = {"sh", "-c", "while :; do :; done", NULL};
+  run_held(no_prepared_jail, shell, path_env);
+  run_held(prepare, shell, path_env);
+  char *python[] = {"/usr/bin/python3", "-c", "while True: pass", NULL};
+  run_held(prepare_python, python, python_start_env);
+  assert_int_equal(open_fds(), fds_before);
+}
+
 static void python_discard_leaves_nothing(void **state) {
   (void)state;
   int fds_before = open_fds();
@@ -896,6 +990,7 @@ int main(void) {
       cmocka_unit_test(python_program_runs_before_its_call),
       cmocka_unit_test(python_priority_follows_the_call),
       cmocka_unit_test(python_discard_leaves_nothing),
+      cmocka_unit_test(program_held_until_before_program),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
