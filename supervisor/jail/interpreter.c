@@ -33,14 +33,17 @@ const char *jail_python_waiting_program(void) {
   return jail_python_bootstrap;
 }
 
-/* A variable Python reads while it starts (Python's initconfig.c, pylifecycle.c, site.py): its value must be
- * the one the interpreter started with. */
+/* A variable read while the interpreter starts, whose value must be the one it started with: by Python
+ * (initconfig.c, pylifecycle.c, site.py: PYTHON*, _PYTHON*, the locale's LC_*, LANG, LANGUAGE, LOCPATH,
+ * HOME, PATH, TZ), by the dynamic loader at exec (ld.so(8): every LD_*) and by glibc as it starts (its
+ * tunables, GLIBC_TUNABLES and the MALLOC_* aliases; GCONV_PATH for the codecs the locale loads). */
 static bool read_at_start(const char *entry, size_t name_length) {
-  static const char *const names[] = {"LANG", "LANGUAGE", "HOME", "PATH", "TZ"};
-  if ((name_length >= 6 && strncmp(entry, "PYTHON", 6) == 0) ||
-      (name_length >= 7 && strncmp(entry, "_PYTHON", 7) == 0) ||
-      (name_length >= 3 && strncmp(entry, "LC_", 3) == 0))
-    return true;
+  static const char *const names[] = {"LANG", "LANGUAGE", "HOME",       "PATH",
+                                      "TZ",   "LOCPATH",  "GCONV_PATH", "GLIBC_TUNABLES"};
+  static const char *const prefixes[] = {"PYTHON", "_PYTHON", "LC_", "LD_", "MALLOC_"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (name_length >= strlen(prefixes[i]) && strncmp(entry, prefixes[i], strlen(prefixes[i])) == 0)
+      return true;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (name_length == strlen(names[i]) && strncmp(entry, names[i], name_length) == 0) return true;
   return false;

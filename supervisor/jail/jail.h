@@ -366,10 +366,11 @@ bool jail_prepared_fits(const struct jail_prepared *prepared, const struct jail_
 
 /* Can the call `config` run in a jail whose interpreter `python` was started with `start_env` (see
  * jail_config.prepared_python) and see what a fresh `python -c` would: argv is exactly {python, "-c", code};
- * every variable Python reads while it starts (PYTHON*, _PYTHON*, LC_*, LANG, LANGUAGE, HOME, PATH, TZ) has
- * the same value in config->env as in start_env, or is absent from both; no stdin (the interpreter's stdin
- * was fixed when it started); no host workspace directory and no input file under `.local` (the user site
- * directory of HOME=/workspace, read while Python starts); input files of at most
+ * every variable read while the interpreter starts — by Python (PYTHON*, _PYTHON*, LC_*, LANG, LANGUAGE,
+ * LOCPATH, HOME, PATH, TZ), the dynamic loader (LD_*) or glibc (GLIBC_TUNABLES, MALLOC_*, GCONV_PATH) —
+ * has the same value in config->env as in start_env, or is absent from both; no stdin (the interpreter's
+ * stdin was fixed when it started); no host workspace directory and no input file under `.local` (the user
+ * site directory of HOME=/workspace, read while Python starts); input files of at most
  * JAIL_PYTHON_MAX_INPUT_BYTES in all. */
 #define JAIL_PYTHON_MAX_INPUT_BYTES (4ull << 20)
 bool jail_python_call_fits(const char *python, char *const *start_env, const struct jail_config *config);

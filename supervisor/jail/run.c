@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -90,11 +91,15 @@ static void run_state_release(struct run_state *s) {
   if (s->host_id) jail_host_id_release(s->host_id);
 }
 
-/* Where a jail's host id search starts: spread by pid and seq so concurrent supervisors rarely probe the
- * same slots (40503 is odd: the seq term runs through every slot). Uniqueness comes from
- * jail_host_id_acquire. */
-static unsigned host_id_hint(pid_t pid, unsigned seq) {
-  return ((unsigned)pid + seq * 40503u) % JAIL_HOST_ID_COUNT;
+/* Where a jail's host id search starts: a random slot. The id is the jail's host uid, which its program
+ * reads in /proc/self/uid_map: drawn from a counter of jails (an earlier hint was pid + seq * 40503), two
+ * ids of one agent's calls told it how many jails other agents had made in between. Random starts also
+ * spread concurrent supervisors over the slots; uniqueness comes from jail_host_id_acquire. */
+static unsigned host_id_hint(void) {
+  unsigned value = 0;
+  while (getrandom(&value, sizeof value, 0) < 0 && errno == EINTR) {
+  }
+  return value % JAIL_HOST_ID_COUNT;
 }
 
 /* What every jail of this process needs from /proc and that does not change while it runs: read once. */
@@ -852,7 +857,7 @@ static int start_jail(struct run_state *s, const struct jail_config *c, const st
     args.cgroup = (uint64_t)s->leaf.v2_fd;
   }
   unsigned host_id = 0;
-  if ((r = jail_host_id_acquire(host_id_hint(getpid(), seq), &host_id, err)) < 0) return r;
+  if ((r = jail_host_id_acquire(host_id_hint(), &host_id, err)) < 0) return r;
   s->host_id = host_id;
   /* The new user namespace is owned by the effective ids of its creator, and per-user kernel budgets
    * used inside it (inotify instances and watches, queued signals, ...) are charged to that owner up the

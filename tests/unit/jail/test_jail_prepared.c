@@ -498,6 +498,7 @@ static const char python_observe[] =
     "print('---cwd', os.getcwd(), os.listdir('.'), open('in.txt').read())\n"
     "print('---sys', sys.argv, sys.orig_argv[:2], sys.path, sys.flags, sys.executable)\n"
     "print('---modules', sorted(sys.modules))\n"
+    "print('---importer cache', sorted(sys.path_importer_cache))\n"
     /* the AST types compile() builds on its first call: a fresh `-c` never makes them (a bootstrap
      * that ran the code through compile() had 119) */
     "import gc; print('---ast types', sum(isinstance(t, type) and t.__module__ == 'ast' for t in "
@@ -559,6 +560,36 @@ static void python_prepared_looks_like_fresh(void **state) {
   assert_int_equal(pooled.output_path_count, fresh.output_path_count);
   jail_result_release(&fresh);
   jail_result_release(&pooled);
+}
+
+/* The code's caller frame in a prepared interpreter (the waiting program's, which a fresh `-c` does not
+ * have) holds none of the call's data but the code itself and the code's own globals: not its environment,
+ * files or working directory (the loops that took them ran in a frame that is gone). */
+static void python_caller_holds_no_call_data(void **state) {
+  (void)state;
+  char *argv[] = {
+      "/usr/bin/python3", "-c",
+      "import sys\n"
+      "f = sys._getframe(0).f_back\n"
+      "values = [] if f is None else list(f.f_locals.values())\n"
+      "print('held:', [repr(v)[:40] for v in values if v is not globals() and 'm4rk3r' in repr(v) "
+      "and not (isinstance(v, str) and v.startswith('import sys'))])\n",
+      NULL};
+  char *env[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "MARKER=m4rk3r-env", NULL};
+  struct jail_input_file files[] = {{"m4rk3r-dir/in.txt", "m4rk3r-file", 11, 0}};
+  struct jail_config c;
+  config_for(&c, argv);
+  c.env = env;
+  c.input_files = files;
+  c.input_file_count = 1;
+  struct jail_prepared *p = prepare_python();
+  assert_true(jail_prepared_fits(p, &c));
+  struct jail_result r;
+  dome_error err = {0};
+  assert_int_equal(jail_prepared_run(p, &c, &r, &err), 0);
+  assert_true(r.prepared);
+  assert_string_equal(r.stdout_data, "held: []\n");
+  jail_result_release(&r);
 }
 
 /* `argv` run once in a fresh jail and once in a prepared interpreter (which must have served it), both
@@ -693,6 +724,20 @@ static void python_call_that_does_not_fit_runs_fresh(void **state) {
   assert_false(jail_prepared_fits(p, &c));
   c.env = missing_env;
   assert_false(jail_prepared_fits(p, &c));
+  /* read by the dynamic loader and glibc at exec, before Python: a started interpreter never saw them */
+  char *loader_env[][4] = {
+      {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LD_PRELOAD=/workspace/x.so", NULL},
+      {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LD_LIBRARY_PATH=/workspace", NULL},
+      {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "GLIBC_TUNABLES=glibc.malloc.check=3", NULL},
+      {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "MALLOC_ARENA_MAX=1", NULL},
+      {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "LOCPATH=/workspace", NULL}};
+  for (size_t i = 0; i < sizeof loader_env / sizeof loader_env[0]; i++) {
+    c.env = loader_env[i];
+    assert_false(jail_prepared_fits(p, &c));
+  }
+  char *other_variable[] = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "AGENT_TOKEN_NAME=x", NULL};
+  c.env = other_variable; /* read only when the code asks: the interpreter's environment is replaced */
+  assert_true(jail_prepared_fits(p, &c));
   config_for(&c, python_argv);
   c.stdin_data = "x";
   c.stdin_length = 1;
@@ -982,6 +1027,7 @@ int main(void) {
       cmocka_unit_test(priority_not_given_back_runs_fresh),
       cmocka_unit_test(dead_child_gets_fresh_jail),
       cmocka_unit_test(python_prepared_looks_like_fresh),
+      cmocka_unit_test(python_caller_holds_no_call_data),
       cmocka_unit_test(python_unreaped_child_like_fresh),
       cmocka_unit_test(python_prepared_fails_like_fresh),
       cmocka_unit_test(python_rules_follow_the_call),

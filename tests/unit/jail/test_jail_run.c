@@ -249,6 +249,34 @@ static void teardown_deferred(void **state) {
   assert_int_equal(open_fds(), fds_before);
 }
 
+/* A jail's host uid (its program reads it in /proc/self/uid_map) says nothing of other jails: consecutive
+ * jails' uids do not advance by a fixed step (drawn from a counter of jails, two uids of one agent's calls
+ * told how many jails were made in between). */
+static void host_uid_is_no_counter(void **state) {
+  (void)state;
+  char *argv[] = {"cat", "/proc/self/uid_map", NULL};
+  long uid[8];
+  for (int i = 0; i < 8; i++) {
+    struct jail_config c;
+    jail_config_init(&c);
+    c.argv = argv;
+    c.env = path_env;
+    struct jail_result r;
+    dome_error err = {0};
+    assert_int_equal(jail_run(&c, &r, &err), 0);
+    long inside = -1, outside = -1, count = -1;
+    assert_int_equal(sscanf(r.stdout_data, "%ld %ld %ld", &inside, &outside, &count), 3);
+    assert_int_equal(inside, 0);
+    assert_int_equal(count, 1);
+    uid[i] = outside;
+    jail_result_release(&r);
+  }
+  bool one_step = true;
+  for (int i = 2; i < 8; i++)
+    if ((uid[i] - uid[i - 1] + 65536) % 65536 != (uid[1] - uid[0] + 65536) % 65536) one_step = false;
+  assert_false(one_step);
+}
+
 /* The program's stdin is /dev/null when it gets no input: a failure to open it fails the run with the
  * reason before the program starts, and leaves no cgroup behind. */
 static void dev_null_open_failure(void **state) {
@@ -522,6 +550,7 @@ int main(void) {
       cmocka_unit_test(hooks_called_in_order),
       cmocka_unit_test(hook_aborts_run),
       cmocka_unit_test(teardown_deferred),
+      cmocka_unit_test(host_uid_is_no_counter),
       cmocka_unit_test(dev_null_open_failure),
       cmocka_unit_test(cancel_fd_kills),
       cmocka_unit_test(concurrent_threads),
