@@ -1,6 +1,6 @@
-/* tools/call in flight: a thread runs the handler while the HTTP response streams Server-Sent
- * Events (MCP basic/transports: the server may send notifications before the response on the SSE
- * stream of a POST). Progress notifications (basic/utilities/progress) go out as they come;
+/* tools/call in flight: a worker thread (workers.c) runs the handler while the HTTP response streams
+ * Server-Sent Events (MCP basic/transports: the server may send notifications before the response on the
+ * SSE stream of a POST). Progress notifications (basic/utilities/progress) go out as they come;
  * cancellation (basic/utilities/cancellation) makes the call's eventfd readable and the response is
  * then not sent. A client that closes its connection cancels the calls answering on it the same way:
  * the stream's reader watches the socket for the peer's close while it waits for output. */
@@ -442,26 +442,13 @@ static void streams_open_add(mcp_server *server, int delta) {
   pthread_mutex_unlock(&server->lock);
 }
 
-/* Run routine(argument) in a detached thread with a stack of stack_bytes. Returns 0 or the
- * pthread_create error. */
-static int thread_start_detached(void *(*routine)(void *), void *argument, size_t stack_bytes) {
-  pthread_t thread;
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attributes, stack_bytes);
-  int rc = pthread_create(&thread, &attributes, routine, argument);
-  pthread_attr_destroy(&attributes);
-  return rc;
-}
-
 int mcp_stream_writer_start(struct mcp_stream *stream, void *(*routine)(void *), void *argument,
                             size_t stack_bytes) {
   atomic_fetch_add(&stream->refs, 1);
   pthread_mutex_lock(&stream->lock);
   stream->writers++;
   pthread_mutex_unlock(&stream->lock);
-  int rc = thread_start_detached(routine, argument, stack_bytes);
+  int rc = mcp_workers_start(&stream->server->workers, routine, argument, stack_bytes);
   if (rc != 0) stream_writer_done(stream);
   return rc;
 }
@@ -508,7 +495,7 @@ static void stream_detached_locked(struct mcp_stream *stream) {
     grace->generation = stream->generation;
     atomic_fetch_add(&stream->refs, 1);
     streams_open_add(server, 1); /* the server's stop waits for it */
-    if (thread_start_detached(grace_thread, grace, 64u << 10) == 0) return;
+    if (mcp_workers_start(&server->workers, grace_thread, grace, 64u << 10) == 0) return;
     atomic_fetch_sub(&stream->refs, 1); /* the caller still holds its own */
     streams_open_add(server, -1);
     free(grace);
@@ -819,7 +806,7 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
   stream->calls = call;
   pthread_mutex_unlock(&stream->lock);
 
-  int rc = mcp_stream_writer_start(stream, call_thread, call, 1u << 20);
+  int rc = mcp_stream_writer_start(stream, call_thread, call, MCP_WORKER_STACK_BYTES);
   if (rc != 0) {
     /* undo: the caller answers with an error */
     stream_unlink_call(stream, call);
@@ -839,7 +826,7 @@ int mcp_call_start(mcp_server *server, struct mcp_session *session, const mcp_id
     pthread_mutex_unlock(&server->lock);
     mcp_session_release(server, session);
     call_free(call);
-    return dome_error_set(err, rc, "cannot start call thread");
+    return dome_error_set(err, -rc, "cannot start call thread");
   }
   return 0;
 }

@@ -16,6 +16,8 @@
 #include "supervisor/common/deadline.h"
 #include "supervisor/mcp/mcp_internal.h"
 
+#define WORKERS_STOP_MS 10000 /* how long a stop waits for the last jobs of its workers */
+
 struct request {
   char *body;
   size_t length, capacity, discarded;
@@ -664,6 +666,11 @@ int mcp_server_start(const struct mcp_server_options *options, const struct mcp_
   if (!server->options.task_ttl_max_ms) server->options.task_ttl_max_ms = 3600u * 1000u;
   if (!server->options.max_tasks_per_agent) server->options.max_tasks_per_agent = 16;
   if (!server->options.task_poll_ms) server->options.task_poll_ms = 1000;
+  rc = mcp_workers_init(&server->workers, MCP_WORKER_STACK_BYTES, MCP_WORKERS_IDLE_MAX, MCP_WORKERS_IDLE_MS);
+  if (rc < 0) {
+    mcp_server_stop(server);
+    return dome_error_set_errno(err, -rc, "start the call workers");
+  }
   if (options->tls_cert_pem) {
     server->tls_cert = strdup(options->tls_cert_pem);
     server->tls_key = strdup(options->tls_key_pem);
@@ -762,6 +769,9 @@ void mcp_server_stop(mcp_server *server) {
   if (server->get_daemon) MHD_stop_daemon(server->get_daemon);
   if (server->console_daemon) MHD_stop_daemon(server->console_daemon);
   mcp_server_wait_idle(server, 5000);
+  /* every job has returned (a call counts as done a little before): then no worker is left. A job still
+   * running after that uses the server: it is left allocated rather than freed under it. */
+  if (mcp_workers_stop(&server->workers, WORKERS_STOP_MS) > 0) return;
   mcp_tasks_free(server);
   free_list(server->allowed_origins);
   free_list(server->allowed_hosts);

@@ -31,8 +31,9 @@
  * JSON-RPC error codes: -32700 parse error (HTTP 400), -32600 invalid request (HTTP 400),
  * -32601 method not found, -32602 invalid params, -32603 internal error (HTTP 200 bodies).
  *
- * Threads: libmicrohttpd runs one thread per connection; each tools/call runs in its own thread so
- * that its progress streams while it runs. Handlers must be thread-safe. */
+ * Threads: libmicrohttpd runs one thread per connection; each tools/call runs on a thread of its own
+ * while it runs (a worker kept for the next call, workers.c) so that its progress streams while it runs.
+ * Handlers must be thread-safe; a handler's thread-local state outlives its call. */
 #ifndef DOME_MCP_MCP_H
 #define DOME_MCP_MCP_H
 
@@ -296,7 +297,9 @@ bool mcp_server_wait_idle(mcp_server *server, unsigned timeout_ms);
  * (saved again). Returns 0, -EINVAL (*err names the member), -EEXIST or -ENOMEM. */
 int mcp_server_task_restore(mcp_server *server, const json_t *record, dome_error *err);
 
-/* Stop: close all connections and sessions, wait for call threads, free. NULL is a no-op. */
+/* Stop: close all connections and sessions, wait for the calls, end and join the server's worker
+ * threads, free. A job still running 10 s after the calls were waited for leaves the server allocated
+ * (not freed under it). NULL is a no-op. */
 void mcp_server_stop(mcp_server *server);
 
 void mcp_server_get_stats(mcp_server *server, struct mcp_server_stats *stats);

@@ -143,6 +143,36 @@ struct mcp_session_rate {
 };
 #define MCP_SESSION_RATES 256 /* agents tracked; the least recently refilled is reused */
 
+/* Reused threads that run the server's calls (workers.c). Private to workers.c but for its size. */
+struct mcp_worker;
+struct mcp_workers {
+  pthread_mutex_t lock;
+  pthread_cond_t ended;     /* a worker ended (mcp_workers_stop waits for the last) */
+  struct mcp_worker *idle;  /* idle workers, the most recently idle first */
+  unsigned idle_count;      /* on the idle list */
+  unsigned live;            /* workers started and not ended: running a job or idle */
+  unsigned running;         /* jobs handed over and not yet returned */
+  unsigned idle_max;        /* a worker whose job ends while this many are idle ends */
+  unsigned idle_timeout_ms; /* a worker idle this long ends */
+  size_t stack_bytes;       /* the least stack of a new worker */
+  uint64_t created, reused; /* threads created, jobs handed to an idle worker */
+  bool ready;               /* initialized and not yet stopped */
+  bool stopping;
+  bool has_ended;
+  pthread_t last_ended; /* ended, not joined yet: the next worker to end joins it, or mcp_workers_stop */
+};
+
+/* What mcp_workers_count reports. */
+struct mcp_workers_counts {
+  unsigned live, idle, running;
+  uint64_t created, reused;
+};
+
+/* Threads the server keeps for its calls. */
+#define MCP_WORKER_STACK_BYTES (1u << 20) /* the least stack of a worker: a tools/call's */
+#define MCP_WORKERS_IDLE_MAX 4            /* idle workers kept after a burst */
+#define MCP_WORKERS_IDLE_MS 30000         /* an idle worker ends after this long */
+
 struct mcp_server {
   struct MHD_Daemon *daemon;
   struct MHD_Daemon *get_daemon;     /* options.get_listen: the GET paths only */
@@ -168,10 +198,31 @@ struct mcp_server {
   struct mcp_session_rate rates[MCP_SESSION_RATES]; /* under lock */
   struct mcp_task *tasks;                           /* newest first; under lock */
   pthread_cond_t task_changed; /* a task reached a terminal status, or the server stops */
+  struct mcp_workers workers;  /* the threads of its calls, task result waiters and stream graces */
 };
 
 /* The SSE retry field (milliseconds) in every priming event. */
 #define MCP_SSE_RETRY_DEFAULT_MS 500
+
+/* workers.c */
+/* An empty pool: new workers get at least stack_bytes of stack; a worker whose job ends while idle_max
+ * others are idle ends, and an idle worker ends after idle_timeout_ms milliseconds (0 counts as 1).
+ * Returns 0 or -errno (pthread_mutex_init, pthread_cond_init). */
+int mcp_workers_init(struct mcp_workers *workers, size_t stack_bytes, unsigned idle_max,
+                     unsigned idle_timeout_ms);
+/* Run routine(argument) now on a thread of the pool with at least stack_bytes of stack: an idle worker
+ * with enough stack, else a new worker (a job never waits behind another). The thread's signal mask and
+ * nice value are those a new thread created by the pool's first caller would have (a worker gets back its
+ * own after each job). Returns 0, -ESHUTDOWN while mcp_workers_stop runs, or -errno of pthread_create
+ * (-EAGAIN: no thread) or -ENOMEM. Never call it once mcp_workers_stop has returned 0. */
+int mcp_workers_start(struct mcp_workers *workers, void *(*routine)(void *), void *argument,
+                      size_t stack_bytes);
+/* The pool's counts now (thread-safe). */
+void mcp_workers_count(struct mcp_workers *workers, struct mcp_workers_counts *counts);
+/* Refuse new jobs, end the idle workers, wait at most timeout_ms milliseconds for the running jobs to
+ * return, and join every worker. Returns 0 when no worker is left (the pool is then destroyed), else the
+ * number of workers still running a job (the pool is left as it is: they still use it). */
+unsigned mcp_workers_stop(struct mcp_workers *workers, unsigned timeout_ms);
 
 /* jsonrpc.c */
 json_t *mcp_jsonrpc_error(const json_t *id, int code, const char *message);
@@ -211,9 +262,10 @@ void mcp_session_replay_free(struct mcp_session *session);
 void mcp_stream_send(struct mcp_stream *stream, json_t *message);
 /* The caller will append nothing more; the body ends when every call has answered. */
 void mcp_stream_seal(struct mcp_stream *stream);
-/* Run routine(argument) in a detached thread (stack_bytes of stack) that writes on `stream`: the
- * stream gets one more writer and reference for it, given back by its mcp_stream_seal (a tools/call's
- * thread gives them back itself). Returns 0, or the pthread_create error (the writer is taken back). */
+/* Run routine(argument) on a worker of the server (at least stack_bytes of stack, mcp_workers_start)
+ * that writes on `stream`: the stream gets one more writer and reference for it, given back by its
+ * mcp_stream_seal (a tools/call gives them back itself). Returns 0, or -errno of mcp_workers_start (the
+ * writer is taken back). */
 int mcp_stream_writer_start(struct mcp_stream *stream, void *(*routine)(void *), void *argument,
                             size_t stack_bytes);
 /* Start a tools/call thread that sends its progress and response on `stream`. Returns 0, or -errno
