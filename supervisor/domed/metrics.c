@@ -131,6 +131,10 @@ int domed_http_get(void *context, const char *path, char **body, size_t *length,
   GAUGE("dome_active_jails", "Jails running now.", atomic_load(&m->active_jails));
   GAUGE("dome_queued_calls", "Calls waiting for a jail slot.", atomic_load(&m->queued));
   GAUGE("dome_sessions_active", "Live MCP sessions.", stats.sessions_active);
+  GAUGE("dome_sse_replay_bytes",
+        "Bytes of SSE events the live MCP sessions keep for a client resuming a stream (at most "
+        "sse_replay_bytes each).",
+        stats.replay_bytes);
   GAUGE("dome_sandbox_sessions_active", "Live sandbox sessions (create_session), one jail and kernel each.",
         domed_sessions_live());
   GAUGE("process_resident_memory_bytes", "Resident memory size in bytes.", resident_bytes());

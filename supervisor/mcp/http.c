@@ -789,5 +789,12 @@ void mcp_server_stop(mcp_server *server) {
 void mcp_server_get_stats(mcp_server *server, struct mcp_server_stats *stats) {
   pthread_mutex_lock(&server->lock);
   *stats = server->stats;
+  stats->replay_bytes = 0;
+  for (size_t i = 0; i < server->session_count; i++) { /* replay_lock after server->lock: it nests nothing */
+    struct mcp_session *session = server->sessions[i];
+    pthread_mutex_lock(&session->replay_lock);
+    stats->replay_bytes += session->replay_bytes;
+    pthread_mutex_unlock(&session->replay_lock);
+  }
   pthread_mutex_unlock(&server->lock);
 }

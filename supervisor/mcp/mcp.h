@@ -258,6 +258,8 @@ struct mcp_server_stats {
   uint64_t calls_disconnected; /* tools/call cancelled because the client closed its connection */
   uint64_t
       streams_polled; /* tools/call streams the server closed for the client to resume (sse_close_after_ms) */
+  uint64_t
+      replay_bytes; /* SSE events kept for Last-Event-ID, all live sessions (at most sse_replay_bytes each) */
 };
 
 /* Start listening. The handlers struct is copied. Returns 0 and *server, or -EINVAL (bad listen
@@ -302,6 +304,7 @@ int mcp_server_task_restore(mcp_server *server, const json_t *record, dome_error
  * (not freed under it). NULL is a no-op. */
 void mcp_server_stop(mcp_server *server);
 
+/* The server's counters now into *stats; replay_bytes is summed over the live sessions. */
 void mcp_server_get_stats(mcp_server *server, struct mcp_server_stats *stats);
 
 /* --- for call_tool handlers --- */
