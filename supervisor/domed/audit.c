@@ -184,13 +184,25 @@ static int cut_to_budget(struct domed *domed, json_t *event, dome_error *err) {
   return dome_error_set(err, E2BIG, "event: too many members to record by digest");
 }
 
-int domed_audit_append(struct domed *domed, json_t *event, uint64_t *ticket, dome_error *err) {
+#define ANY_GENERATION UINT64_MAX
+
+/* domed_audit_append into the journal of `generation` only (ANY_GENERATION: whichever is open, reopened
+ * once if it failed). */
+static int append_in(struct domed *domed, uint64_t expected, json_t *event, uint64_t *ticket,
+                     dome_error *err) {
   if (ticket) *ticket = 0;
   for (int attempt = 0; attempt < 2; attempt++) {
     pthread_rwlock_rdlock(&domed->journal_lock);
     journal *j = domed->journal;
     uint64_t generation = domed->journal_generation;
     int rc = j ? 0 : dome_error_set(err, EIO, "journal `%s` is not open", domed->config.journal_dir);
+    if (rc == 0 && expected != ANY_GENERATION && generation != expected) {
+      pthread_rwlock_unlock(&domed->journal_lock);
+      dome_error_set(err, EIO,
+                     "the journal failed and was reopened since this call's first event: its earlier events "
+                     "may be lost (fail closed)");
+      return refuse(domed, event, -EIO, err);
+    }
     uint64_t seq = 0;
     if (rc == 0) rc = journal_append(j, event, &seq, err);
     if (rc == -E2BIG) {
@@ -206,8 +218,21 @@ int domed_audit_append(struct domed *domed, json_t *event, uint64_t *ticket, dom
     }
     if (!failed || attempt == 1) return refuse(domed, event, rc, err);
     reopen_failed(domed);
+    if (expected != ANY_GENERATION) {
+      dome_error_set(err, EIO, "the journal failed: this call's earlier events may be lost (fail closed)");
+      return refuse(domed, event, -EIO, err);
+    }
   }
   return refuse(domed, event, -EIO, err);
+}
+
+int domed_audit_append(struct domed *domed, json_t *event, uint64_t *ticket, dome_error *err) {
+  return append_in(domed, ANY_GENERATION, event, ticket, err);
+}
+
+int domed_audit_append_after(struct domed *domed, uint64_t first, json_t *event, uint64_t *ticket,
+                             dome_error *err) {
+  return append_in(domed, first ? first >> TICKET_SEQ_BITS : ANY_GENERATION, event, ticket, err);
 }
 
 int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err) {

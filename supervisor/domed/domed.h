@@ -510,6 +510,11 @@ uint64_t domed_audit_ticket_seq(uint64_t ticket);
 /* Block until the event of `ticket` and every earlier one is durable. Returns 0, or -errno (the event is
  * not durable: the caller fails its call; counted like a refused append). */
 int domed_audit_sync(struct domed *domed, uint64_t ticket, dome_error *err);
+/* domed_audit_append for an event that follows the event of ticket `first` (0: none), the first of its
+ * call: refused with -EIO, not appended, when the journal failed and was reopened since `first` (the
+ * reopened journal may have lost it, and must not hold a later event of the call without its first). */
+int domed_audit_append_after(struct domed *domed, uint64_t first, json_t *event, uint64_t *ticket,
+                             dome_error *err);
 /* Start making the event of `ticket` and every earlier one durable without waiting (journal_sync_begin):
  * a later domed_audit_sync waits for what remains. A ticket of a journal since reopened: nothing. */
 void domed_audit_sync_begin(struct domed *domed, uint64_t ticket);

@@ -31,9 +31,10 @@ struct adapter {
   struct exec_egress_provider *egress_provider;
 };
 
+/* Into the journal that holds the call's decision: never a reopened one that may have lost it. */
 static int sink_append(void *context, json_t *record, uint64_t *ticket, dome_error *err) {
   struct adapter *a = context;
-  return domed_audit_append(a->domed, record, ticket, err);
+  return domed_audit_append_after(a->domed, a->execution->decision_ticket, record, ticket, err);
 }
 
 /* Durable with every earlier event of the call, its decision first. */

@@ -31,10 +31,9 @@ struct run {
   struct exec_outcome *outcome;
   struct exec_output output;
   struct exec_enforcement enforcement;
-  int stop_fd;              /* the jail's cancel_fd: the caller's cancel_fd or a sink refusal */
-  uint64_t start_ticket;    /* exec.start, its sync begun (sink->sync_begin) and not yet waited for */
-  json_t *held_jail_record; /* exec.jail made while start_ticket was pending: appended once it is durable */
-  uint64_t start_wait_us;   /* the wait for it at before_program */
+  int stop_fd;            /* the jail's cancel_fd: the caller's cancel_fd or a sink refusal */
+  uint64_t start_ticket;  /* exec.start, its sync begun (sink->sync_begin) and not yet waited for */
+  uint64_t start_wait_us; /* the wait for it at before_program */
 };
 
 /* The first refusal of the sink: remembered, and the program is stopped (its result is never answered). */
@@ -90,11 +89,6 @@ static int on_cgroup_ready(void *context, const struct jail_cgroup *leaf, dome_e
   json_object_set_new(record, "offset_ms", json_integer(0));
   json_object_set_new(record, "kernel", json_string(report.level ? report.level : "none"));
   json_object_set_new(record, "ruleset", json_integer(report.ruleset));
-  if (run->start_ticket) { /* nothing of the execution is journalled after a start that may be lost */
-    json_decref(run->held_jail_record);
-    run->held_jail_record = record;
-    return 0;
-  }
   rc = append(run, record, NULL);
   json_decref(record);
   if (rc < 0)
@@ -262,20 +256,12 @@ static int start_durable(void *context, dome_error *err) {
   int rc = run->sink->sync(run->sink->context, ticket, &sync_err);
   run->start_wait_us = now_us() - waited;
   run->outcome->start_sync_us += run->start_wait_us;
-  json_t *held = dome_steal_pointer(&run->held_jail_record);
   if (rc < 0) {
-    json_decref(held);
     refused(run, rc, &sync_err);
     *err = sync_err;
     return dome_error_wrap(err, "exec.start could not be recorded (fail closed)");
   }
   run->outcome->started = true;
-  if (held) { /* the jail's record, held back while the start was not durable yet (on_cgroup_ready) */
-    rc = append(run, held, NULL);
-    json_decref(held);
-    if (rc < 0)
-      return dome_error_set(err, -rc, "exec.jail not recorded: %s", run->outcome->journal_err.message);
-  }
   return 0;
 }
 

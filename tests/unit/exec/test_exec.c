@@ -215,10 +215,9 @@ static int sync_or_refuse(void *context, uint64_t ticket, dome_error *err) {
 }
 
 /* With sync_begin, exec.start's sync is begun before the jail and waited for before the program
- * (jail_config.before_program): the records and syncs are those of a synchronous start. When that sync
- * fails, the program never runs, nothing is answered, nothing of the execution is journalled after its
- * start (exec.jail, made meanwhile, is held until the start is durable), and the kernel layer the jail
- * attached is let go (its report finished as often as it was attached). */
+ * (jail_config.before_program): the records and syncs are those of a synchronous start. When that sync fails,
+ * the program never runs, nothing is answered, and the kernel layer the jail attached is let go (its report
+ * finished as often as it was attached). */
 static void start_sync_begun_beside_the_jail(void **state) {
   (void)state;
   char *argv[] = {"/bin/sh", "-c", "echo hi", NULL};
@@ -244,7 +243,9 @@ static void start_sync_begun_beside_the_jail(void **state) {
       assert_null(outcome.result);
       assert_non_null(strstr(err.message, "fail closed"));
       assert_int_equal(begun.memory.syncs, 1);
-      assert_string_equal(types(begun.memory.records), "exec.start,"); /* no exec.jail of a lost start */
+      /* exec.jail, made meanwhile, is in the sink; domed's refuses it once its journal failed and was
+       * reopened (domed_audit_append_after), so that no journal holds it without its start */
+      assert_string_equal(types(begun.memory.records), "exec.start,exec.jail,");
     } else {
       assert_int_equal(rc, 0);
       assert_true(outcome.started);
