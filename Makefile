@@ -99,6 +99,8 @@ UNIT_TESTS += $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_TEST_SOURCE
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIBRARIES)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(LINK_LIBRARIES) $(LDLIBS_COMMON)
+# kept (not removed as intermediates of the pattern rule), so that a second `make test` relinks nothing
+.SECONDARY: $(patsubst tests/unit/%.c,$(BUILD)/obj/tests/unit/%.o,$(UNIT_TEST_SOURCES))
 
 .PHONY: all generated unit-tests test test-quick asan bench demo format format-check clean install deb difftest fuzz vmtest check-layers
 all: $(addprefix $(BUILD)/,$(PROGRAMS))
