@@ -21,13 +21,14 @@ endif
 # space for the jail's clone to copy (docs/architecture.md, "Start-up cost"). A security update of one of
 # them therefore needs a rebuild of dome, as for any statically linked program.
 STATIC_PACKAGES := jansson libzstd libsodium libseccomp libcap libpcre2-8 libnl-3.0 libnl-route-3.0 libbpf yaml-0.1
-# Linked as shared libraries: only domed, the gateway client, the session client and fleet mode use them.
-# libnats (fleet mode, supervisor/fleet) too: Debian's libnats-dev ships no static archive.
-SHARED_PACKAGES := libmicrohttpd libcurl libzmq libnats
+# Linked as shared libraries: only domed, the gateway client and the session client use them.
+SHARED_PACKAGES := libmicrohttpd libcurl libzmq
 PACKAGES := $(STATIC_PACKAGES) $(SHARED_PACKAGES)
 # Not linked: loaded on first use through supervisor/dlopen/ (their cost at every program start exceeds a
-# jail start; see supervisor/dlopen/dlopen.h). Headers only.
-DLOPEN_PACKAGES := libhs libnftables
+# jail start; see supervisor/dlopen/dlopen.h). Headers only. libnats (fleet mode, supervisor/fleet; Debian's
+# libnats-dev ships no static archive) brings libssl, libcrypto and libprotobuf-c: 4-5 ms of every start of
+# dome when it was linked. dlopen(3) is in glibc's libc (2.34 and later): no -ldl.
+DLOPEN_PACKAGES := libhs libnftables libnats
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PACKAGES) $(DLOPEN_PACKAGES) 2>/dev/null)
 PKG_LIBS   := -Wl,-Bstatic $(filter-out -pthread -lpthread,$(shell pkg-config --libs --static $(STATIC_PACKAGES) 2>/dev/null)) \
@@ -86,10 +87,13 @@ PROGRAMS += domed
 domed_SOURCES := $(wildcard supervisor/domed/*.c)
 endif
 
+# name_LDLIBS (a module.mk's): shared libraries of that program alone, searched before the archives, so that
+# what they define is taken from them and not from an archive (dome-fleet-tool: libnats itself rather than
+# supervisor/dlopen's forwarders).
 define program_rule
 $(BUILD)/$(1): $(patsubst %.c,$(BUILD)/obj/%.o,$($(1)_SOURCES)) $(LIBRARIES)
 	@mkdir -p $$(@D)
-	$$(CC) $$(ALL_LDFLAGS) -o $$@ $(patsubst %.c,$(BUILD)/obj/%.o,$($(1)_SOURCES)) $$(LINK_LIBRARIES) $$(LDLIBS_COMMON) $($(1)_LDLIBS)
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $(patsubst %.c,$(BUILD)/obj/%.o,$($(1)_SOURCES)) $($(1)_LDLIBS) $$(LINK_LIBRARIES) $$(LDLIBS_COMMON)
 endef
 $(foreach p,$(PROGRAMS),$(eval $(call program_rule,$(p))))
 

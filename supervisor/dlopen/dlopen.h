@@ -1,11 +1,12 @@
 /* Shared libraries dome loads on first use instead of at program start.
  *
  * Linking a library makes every start of every program pay for loading it, its dependencies and their
- * relocations: vectorscan pulls in libstdc++, libnftables four more libraries; together they cost more
- * than a jail start itself. The few commands that need them (redaction, routed egress) load them when
- * they first call into them. The folder holds one file per library that defines that library's functions
- * used by dome (same names and prototypes as its header) as forwarders to the dlopen()ed library, so the
- * callers are unchanged and the library is not linked (see the Makefile's DLOPEN_PACKAGES). */
+ * relocations: vectorscan pulls in libstdc++, libnftables four more libraries, libnats libssl, libcrypto
+ * and libprotobuf-c; together they cost more than a jail start itself. The few commands that need them
+ * (redaction, routed egress, fleet mode) load them when they first call into them. The folder holds one
+ * file per library that defines that library's functions used by dome (same names and prototypes as its
+ * header) as forwarders to the dlopen()ed library, so the callers are unchanged and the library is not
+ * linked (see the Makefile's DLOPEN_PACKAGES). */
 #ifndef DOME_DLOPEN_H
 #define DOME_DLOPEN_H
 

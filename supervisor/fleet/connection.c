@@ -102,7 +102,8 @@ uint64_t fleet_wait_prepared(fleet *f) {
 
 static int set_options(fleet *f, const fleet_options *options, dome_error *err) {
   natsOptions *o = NULL;
-  if (natsOptions_Create(&o) != NATS_OK) return dome_error_set(err, ENOMEM, "NATS options");
+  natsStatus created = natsOptions_Create(&o); /* the first call into libnats: it may not load */
+  if (created != NATS_OK) return fleet_nats_error(err, created, 0, "NATS options");
   f->options = o;
   char *urls = strdup(options->url);
   const char *servers[32];
